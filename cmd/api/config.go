@@ -1,0 +1,103 @@
+package main
+
+import (
+	"fmt"
+	"log/slog"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	emqhttp "github.com/echo-mq/echo_mq/internal/http"
+	"github.com/echo-mq/echo_mq/internal/keyspace"
+	"github.com/echo-mq/echo_mq/internal/stall"
+)
+
+// config is the service's configuration, read once from the environment.
+type config struct {
+	Addr            string        // EMQ_ADDR
+	RedisURL        string        // EMQ_REDIS_URL: "" runs the embedded store
+	Prefix          string        // EMQ_PREFIX
+	SweepInterval   time.Duration // EMQ_SWEEP_INTERVAL
+	MaxStalled      int           // EMQ_MAX_STALLED
+	LogLevel        slog.Level    // EMQ_LOG_LEVEL
+	MaxValueBytes   int           // EMQ_MAX_VALUE_BYTES: payload, result, progress
+	MaxBodyBytes    int           // EMQ_MAX_BODY_BYTES
+	ShutdownTimeout time.Duration // EMQ_SHUTDOWN_TIMEOUT
+}
+
+var prefixRE = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,64}$`)
+
+// loadConfig reads the configuration from getenv, with defaults.
+func loadConfig(getenv func(string) string) (config, error) {
+	env := func(name, def string) string {
+		if v := strings.TrimSpace(getenv(name)); v != "" {
+			return v
+		}
+		return def
+	}
+	var errs []string
+	fail := func(name string, err error) { errs = append(errs, fmt.Sprintf("%s: %v", name, err)) }
+	c := config{
+		Addr:     env("EMQ_ADDR", "127.0.0.1:8080"),
+		RedisURL: env("EMQ_REDIS_URL", ""),
+		Prefix:   env("EMQ_PREFIX", keyspace.DefaultPrefix),
+	}
+	var err error
+	if c.SweepInterval, err = positiveDuration(env("EMQ_SWEEP_INTERVAL", stall.DefaultInterval.String())); err != nil {
+		fail("EMQ_SWEEP_INTERVAL", err)
+	}
+	if c.ShutdownTimeout, err = positiveDuration(env("EMQ_SHUTDOWN_TIMEOUT", "15s")); err != nil {
+		fail("EMQ_SHUTDOWN_TIMEOUT", err)
+	}
+	if c.MaxStalled, err = positiveInt(env("EMQ_MAX_STALLED", strconv.Itoa(stall.DefaultMaxStalled))); err != nil {
+		fail("EMQ_MAX_STALLED", err)
+	}
+	if c.MaxValueBytes, err = positiveInt(env("EMQ_MAX_VALUE_BYTES", strconv.Itoa(emqhttp.DefaultMaxValueBytes))); err != nil {
+		fail("EMQ_MAX_VALUE_BYTES", err)
+	}
+	if c.MaxBodyBytes, err = positiveInt(env("EMQ_MAX_BODY_BYTES", strconv.Itoa(emqhttp.DefaultMaxBodyBytes))); err != nil {
+		fail("EMQ_MAX_BODY_BYTES", err)
+	}
+	if err = c.LogLevel.UnmarshalText([]byte(env("EMQ_LOG_LEVEL", "info"))); err != nil {
+		fail("EMQ_LOG_LEVEL", err)
+	}
+	if !prefixRE.MatchString(c.Prefix) {
+		fail("EMQ_PREFIX", fmt.Errorf("%q must be 1 to 64 characters of A-Z a-z 0-9 . _ : -", c.Prefix))
+	}
+	if getenv("EMQ_API_KEYS") != "" {
+		fail("EMQ_API_KEYS", fmt.Errorf("API keys are not supported by this version yet; refusing to run open when keys were asked for"))
+	}
+	if len(errs) > 0 {
+		return config{}, fmt.Errorf("bad configuration: %s", strings.Join(errs, "; "))
+	}
+	return c, nil
+}
+
+func positiveDuration(s string) (time.Duration, error) {
+	d, err := time.ParseDuration(s)
+	if err == nil && d <= 0 {
+		err = fmt.Errorf("%q must be positive", s)
+	}
+	return d, err
+}
+
+func positiveInt(s string) (int, error) {
+	n, err := strconv.Atoi(s)
+	if err == nil && n <= 0 {
+		err = fmt.Errorf("%q must be positive", s)
+	}
+	return n, err
+}
+
+// logAttrs are the effective configuration for the start-up log, with the
+// Redis password masked.
+func (c config) logAttrs() []any {
+	redisURL := "embedded (in-memory, nothing persists)"
+	if c.RedisURL != "" {
+		redisURL = maskURLs(c.RedisURL)
+	}
+	return []any{"addr", c.Addr, "redis", redisURL, "prefix", c.Prefix,
+		"sweep_interval", c.SweepInterval, "max_stalled", c.MaxStalled,
+		"max_value_bytes", c.MaxValueBytes, "max_body_bytes", c.MaxBodyBytes, "log_level", c.LogLevel}
+}

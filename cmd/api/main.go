@@ -1,0 +1,119 @@
+// Command api runs echo_mq's HTTP/JSON service: the worker plane, the
+// operator routes, and the background reaper, over Redis (or over an
+// embedded in-memory store when EMQ_REDIS_URL is not set).
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/echo-mq/echo_mq/internal/admin"
+	emqhttp "github.com/echo-mq/echo_mq/internal/http"
+	"github.com/echo-mq/echo_mq/internal/lease"
+	"github.com/echo-mq/echo_mq/internal/stall"
+	"github.com/echo-mq/echo_mq/internal/wake"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Getenv, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "echo_mq:", err)
+		os.Exit(1)
+	}
+}
+
+// run serves until ctx ends, then shuts down gracefully: it stops accepting,
+// answers waiting long polls empty, lets in-flight requests finish (within
+// EMQ_SHUTDOWN_TIMEOUT), stops the reaper and closes Redis.
+func run(ctx context.Context, getenv func(string) string, stdout io.Writer) error {
+	cfg, err := loadConfig(getenv)
+	if err != nil {
+		return err
+	}
+	log := slog.New(slog.NewTextHandler(stdout, &slog.HandlerOptions{Level: cfg.LogLevel}))
+	log.Info("Starting echo_mq", cfg.logAttrs()...)
+	log.Warn("The API is open: no API keys are configured. Bind EMQ_ADDR to loopback or a private network.")
+
+	rdb, closeRedis, err := connect(cfg.RedisURL, log)
+	if err != nil {
+		return err
+	}
+	defer closeRedis()
+	pingRedis(ctx, rdb, log)
+
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", cfg.Addr, err)
+	}
+
+	bg, stopBackground := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopBackground()
+	hub := wake.NewHub(rdb, cfg.Prefix, log)
+	hubDone := make(chan struct{})
+	go func() { defer close(hubDone); hub.Run(bg) }()
+	sweeper := stall.NewService(rdb, cfg.Prefix)
+	reaper := stall.NewReaper(sweeper, stall.ReaperConfig{
+		Interval: cfg.SweepInterval, MaxStalled: cfg.MaxStalled, Logger: log})
+	reaper.Start(bg)
+
+	stopping := make(chan struct{})
+	srv := &http.Server{
+		Handler: emqhttp.NewHandler(emqhttp.Config{
+			Leases: lease.NewService(rdb, cfg.Prefix), Admin: admin.NewService(rdb, cfg.Prefix),
+			Sweeper: sweeper, Waiters: hub, Stopping: stopping,
+			Ready:         func(ctx context.Context) error { return rdb.Ping(ctx).Err() },
+			MaxStalled:    cfg.MaxStalled,
+			MaxValueBytes: cfg.MaxValueBytes, MaxBodyBytes: cfg.MaxBodyBytes, Logger: log,
+		}),
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       60 * time.Second,
+		WriteTimeout:      60 * time.Second, // a long poll waits 30 s at most
+		IdleTimeout:       120 * time.Second,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(ln) }()
+	log.Info("Listening", "addr", ln.Addr().String())
+
+	select {
+	case err := <-serveErr:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	log.Info("Shutting down", "timeout", cfg.ShutdownTimeout)
+	close(stopping)
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
+	defer cancel()
+	err = srv.Shutdown(shutdownCtx)
+	if errors.Is(err, context.DeadlineExceeded) {
+		log.Warn("Shutdown timed out; closing the remaining connections")
+		err = srv.Close()
+	}
+	reaper.Stop()
+	stopBackground()
+	<-hubDone
+	log.Info("Stopped")
+	return err
+}
+
+// pingRedis checks Redis at start-up. The service starts either way (and
+// answers 503 until Redis answers), so that it recovers by itself.
+func pingRedis(ctx context.Context, rdb redis.UniversalClient, log *slog.Logger) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := rdb.Ping(ctx).Err(); err != nil {
+		log.Warn("Redis does not answer yet; /readyz is 503 until it does", "error", err)
+	}
+}

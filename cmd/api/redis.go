@@ -1,0 +1,76 @@
+package main
+
+import (
+	"fmt"
+	"log/slog"
+	"net/url"
+	"strings"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+)
+
+// connect returns a client for redisURL: one node for one URL, a Cluster
+// for several comma-separated seed URLs, and the embedded in-memory store
+// for none. The returned stop closes the client (and the embedded store).
+func connect(redisURL string, log *slog.Logger) (redis.UniversalClient, func(), error) {
+	if redisURL == "" {
+		return embedded(log)
+	}
+	urls := strings.Split(redisURL, ",")
+	if len(urls) == 1 {
+		opts, err := redis.ParseURL(strings.TrimSpace(urls[0]))
+		if err != nil {
+			return nil, nil, fmt.Errorf("EMQ_REDIS_URL: %w", err)
+		}
+		rdb := redis.NewClient(opts)
+		return rdb, func() { _ = rdb.Close() }, nil
+	}
+	opts, err := clusterOptions(urls)
+	if err != nil {
+		return nil, nil, err
+	}
+	rdb := redis.NewClusterClient(opts)
+	return rdb, func() { _ = rdb.Close() }, nil
+}
+
+// clusterOptions takes the seed nodes of a Cluster from several URLs; the
+// credentials and TLS settings come from the first.
+func clusterOptions(urls []string) (*redis.ClusterOptions, error) {
+	var cluster redis.ClusterOptions
+	for i, u := range urls {
+		opts, err := redis.ParseURL(strings.TrimSpace(u))
+		if err != nil {
+			return nil, fmt.Errorf("EMQ_REDIS_URL seed %d: %w", i+1, err)
+		}
+		if i == 0 {
+			cluster.Username, cluster.Password, cluster.TLSConfig = opts.Username, opts.Password, opts.TLSConfig
+		}
+		cluster.Addrs = append(cluster.Addrs, opts.Addr)
+	}
+	return &cluster, nil
+}
+
+// embedded starts the in-process Redis-compatible store, for a machine with
+// no Redis: it keeps everything in memory, so it says so loudly.
+func embedded(log *slog.Logger) (redis.UniversalClient, func(), error) {
+	mr, err := miniredis.Run()
+	if err != nil {
+		return nil, nil, fmt.Errorf("start the embedded store: %w", err)
+	}
+	log.Warn("NO EMQ_REDIS_URL: running on an embedded in-memory store. NOTHING PERSISTS: every job is lost when the process stops. Set EMQ_REDIS_URL=redis://host:6379 for real use.",
+		"embedded_addr", mr.Addr())
+	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	return rdb, func() { _ = rdb.Close(); mr.Close() }, nil
+}
+
+// maskURLs hides the passwords of comma-separated Redis URLs.
+func maskURLs(urls string) string {
+	parts := strings.Split(urls, ",")
+	for i, p := range parts {
+		if u, err := url.Parse(strings.TrimSpace(p)); err == nil {
+			parts[i] = u.Redacted()
+		}
+	}
+	return strings.Join(parts, ",")
+}

@@ -1,0 +1,100 @@
+package http
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/echo-mq/echo_mq/internal/lease"
+	"github.com/echo-mq/echo_mq/internal/wake"
+)
+
+// ClaimRequest asks for jobs, waiting up to WaitMs for one to come.
+type ClaimRequest struct {
+	LeaseMs *int64 `json:"lease_ms,omitempty" validate:"omitnil,min=100,max=86400000" example:"30000"`
+	Count   *int   `json:"count,omitempty" validate:"omitnil,min=1,max=100" example:"1"`
+	WaitMs  int64  `json:"wait_ms,omitempty" validate:"min=0,max=30000" example:"10000"`
+	Worker  string `json:"worker,omitempty" validate:"max=200" example:"worker-1"`
+} // @name ClaimRequest
+
+// handleClaim godoc
+//
+//	@Summary		Claim jobs
+//	@Description	Leases up to count jobs (priority first, FIFO within a priority), each with its token. Due delayed jobs are moved to pending first. With wait_ms, a claim that finds nothing waits (long poll) and answers as soon as a job comes, or with an empty list when wait_ms passes. A paused queue answers an empty list.
+//	@ID				claimJobs
+//	@Tags			worker
+//	@Accept			json
+//	@Param			queue	path	string			true	"queue name"
+//	@Param			claim	body	ClaimRequest	false	"lease, count, wait"
+//	@Produce		application/problem+json
+//	@Failure		400	{object}	Problem	"EMQINVALID"
+//	@Failure		415	{object}	Problem	"EMQMEDIATYPE"
+//	@Failure		503	{object}	Problem	"EMQUNAVAILABLE"
+//	@Produce		json
+//	@Success		200	{object}	JobList	"the claimed jobs, with their tokens; empty when none"
+//	@Router			/queues/{queue}/claim [post]
+func (s *server) handleClaim(w http.ResponseWriter, r *http.Request) {
+	queue, err := queueParam(r)
+	var req ClaimRequest
+	if err == nil {
+		err = s.decode(r, &req)
+	}
+	if err != nil {
+		s.writeProblem(w, r, err)
+		return
+	}
+	p := lease.ClaimParams{Worker: req.Worker}
+	if req.Count != nil {
+		p.Count = *req.Count
+	}
+	if req.LeaseMs != nil {
+		p.Lease = ms(*req.LeaseMs)
+	}
+	claimed, err := s.claimWaiting(r, queue, p, ms(req.WaitMs))
+	if err != nil {
+		s.writeProblem(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, JobList{Jobs: claimedOf(claimed.Jobs)})
+}
+
+// claimWaiting claims, and when nothing is there waits up to wait for a
+// wake from the queue's wake channel, or for the earliest delayed job to
+// come due, and claims again. Waiting holds no Redis connection. It answers
+// empty when wait passes, the client goes away or the service stops.
+func (s *server) claimWaiting(r *http.Request, queue string, p lease.ClaimParams, wait time.Duration) (lease.Claimed, error) {
+	deadline := time.Now().Add(wait)
+	for {
+		waiter := s.waiters.Register(queue)
+		claimed, err := s.leases.Claim(r.Context(), queue, p)
+		if err != nil || len(claimed.Jobs) > 0 || !time.Now().Before(deadline) {
+			waiter.Done()
+			return claimed, err
+		}
+		wakeAt := deadline
+		if !claimed.NextDue.IsZero() && claimed.NextDue.Before(wakeAt) {
+			wakeAt = claimed.NextDue
+		}
+		awake := s.sleep(r, waiter, wakeAt)
+		waiter.Done()
+		if !awake {
+			return lease.Claimed{}, nil
+		}
+	}
+}
+
+// sleep waits until waiter is woken or wakeAt comes, and reports false
+// instead when the client goes away or the service stops.
+func (s *server) sleep(r *http.Request, waiter *wake.Waiter, wakeAt time.Time) bool {
+	timer := time.NewTimer(time.Until(wakeAt))
+	defer timer.Stop()
+	select {
+	case <-waiter.C:
+		return true
+	case <-timer.C:
+		return true
+	case <-r.Context().Done():
+		return false
+	case <-s.cfg.Stopping:
+		return false
+	}
+}

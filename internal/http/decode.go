@@ -1,0 +1,226 @@
+package http
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"reflect"
+	"strconv"
+	"strings"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/go-playground/validator/v10"
+
+	"github.com/echo-mq/echo_mq/internal/keyspace"
+)
+
+// newValidator returns the one validator of the service: it reports JSON
+// field names, and knows job ids.
+func newValidator() *validator.Validate {
+	v := validator.New(validator.WithRequiredStructEnabled())
+	v.RegisterTagNameFunc(func(f reflect.StructField) string {
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "-" {
+			return ""
+		}
+		return name
+	})
+	_ = v.RegisterValidation("jobid", func(fl validator.FieldLevel) bool {
+		return keyspace.ValidJobID(fl.Field().String())
+	})
+	return v
+}
+
+// decode reads r's JSON body into dst: strictly (unknown fields and
+// trailing data refused), then validates it. An empty body reads as {}.
+// Nothing is changed anywhere when it fails.
+func (s *server) decode(r *http.Request, dst any) error {
+	body, err := io.ReadAll(r.Body)
+	var tooLarge *http.MaxBytesError
+	if errors.As(err, &tooLarge) {
+		return &requestError{code: CodeTooLarge, detail: fmt.Sprintf("the body is over the %d-byte limit", tooLarge.Limit)}
+	}
+	if err != nil {
+		return invalid("cannot read the body: " + err.Error())
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		body = []byte("{}")
+	} else if err := checkMediaType(r); err != nil {
+		return err
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(dst); err != nil {
+		return decodeError(err)
+	}
+	if dec.More() {
+		return invalid("the body has data after its JSON value")
+	}
+	return s.validate(dst)
+}
+
+// checkMediaType refuses a body that does not say it is JSON.
+func checkMediaType(r *http.Request) error {
+	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if err == nil && (mt == "application/json" || strings.HasSuffix(mt, "+json")) {
+		return nil
+	}
+	return &requestError{code: CodeMediaType,
+		detail: fmt.Sprintf("the body must be application/json, not %q", r.Header.Get("Content-Type"))}
+}
+
+// decodeError explains a JSON decoding error, naming the field when it can.
+func decodeError(err error) error {
+	var syntax *json.SyntaxError
+	var typeErr *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &syntax):
+		return invalid(fmt.Sprintf("malformed JSON at byte %d: %v", syntax.Offset, err))
+	case errors.As(err, &typeErr):
+		field := typeErr.Field
+		return invalid("a field has the wrong type",
+			FieldError{Field: field, Message: fmt.Sprintf("must be %s, not %s", typeName(typeErr.Type), typeErr.Value)})
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return invalid("malformed JSON: the body ends early")
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		field := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
+		return invalid("the body has an unknown field", FieldError{Field: field, Message: "is not a known field"})
+	default:
+		return invalid("malformed JSON: " + err.Error())
+	}
+}
+
+// typeName says a Go type the way a JSON user would.
+func typeName(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "an integer"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "a boolean"
+	case reflect.Slice:
+		return "an array"
+	case reflect.Pointer:
+		return typeName(t.Elem())
+	default:
+		return "an object"
+	}
+}
+
+// validate runs the struct tags of dst and lists every failed field.
+func (s *server) validate(dst any) error {
+	err := s.validator.Struct(dst)
+	var verrs validator.ValidationErrors
+	if !errors.As(err, &verrs) {
+		return err
+	}
+	fields := make([]FieldError, 0, len(verrs))
+	for _, fe := range verrs {
+		_, path, _ := strings.Cut(fe.Namespace(), ".")
+		fields = append(fields, FieldError{Field: path, Message: fieldMessage(fe)})
+	}
+	return invalid("the request has invalid fields", fields...)
+}
+
+// fieldMessage says what a failed validation tag asks for.
+func fieldMessage(fe validator.FieldError) string {
+	switch fe.Tag() {
+	case "required":
+		return "is required"
+	case "min":
+		if fe.Kind() == reflect.Slice {
+			return "must have at least " + fe.Param() + " items"
+		}
+		return "must be at least " + fe.Param()
+	case "max":
+		if fe.Kind() == reflect.Slice {
+			return "must have at most " + fe.Param() + " items"
+		}
+		return "must be at most " + fe.Param()
+	case "gt":
+		return "must be greater than " + fe.Param()
+	case "oneof":
+		return "must be one of: " + fe.Param()
+	case "gtefield":
+		return "must be at least " + fe.Param()
+	case "jobid":
+		return `must be 1 to 128 characters of A-Z a-z 0-9 . _ : - and not "batch"`
+	default:
+		return "fails " + fe.Tag()
+	}
+}
+
+// queueParam reads and validates the {queue} path parameter.
+func queueParam(r *http.Request) (string, error) {
+	queue := chi.URLParam(r, "queue")
+	if !keyspace.ValidQueueName(queue) {
+		return "", invalid("invalid queue name", FieldError{Field: "queue",
+			Message: "must be 1 to 100 characters of A-Z a-z 0-9 . _ -"})
+	}
+	return queue, nil
+}
+
+// jobParams reads and validates the {queue} and {id} path parameters.
+func jobParams(r *http.Request) (queue, id string, err error) {
+	if queue, err = queueParam(r); err != nil {
+		return "", "", err
+	}
+	id = chi.URLParam(r, "id")
+	if !keyspace.ValidJobID(id) {
+		return "", "", invalid("invalid job id", FieldError{Field: "id",
+			Message: `must be 1 to 128 characters of A-Z a-z 0-9 . _ : - and not "batch"`})
+	}
+	return queue, id, nil
+}
+
+// compactJSON is a JSON value with insignificant whitespace removed; its
+// numbers and strings are kept exactly as sent (a 20-digit integer keeps
+// every digit). nil stays nil (absent).
+func compactJSON(v json.RawMessage) json.RawMessage {
+	if v == nil {
+		return nil
+	}
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, v); err != nil {
+		return v
+	}
+	return buf.Bytes()
+}
+
+// checkSize refuses a JSON value over the service's limit with 413.
+func (s *server) checkSize(field string, v json.RawMessage) error {
+	if len(v) <= s.cfg.MaxValueBytes {
+		return nil
+	}
+	return &requestError{code: CodeTooLarge,
+		detail: fmt.Sprintf("%s is %d bytes, over the %d-byte limit", field, len(v), s.cfg.MaxValueBytes)}
+}
+
+// boolQuery reads an optional boolean query parameter.
+func boolQuery(r *http.Request, name string) (bool, error) {
+	switch v := r.URL.Query().Get(name); v {
+	case "", "false", "0":
+		return false, nil
+	case "true", "1":
+		return true, nil
+	default:
+		return false, invalid("invalid query parameter", FieldError{Field: name, Message: "must be true or false"})
+	}
+}
+
+// tokenQuery reads the required token query parameter.
+func tokenQuery(r *http.Request) (int64, error) {
+	token, err := strconv.ParseInt(r.URL.Query().Get("token"), 10, 64)
+	if err != nil || token < 1 {
+		return 0, invalid("invalid query parameter", FieldError{Field: "token", Message: "must be a positive integer"})
+	}
+	return token, nil
+}

@@ -1,0 +1,74 @@
+package http
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/echo-mq/echo_mq/internal/job"
+)
+
+// Job is a job as the API shows it. Timestamps are RFC 3339 UTC with
+// milliseconds; absent ones are omitted. Token is shown only to the claimer.
+type Job struct {
+	ID              string          `json:"id" example:"0190f8a2-7c4e-7d2a-9b1e-3f5c2a1b0c9d"`
+	Queue           string          `json:"queue" example:"emails"`
+	State           string          `json:"state" enums:"pending,active,delayed,completed,dead,cancelled" example:"active"`
+	Payload         json.RawMessage `json:"payload" swaggertype:"object"`
+	Result          json.RawMessage `json:"result,omitempty" swaggertype:"object"`
+	Progress        json.RawMessage `json:"progress,omitempty" swaggertype:"object"`
+	Priority        int             `json:"priority" example:"0"`
+	Attempts        int             `json:"attempts" example:"1"`
+	MaxAttempts     int             `json:"max_attempts" example:"3"`
+	Stalled         int             `json:"stalled" example:"0"`
+	LastError       string          `json:"last_error,omitempty"`
+	CancelRequested bool            `json:"cancel_requested"`
+	CancelReason    string          `json:"cancel_reason,omitempty"`
+	Worker          string          `json:"worker,omitempty" example:"worker-1"`
+	Token           int64           `json:"token,omitempty" example:"42"`
+	CreatedAt       string          `json:"created_at,omitempty" example:"2026-11-29T19:06:37.123Z"`
+	RunAt           string          `json:"run_at,omitempty"`
+	StartedAt       string          `json:"started_at,omitempty"`
+	LeaseExpiresAt  string          `json:"lease_expires_at,omitempty"`
+	FinishedAt      string          `json:"finished_at,omitempty"`
+} // @name Job
+
+// stamp formats t as RFC 3339 UTC with milliseconds, "" for the zero time.
+func stamp(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format("2006-01-02T15:04:05.000Z07:00")
+}
+
+// jobOf is the API view of j, without its token.
+func jobOf(j job.Job) Job {
+	payload := j.Payload
+	if payload == nil {
+		payload = json.RawMessage("null")
+	}
+	return Job{
+		ID: j.ID, Queue: j.Queue, State: j.State,
+		Payload: payload, Result: j.Result, Progress: j.Progress,
+		Priority: j.Priority, Attempts: j.Attempts, MaxAttempts: j.MaxAttempts, Stalled: j.Stalled,
+		LastError: j.LastError, CancelRequested: j.CancelRequested, CancelReason: j.CancelReason,
+		Worker:    j.Worker,
+		CreatedAt: stamp(j.CreatedAt), RunAt: stamp(j.RunAt), StartedAt: stamp(j.StartedAt),
+		LeaseExpiresAt: stamp(j.LeaseExpiresAt), FinishedAt: stamp(j.FinishedAt),
+	}
+}
+
+// claimedOf is the API view of jobs just claimed: with their tokens. Never
+// nil, so that JSON shows [].
+func claimedOf(jobs []job.Job) []Job {
+	out := make([]Job, len(jobs))
+	for i, j := range jobs {
+		out[i] = jobOf(j)
+		out[i].Token = j.Token
+	}
+	return out
+}
+
+// JobList is a list of jobs.
+type JobList struct {
+	Jobs []Job `json:"jobs"`
+} // @name JobList

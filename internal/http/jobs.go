@@ -1,0 +1,221 @@
+package http
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/echo-mq/echo_mq/internal/lease"
+)
+
+// EnqueueRequest is one job to enqueue.
+type EnqueueRequest struct {
+	// ID is the client's idempotency key; made by the server (UUIDv7) when absent.
+	ID          string          `json:"id,omitempty" validate:"omitempty,jobid" example:"order-1234"`
+	Payload     json.RawMessage `json:"payload" validate:"required" swaggertype:"object"`
+	Priority    int             `json:"priority,omitempty" validate:"min=0,max=9" example:"0"`
+	DelayMs     int64           `json:"delay_ms,omitempty" validate:"min=0,max=31536000000" example:"0"`
+	MaxAttempts *int            `json:"max_attempts,omitempty" validate:"omitnil,min=1,max=1000" example:"3"`
+	Backoff     *BackoffRequest `json:"backoff,omitempty"`
+} // @name EnqueueRequest
+
+// BackoffRequest is the retry delay after a failed attempt: DelayMs, doubled
+// per attempt for "exponential", capped at MaxDelayMs (default one hour).
+type BackoffRequest struct {
+	Type       string `json:"type" validate:"required,oneof=exponential fixed" enums:"exponential,fixed"`
+	DelayMs    int64  `json:"delay_ms" validate:"min=0,max=86400000" example:"1000"`
+	MaxDelayMs *int64 `json:"max_delay_ms,omitempty" validate:"omitnil,min=0,max=604800000,gtefield=DelayMs" example:"3600000"`
+} // @name Backoff
+
+// EnqueueBatchRequest is up to 1000 jobs to enqueue at once.
+type EnqueueBatchRequest struct {
+	Jobs []EnqueueRequest `json:"jobs" validate:"required,min=1,max=1000,dive"`
+} // @name EnqueueBatchRequest
+
+func registerJobRoutes(r chi.Router, s *server) {
+	r.Post("/jobs", s.handleEnqueue)
+	r.Post("/jobs/batch", s.handleEnqueueBatch)
+	r.Get("/jobs/{id}", s.handleJobGet)
+	r.Delete("/jobs/{id}", s.handleJobRemove)
+}
+
+// newJob checks one enqueue request's sizes and turns it into a lease.NewJob.
+func (s *server) newJob(field string, req EnqueueRequest) (lease.NewJob, error) {
+	payload := compactJSON(req.Payload)
+	if err := s.checkSize(field, payload); err != nil {
+		return lease.NewJob{}, err
+	}
+	nj := lease.NewJob{ID: req.ID, Payload: payload, Priority: req.Priority,
+		Delay: time.Duration(req.DelayMs) * time.Millisecond}
+	if req.MaxAttempts != nil {
+		nj.MaxAttempts = *req.MaxAttempts
+	}
+	if b := req.Backoff; b != nil {
+		maxDelay := time.Hour
+		if b.MaxDelayMs != nil {
+			maxDelay = time.Duration(*b.MaxDelayMs) * time.Millisecond
+		}
+		nj.Backoff = &lease.Backoff{Exponential: b.Type == "exponential",
+			Delay: time.Duration(b.DelayMs) * time.Millisecond, MaxDelay: maxDelay}
+	}
+	return nj, nil
+}
+
+// handleEnqueue godoc
+//
+//	@Summary		Enqueue a job
+//	@Description	Adds a job, pending or delayed by delay_ms. The id is an idempotency key: enqueueing an id that exists answers 200 with the existing job and adds nothing.
+//	@ID				enqueueJob
+//	@Tags			jobs
+//	@Accept			json
+//	@Param			queue	path	string			true	"queue name"
+//	@Param			job		body	EnqueueRequest	true	"the job"
+//	@Produce		application/problem+json
+//	@Failure		400	{object}	Problem	"EMQINVALID"
+//	@Failure		413	{object}	Problem	"EMQTOOLARGE"
+//	@Failure		415	{object}	Problem	"EMQMEDIATYPE"
+//	@Failure		503	{object}	Problem	"EMQUNAVAILABLE"
+//	@Produce		json
+//	@Success		201	{object}	Job	"a new job"
+//	@Success		200	{object}	Job	"the existing job with that id"
+//	@Router			/queues/{queue}/jobs [post]
+func (s *server) handleEnqueue(w http.ResponseWriter, r *http.Request) {
+	queue, err := queueParam(r)
+	var req EnqueueRequest
+	if err == nil {
+		err = s.decode(r, &req)
+	}
+	var nj lease.NewJob
+	if err == nil {
+		nj, err = s.newJob("payload", req)
+	}
+	if err != nil {
+		s.writeProblem(w, r, err)
+		return
+	}
+	out, err := s.leases.Enqueue(r.Context(), queue, []lease.NewJob{nj})
+	if err != nil {
+		s.writeProblem(w, r, err)
+		return
+	}
+	status := http.StatusOK
+	if out[0].Created {
+		status = http.StatusCreated
+	}
+	writeJSON(w, status, jobOf(out[0].Job))
+}
+
+// handleEnqueueBatch godoc
+//
+//	@Summary		Enqueue up to 1000 jobs
+//	@Description	Adds every job in one atomic step and answers them in order. Ids that exist are answered with the existing job, as for a single enqueue. An invalid job refuses the whole batch.
+//	@ID				enqueueJobs
+//	@Tags			jobs
+//	@Accept			json
+//	@Param			queue	path	string				true	"queue name"
+//	@Param			jobs	body	EnqueueBatchRequest	true	"the jobs"
+//	@Produce		application/problem+json
+//	@Failure		400	{object}	Problem	"EMQINVALID"
+//	@Failure		413	{object}	Problem	"EMQTOOLARGE"
+//	@Failure		415	{object}	Problem	"EMQMEDIATYPE"
+//	@Failure		503	{object}	Problem	"EMQUNAVAILABLE"
+//	@Produce		json
+//	@Success		200	{object}	JobList
+//	@Router			/queues/{queue}/jobs/batch [post]
+func (s *server) handleEnqueueBatch(w http.ResponseWriter, r *http.Request) {
+	queue, err := queueParam(r)
+	var req EnqueueBatchRequest
+	if err == nil {
+		err = s.decode(r, &req)
+	}
+	if err != nil {
+		s.writeProblem(w, r, err)
+		return
+	}
+	jobs := make([]lease.NewJob, len(req.Jobs))
+	for i, one := range req.Jobs {
+		if jobs[i], err = s.newJob(fmt.Sprintf("jobs[%d].payload", i), one); err != nil {
+			s.writeProblem(w, r, err)
+			return
+		}
+	}
+	out, err := s.leases.Enqueue(r.Context(), queue, jobs)
+	if err != nil {
+		s.writeProblem(w, r, err)
+		return
+	}
+	list := JobList{Jobs: make([]Job, len(out))}
+	for i, e := range out {
+		list.Jobs[i] = jobOf(e.Job)
+	}
+	writeJSON(w, http.StatusOK, list)
+}
+
+// handleJobGet godoc
+//
+//	@Summary	Get a job
+//	@ID			getJob
+//	@Tags		jobs
+//	@Param		queue	path	string	true	"queue name"
+//	@Param		id		path	string	true	"job id"
+//	@Produce	application/problem+json
+//	@Failure	400	{object}	Problem	"EMQINVALID"
+//	@Failure	404	{object}	Problem	"EMQGONE"
+//	@Failure	503	{object}	Problem	"EMQUNAVAILABLE"
+//	@Produce	json
+//	@Success	200	{object}	Job
+//	@Router		/queues/{queue}/jobs/{id} [get]
+func (s *server) handleJobGet(w http.ResponseWriter, r *http.Request) {
+	queue, id, err := jobParams(r)
+	if err != nil {
+		s.writeProblem(w, r, err)
+		return
+	}
+	j, err := s.admin.Get(r.Context(), queue, id)
+	if err != nil {
+		s.writeProblem(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, jobOf(j))
+}
+
+// Removed answers a removal.
+type Removed struct {
+	Removed int `json:"removed" example:"1"`
+} // @name Removed
+
+// handleJobRemove godoc
+//
+//	@Summary		Remove a job
+//	@Description	Deletes the job. An active job is removed only with force=true; its holder's next call is then answered 404 EMQGONE. The queue's token counter is kept, so an id enqueued again never gets an old holder's token.
+//	@ID				removeJob
+//	@Tags			jobs
+//	@Param			queue	path	string	true	"queue name"
+//	@Param			id		path	string	true	"job id"
+//	@Param			force	query	bool	false	"remove an active job too"
+//	@Produce		application/problem+json
+//	@Failure		400	{object}	Problem	"EMQINVALID"
+//	@Failure		404	{object}	Problem	"EMQGONE"
+//	@Failure		409	{object}	Problem	"EMQSTATE: the job is active and force is not set"
+//	@Failure		503	{object}	Problem	"EMQUNAVAILABLE"
+//	@Produce		json
+//	@Success		200	{object}	Removed
+//	@Router			/queues/{queue}/jobs/{id} [delete]
+func (s *server) handleJobRemove(w http.ResponseWriter, r *http.Request) {
+	queue, id, err := jobParams(r)
+	var force bool
+	if err == nil {
+		force, err = boolQuery(r, "force")
+	}
+	if err == nil {
+		err = s.admin.Remove(r.Context(), queue, id, force)
+	}
+	if err != nil {
+		s.writeProblem(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, Removed{Removed: 1})
+}

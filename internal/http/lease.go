@@ -1,0 +1,390 @@
+package http
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/echo-mq/echo_mq/internal/lease"
+)
+
+func registerLeaseRoutes(r chi.Router, s *server) {
+	r.Post("/claim", s.handleClaim)
+	r.Post("/complete", s.handleCompleteBatch)
+	r.Post("/jobs/{id}/lease", s.handleLeaseExtend)
+	r.Post("/jobs/{id}/complete", s.handleComplete)
+	r.Post("/jobs/{id}/fail", s.handleFail)
+	r.Get("/jobs/{id}/cancellation", s.handleCancellation)
+	r.Post("/jobs/{id}/cancel", s.handleCancel)
+}
+
+func ms(n int64) time.Duration { return time.Duration(n) * time.Millisecond }
+
+// ClaimNext asks a complete to claim the worker's next jobs in the same step.
+type ClaimNext struct {
+	Count   int    `json:"count,omitempty" validate:"min=0,max=100" example:"1"`
+	LeaseMs *int64 `json:"lease_ms,omitempty" validate:"omitnil,min=100,max=86400000" example:"30000"`
+	Worker  string `json:"worker,omitempty" validate:"max=200" example:"worker-1"`
+} // @name ClaimNext
+
+// params turns a claim-next into lease.ClaimParams; nil asks for none.
+func (c *ClaimNext) params() *lease.ClaimParams {
+	if c == nil {
+		return nil
+	}
+	p := &lease.ClaimParams{Count: max(c.Count, 1), Worker: c.Worker}
+	if c.LeaseMs != nil {
+		p.Lease = ms(*c.LeaseMs)
+	}
+	return p
+}
+
+// ExtendRequest is a checkpoint.
+type ExtendRequest struct {
+	Token    int64           `json:"token" validate:"required,gt=0" example:"42"`
+	LeaseMs  int64           `json:"lease_ms" validate:"required,min=100,max=86400000" example:"30000"`
+	Progress json.RawMessage `json:"progress,omitempty" swaggertype:"object"`
+} // @name ExtendRequest
+
+// ExtendResponse is the new lease, and whether the holder should stop.
+type ExtendResponse struct {
+	LeaseExpiresAt  string `json:"lease_expires_at" example:"2026-11-29T19:07:07.123Z"`
+	CancelRequested bool   `json:"cancel_requested"`
+	CancelReason    string `json:"cancel_reason"`
+} // @name ExtendResponse
+
+// handleLeaseExtend godoc
+//
+//	@Summary		Extend a lease (checkpoint)
+//	@Description	Re-scores the job's lease to server now + lease_ms, storing progress when given. Fenced by the token: a holder that lost the job (its lease lapsed and a sweep recovered it, or it was cancelled or claimed again) gets 409 EMQSTALE and never gets it back. A lapsed lease that no sweep has recovered yet is extended. The answer says whether a cancel was requested: stop at the next safe point and report fail.
+//	@ID				extendLease
+//	@Tags			worker
+//	@Accept			json
+//	@Param			queue	path	string			true	"queue name"
+//	@Param			id		path	string			true	"job id"
+//	@Param			extend	body	ExtendRequest	true	"token, lease and progress"
+//	@Produce		application/problem+json
+//	@Failure		400	{object}	Problem	"EMQINVALID"
+//	@Failure		404	{object}	Problem	"EMQGONE"
+//	@Failure		409	{object}	Problem	"EMQSTALE"
+//	@Failure		413	{object}	Problem	"EMQTOOLARGE"
+//	@Failure		415	{object}	Problem	"EMQMEDIATYPE"
+//	@Failure		503	{object}	Problem	"EMQUNAVAILABLE"
+//	@Produce		json
+//	@Success		200	{object}	ExtendResponse
+//	@Router			/queues/{queue}/jobs/{id}/lease [post]
+func (s *server) handleLeaseExtend(w http.ResponseWriter, r *http.Request) {
+	queue, id, err := jobParams(r)
+	var req ExtendRequest
+	if err == nil {
+		err = s.decode(r, &req)
+	}
+	progress := compactJSON(req.Progress)
+	if err == nil {
+		err = s.checkSize("progress", progress)
+	}
+	if err != nil {
+		s.writeProblem(w, r, err)
+		return
+	}
+	ext, err := s.leases.Extend(r.Context(), queue, id,
+		lease.ExtendParams{Token: req.Token, Lease: ms(req.LeaseMs), Progress: progress})
+	if err != nil {
+		s.writeProblem(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, ExtendResponse{
+		LeaseExpiresAt: stamp(ext.LeaseExpiresAt), CancelRequested: ext.CancelRequested, CancelReason: ext.CancelReason})
+}
+
+// CompleteRequest finishes a job, and may claim the next ones.
+type CompleteRequest struct {
+	Token  int64           `json:"token" validate:"required,gt=0" example:"42"`
+	Result json.RawMessage `json:"result,omitempty" swaggertype:"object"`
+	Claim  *ClaimNext      `json:"claim,omitempty"`
+} // @name CompleteRequest
+
+// CompleteResponse is the completed job; with claim-next, Next holds the
+// newly claimed jobs with their tokens.
+type CompleteResponse struct {
+	Job
+	Next []Job `json:"next,omitempty"`
+} // @name CompleteResponse
+
+// handleComplete godoc
+//
+//	@Summary		Complete a job
+//	@Description	Finishes the job held under token, storing result. With claim, also claims the worker's next jobs in the same step (next: [] when the queue is paused or empty). Repeating a complete that succeeded answers 200 with the job again.
+//	@ID				completeJob
+//	@Tags			worker
+//	@Accept			json
+//	@Param			queue		path	string			true	"queue name"
+//	@Param			id			path	string			true	"job id"
+//	@Param			complete	body	CompleteRequest	true	"token, result, claim-next"
+//	@Produce		application/problem+json
+//	@Failure		400	{object}	Problem	"EMQINVALID"
+//	@Failure		404	{object}	Problem	"EMQGONE"
+//	@Failure		409	{object}	Problem	"EMQSTALE"
+//	@Failure		413	{object}	Problem	"EMQTOOLARGE"
+//	@Failure		415	{object}	Problem	"EMQMEDIATYPE"
+//	@Failure		503	{object}	Problem	"EMQUNAVAILABLE"
+//	@Produce		json
+//	@Success		200	{object}	CompleteResponse
+//	@Router			/queues/{queue}/jobs/{id}/complete [post]
+func (s *server) handleComplete(w http.ResponseWriter, r *http.Request) {
+	queue, id, err := jobParams(r)
+	var req CompleteRequest
+	if err == nil {
+		err = s.decode(r, &req)
+	}
+	result := compactJSON(req.Result)
+	if err == nil {
+		err = s.checkSize("result", result)
+	}
+	if err != nil {
+		s.writeProblem(w, r, err)
+		return
+	}
+	done, next, err := s.leases.Complete(r.Context(), queue, id, req.Token, result, req.Claim.params())
+	if err != nil {
+		s.writeProblem(w, r, err)
+		return
+	}
+	resp := CompleteResponse{Job: jobOf(done)}
+	if req.Claim != nil {
+		resp.Next = claimedOf(next)
+	}
+	writeJSON(w, http.StatusOK, resp)
+}
+
+// CompleteItem is one job of a batch complete.
+type CompleteItem struct {
+	ID     string          `json:"id" validate:"required,jobid" example:"order-1234"`
+	Token  int64           `json:"token" validate:"required,gt=0" example:"42"`
+	Result json.RawMessage `json:"result,omitempty" swaggertype:"object"`
+} // @name CompleteItem
+
+// CompleteBatchRequest completes up to 1000 jobs, and may claim the next.
+type CompleteBatchRequest struct {
+	Jobs  []CompleteItem `json:"jobs" validate:"required,min=1,max=1000,dive"`
+	Claim *ClaimNext     `json:"claim,omitempty"`
+} // @name CompleteBatchRequest
+
+// CompleteResult is one job's outcome in a batch complete: the job, or
+// the problem that refused it (told apart by its code).
+type CompleteResult struct {
+	*Job
+	*Problem
+} // @name CompleteResult
+
+// CompleteBatchResponse holds the outcomes in order, and the next jobs.
+type CompleteBatchResponse struct {
+	Results []CompleteResult `json:"results"`
+	Next    []Job            `json:"next,omitempty"`
+} // @name CompleteBatchResponse
+
+// handleCompleteBatch godoc
+//
+//	@Summary		Complete many jobs
+//	@Description	Completes up to 1000 jobs in one atomic step, each fenced by its own token, and optionally claims the next jobs. One job's refusal does not stop the others: each result is the job, or a problem with its code (EMQSTALE, EMQGONE).
+//	@ID				completeJobs
+//	@Tags			worker
+//	@Accept			json
+//	@Param			queue		path	string					true	"queue name"
+//	@Param			complete	body	CompleteBatchRequest	true	"jobs and claim-next"
+//	@Produce		application/problem+json
+//	@Failure		400	{object}	Problem	"EMQINVALID"
+//	@Failure		413	{object}	Problem	"EMQTOOLARGE"
+//	@Failure		415	{object}	Problem	"EMQMEDIATYPE"
+//	@Failure		503	{object}	Problem	"EMQUNAVAILABLE"
+//	@Produce		json
+//	@Success		200	{object}	CompleteBatchResponse
+//	@Router			/queues/{queue}/complete [post]
+func (s *server) handleCompleteBatch(w http.ResponseWriter, r *http.Request) {
+	queue, err := queueParam(r)
+	var req CompleteBatchRequest
+	if err == nil {
+		err = s.decode(r, &req)
+	}
+	batch := make([]lease.Completion, len(req.Jobs))
+	for i, item := range req.Jobs {
+		batch[i] = lease.Completion{ID: item.ID, Token: item.Token, Result: compactJSON(item.Result)}
+		if err == nil {
+			err = s.checkSize(fmt.Sprintf("jobs[%d].result", i), batch[i].Result)
+		}
+	}
+	if err != nil {
+		s.writeProblem(w, r, err)
+		return
+	}
+	outcomes, next, err := s.leases.CompleteBatch(r.Context(), queue, batch, req.Claim.params())
+	if err != nil {
+		s.writeProblem(w, r, err)
+		return
+	}
+	resp := CompleteBatchResponse{Results: make([]CompleteResult, len(outcomes))}
+	for i, o := range outcomes {
+		if o.Err != nil {
+			p := newProblem(codeOf(o.Err), o.Err.Error())
+			p.Instance = r.URL.Path
+			resp.Results[i].Problem = &p
+			continue
+		}
+		j := jobOf(o.Job)
+		resp.Results[i].Job = &j
+	}
+	if req.Claim != nil {
+		resp.Next = claimedOf(next)
+	}
+	writeJSON(w, http.StatusOK, resp)
+}
+
+// FailRequest reports a failed attempt.
+type FailRequest struct {
+	Token int64 `json:"token" validate:"required,gt=0" example:"42"`
+	// Error is kept as last_error, cut at 4 KiB.
+	Error *string `json:"error" validate:"required" example:"SMTP timeout"`
+	// RetryInMs overrides the job's backoff for this retry.
+	RetryInMs *int64 `json:"retry_in_ms,omitempty" validate:"omitnil,min=0,max=31536000000" example:"5000"`
+	// Fatal dead-letters the job at once, with no retry.
+	Fatal bool `json:"fatal,omitempty"`
+} // @name FailRequest
+
+// handleFail godoc
+//
+//	@Summary		Fail a job
+//	@Description	Reports that the attempt held under token failed. The job becomes cancelled when a cancel was requested; dead when fatal or out of attempts; otherwise delayed by retry_in_ms or its backoff (pending when the delay is 0). Repeating a fail that succeeded answers 200 with the job as it is.
+//	@ID				failJob
+//	@Tags			worker
+//	@Accept			json
+//	@Param			queue	path	string		true	"queue name"
+//	@Param			id		path	string		true	"job id"
+//	@Param			fail	body	FailRequest	true	"token and error"
+//	@Produce		application/problem+json
+//	@Failure		400	{object}	Problem	"EMQINVALID"
+//	@Failure		404	{object}	Problem	"EMQGONE"
+//	@Failure		409	{object}	Problem	"EMQSTALE"
+//	@Failure		415	{object}	Problem	"EMQMEDIATYPE"
+//	@Failure		503	{object}	Problem	"EMQUNAVAILABLE"
+//	@Produce		json
+//	@Success		200	{object}	Job
+//	@Router			/queues/{queue}/jobs/{id}/fail [post]
+func (s *server) handleFail(w http.ResponseWriter, r *http.Request) {
+	queue, id, err := jobParams(r)
+	var req FailRequest
+	if err == nil {
+		err = s.decode(r, &req)
+	}
+	if err != nil {
+		s.writeProblem(w, r, err)
+		return
+	}
+	p := lease.FailParams{Token: req.Token, Error: *req.Error, Fatal: req.Fatal}
+	if req.RetryInMs != nil {
+		retryIn := ms(*req.RetryInMs)
+		p.RetryIn = &retryIn
+	}
+	j, err := s.leases.Fail(r.Context(), queue, id, p)
+	if err != nil {
+		s.writeProblem(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, jobOf(j))
+}
+
+// CancellationResponse tells the holder whether to stop.
+type CancellationResponse struct {
+	CancelRequested bool   `json:"cancel_requested"`
+	CancelReason    string `json:"cancel_reason"`
+} // @name CancellationResponse
+
+// handleCancellation godoc
+//
+//	@Summary		Check for a cancel request
+//	@Description	The holder's O(1) check, fenced by its token: has a cancel been requested for this attempt?
+//	@ID				checkCancellation
+//	@Tags			worker
+//	@Param			queue	path	string	true	"queue name"
+//	@Param			id		path	string	true	"job id"
+//	@Param			token	query	int		true	"the holder's token"
+//	@Produce		application/problem+json
+//	@Failure		400	{object}	Problem	"EMQINVALID"
+//	@Failure		404	{object}	Problem	"EMQGONE"
+//	@Failure		409	{object}	Problem	"EMQSTALE"
+//	@Failure		503	{object}	Problem	"EMQUNAVAILABLE"
+//	@Produce		json
+//	@Success		200	{object}	CancellationResponse
+//	@Router			/queues/{queue}/jobs/{id}/cancellation [get]
+func (s *server) handleCancellation(w http.ResponseWriter, r *http.Request) {
+	queue, id, err := jobParams(r)
+	var token int64
+	if err == nil {
+		token, err = tokenQuery(r)
+	}
+	var c lease.Cancellation
+	if err == nil {
+		c, err = s.leases.Cancellation(r.Context(), queue, id, token)
+	}
+	if err != nil {
+		s.writeProblem(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, CancellationResponse{CancelRequested: c.Requested, CancelReason: c.Reason})
+}
+
+// CancelRequest asks a job to stop.
+type CancelRequest struct {
+	Reason string `json:"reason,omitempty" validate:"max=4096" example:"customer asked"`
+	// Token pins the cancel to one attempt: 409 EMQSTALE if the job is not
+	// held under it any more.
+	Token *int64 `json:"token,omitempty" validate:"omitnil,gt=0" example:"42"`
+} // @name CancelRequest
+
+// handleCancel godoc
+//
+//	@Summary		Cancel a job
+//	@Description	A cancel is a message, never a kill. A pending or delayed job is cancelled at once (200). An active job is marked cancel_requested for its current attempt (202): the holder sees it at its next extend or cancellation check and reports fail (cancelled) or complete. If its lease lapses first, the sweep cancels it. Cancelling a cancelled job answers 200; a completed or dead one, 409 EMQSTATE.
+//	@ID				cancelJob
+//	@Tags			jobs
+//	@Accept			json
+//	@Param			queue	path	string			true	"queue name"
+//	@Param			id		path	string			true	"job id"
+//	@Param			cancel	body	CancelRequest	false	"reason and token"
+//	@Produce		application/problem+json
+//	@Failure		400	{object}	Problem	"EMQINVALID"
+//	@Failure		404	{object}	Problem	"EMQGONE"
+//	@Failure		409	{object}	Problem	"EMQSTATE (completed or dead) or EMQSTALE (token given, job not held under it)"
+//	@Failure		415	{object}	Problem	"EMQMEDIATYPE"
+//	@Failure		503	{object}	Problem	"EMQUNAVAILABLE"
+//	@Produce		json
+//	@Success		200	{object}	Job	"cancelled"
+//	@Success		202	{object}	Job	"cancel requested"
+//	@Router			/queues/{queue}/jobs/{id}/cancel [post]
+func (s *server) handleCancel(w http.ResponseWriter, r *http.Request) {
+	queue, id, err := jobParams(r)
+	var req CancelRequest
+	if err == nil {
+		err = s.decode(r, &req)
+	}
+	if err != nil {
+		s.writeProblem(w, r, err)
+		return
+	}
+	p := lease.CancelParams{Reason: req.Reason}
+	if req.Token != nil {
+		p.Token = *req.Token
+	}
+	j, requested, err := s.leases.Cancel(r.Context(), queue, id, p)
+	if err != nil {
+		s.writeProblem(w, r, err)
+		return
+	}
+	status := http.StatusOK
+	if requested {
+		status = http.StatusAccepted
+	}
+	writeJSON(w, status, jobOf(j))
+}

@@ -1,0 +1,183 @@
+package http
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+
+	"github.com/go-chi/chi/v5/middleware"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/echo-mq/echo_mq/internal/job"
+)
+
+// Problem is an RFC 9457 problem details body: every error the service
+// answers has this shape, with a machine-readable Code.
+type Problem struct {
+	Type     string       `json:"type" example:"https://github.com/echo-mq/echo_mq#emqstale"`
+	Title    string       `json:"title" example:"Stale token"`
+	Status   int          `json:"status" example:"409"`
+	Detail   string       `json:"detail" example:"the token does not hold this job: job-1"`
+	Code     string       `json:"code" example:"EMQSTALE"`
+	Instance string       `json:"instance,omitempty" example:"/queues/emails/jobs/job-1/complete"`
+	Errors   []FieldError `json:"errors,omitempty"`
+} // @name Problem
+
+// FieldError names one invalid field of a request and what is wrong with it.
+type FieldError struct {
+	Field   string `json:"field" example:"lease_ms"`
+	Message string `json:"message" example:"must be at least 100"`
+} // @name FieldError
+
+// The problem codes. DESIGN.md fixes the first ones; the last three name the
+// errors it leaves open (unknown route, wrong method, a bug).
+const (
+	CodeStale        = "EMQSTALE"
+	CodeGone         = "EMQGONE"
+	CodeState        = "EMQSTATE"
+	CodeInvalid      = "EMQINVALID"
+	CodeTooLarge     = "EMQTOOLARGE"
+	CodeMediaType    = "EMQMEDIATYPE"
+	CodeUnavailable  = "EMQUNAVAILABLE"
+	CodeNotFound     = "EMQNOTFOUND"
+	CodeMethod       = "EMQMETHOD"
+	CodeInternal     = "EMQINTERNAL"
+	retryAfterSecond = "1"
+)
+
+// kinds is the one table from a problem code to its status and title.
+var kinds = map[string]struct {
+	status int
+	title  string
+}{
+	CodeStale:       {http.StatusConflict, "Stale token"},
+	CodeGone:        {http.StatusNotFound, "No such job"},
+	CodeState:       {http.StatusConflict, "Not in this state"},
+	CodeInvalid:     {http.StatusBadRequest, "Invalid request"},
+	CodeTooLarge:    {http.StatusRequestEntityTooLarge, "Request too large"},
+	CodeMediaType:   {http.StatusUnsupportedMediaType, "Unsupported media type"},
+	CodeUnavailable: {http.StatusServiceUnavailable, "Redis unavailable"},
+	CodeNotFound:    {http.StatusNotFound, "No such route"},
+	CodeMethod:      {http.StatusMethodNotAllowed, "Method not allowed"},
+	CodeInternal:    {http.StatusInternalServerError, "Internal error"},
+}
+
+// requestError is a refusal of the request itself, found before any state
+// is touched: bad JSON, a failed validation, a body too large.
+type requestError struct {
+	code   string
+	detail string
+	fields []FieldError
+}
+
+func (e *requestError) Error() string { return e.detail }
+
+func invalid(detail string, fields ...FieldError) error {
+	return &requestError{code: CodeInvalid, detail: detail, fields: fields}
+}
+
+// codeOf finds the problem code for err.
+func codeOf(err error) string {
+	var re *requestError
+	switch {
+	case errors.As(err, &re):
+		return re.code
+	case errors.Is(err, job.ErrStale):
+		return CodeStale
+	case errors.Is(err, job.ErrGone):
+		return CodeGone
+	case errors.Is(err, job.ErrState):
+		return CodeState
+	case unavailable(err):
+		return CodeUnavailable
+	default:
+		return CodeInternal
+	}
+}
+
+// unavailable reports whether err means Redis cannot be reached or cannot
+// serve now, as opposed to a bug.
+func unavailable(err error) bool {
+	var netErr net.Error
+	return errors.As(err, &netErr) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, redis.ErrClosed) || errors.Is(err, redis.ErrPoolTimeout) ||
+		errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) ||
+		redis.HasErrorPrefix(err, "LOADING") || redis.HasErrorPrefix(err, "MASTERDOWN") ||
+		redis.HasErrorPrefix(err, "CLUSTERDOWN") || redis.HasErrorPrefix(err, "TRYAGAIN") ||
+		redis.HasErrorPrefix(err, "READONLY")
+}
+
+// writeProblem answers err as problem+json. Only a 5xx is logged, with the
+// real error; the client is told "internal error" for a bug.
+func (s *server) writeProblem(w http.ResponseWriter, r *http.Request, err error) {
+	code := codeOf(err)
+	p := newProblem(code, err.Error())
+	p.Instance = r.URL.Path
+	var re *requestError
+	if errors.As(err, &re) {
+		p.Errors = re.fields
+	}
+	switch code {
+	case CodeInternal:
+		p.Detail = "internal error"
+		s.log.Error("Request failed", "error", err, "method", r.Method, "path", r.URL.Path,
+			"request_id", middleware.GetReqID(r.Context()))
+	case CodeUnavailable:
+		p.Detail = "Redis cannot be reached; retry later"
+		w.Header().Set("Retry-After", retryAfterSecond)
+		s.log.Warn("Redis unavailable", "error", err, "path", r.URL.Path)
+	}
+	writeProblemBody(w, p)
+}
+
+func newProblem(code, detail string) Problem {
+	kind := kinds[code]
+	return Problem{
+		Type:   "https://github.com/echo-mq/echo_mq#" + strings.ToLower(code),
+		Title:  kind.title,
+		Status: kind.status,
+		Detail: detail,
+		Code:   code,
+	}
+}
+
+func writeProblemBody(w http.ResponseWriter, p Problem) {
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(p.Status)
+	_ = json.NewEncoder(w).Encode(p)
+}
+
+// notFound answers unknown routes.
+func notFound(w http.ResponseWriter, r *http.Request) {
+	writeProblemBody(w, newProblem(CodeNotFound, fmt.Sprintf("no route %s %s", r.Method, r.URL.Path)))
+}
+
+// methodNotAllowed answers a known route asked with the wrong method.
+func methodNotAllowed(w http.ResponseWriter, r *http.Request) {
+	writeProblemBody(w, newProblem(CodeMethod, fmt.Sprintf("%s is not allowed on %s", r.Method, r.URL.Path)))
+}
+
+// recoverer turns a panic into a logged 500 problem.
+func (s *server) recoverer(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			rec := recover()
+			if rec == nil || rec == http.ErrAbortHandler {
+				if rec != nil {
+					panic(rec)
+				}
+				return
+			}
+			s.log.Error("Handler panicked", "panic", fmt.Sprint(rec), "method", r.Method,
+				"path", r.URL.Path, "request_id", middleware.GetReqID(r.Context()))
+			writeProblemBody(w, newProblem(CodeInternal, "internal error"))
+		}()
+		next.ServeHTTP(w, r)
+	})
+}

@@ -1,0 +1,66 @@
+package http
+
+import (
+	"net/http"
+
+	"github.com/go-chi/chi/v5"
+	httpSwagger "github.com/swaggo/http-swagger/v2"
+
+	"github.com/echo-mq/echo_mq/api"
+)
+
+func registerServiceRoutes(r chi.Router, s *server) {
+	r.Get("/healthz", s.handleHealthz)
+	r.Get("/readyz", s.handleReadyz)
+	r.Get("/openapi.yaml", handleOpenAPI)
+	r.Get("/docs", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "/docs/index.html", http.StatusFound)
+	})
+	r.Get("/docs/*", httpSwagger.Handler(httpSwagger.URL("/openapi.yaml")))
+}
+
+// Health is the answer of the health routes.
+type Health struct {
+	Status string `json:"status" example:"ok"`
+} // @name Health
+
+// handleHealthz godoc
+//
+//	@Summary	Liveness
+//	@Description	200 while the process is up, whether or not Redis answers.
+//	@ID			healthz
+//	@Tags		service
+//	@Produce	json
+//	@Success	200	{object}	Health
+//	@Router		/healthz [get]
+func (s *server) handleHealthz(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, Health{Status: "ok"})
+}
+
+// handleReadyz godoc
+//
+//	@Summary	Readiness
+//	@Description	200 when Redis answers, 503 EMQUNAVAILABLE when it does not.
+//	@ID			readyz
+//	@Tags		service
+//	@Produce	application/problem+json
+//	@Failure	503	{object}	Problem	"EMQUNAVAILABLE"
+//	@Produce	json
+//	@Success	200	{object}	Health
+//	@Router		/readyz [get]
+func (s *server) handleReadyz(w http.ResponseWriter, r *http.Request) {
+	if s.cfg.Ready != nil {
+		if err := s.cfg.Ready(r.Context()); err != nil {
+			w.Header().Set("Retry-After", retryAfterSecond)
+			writeProblemBody(w, newProblem(CodeUnavailable, "Redis does not answer: "+err.Error()))
+			return
+		}
+	}
+	writeJSON(w, http.StatusOK, Health{Status: "ok"})
+}
+
+// handleOpenAPI serves the API's OpenAPI 3.1 spec, embedded in the binary.
+func handleOpenAPI(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/yaml")
+	_, _ = w.Write(api.Spec)
+}

@@ -1,0 +1,158 @@
+// Package job is echo_mq's model of a job: its states, the Job row as the
+// scripts return it, and the errors the scripts reply with.
+package job
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"time"
+)
+
+// The states of a job.
+const (
+	StatePending   = "pending"
+	StateActive    = "active"
+	StateDelayed   = "delayed"
+	StateCompleted = "completed"
+	StateDead      = "dead"
+	StateCancelled = "cancelled"
+)
+
+// Job is one job as its row in Redis holds it. Zero times are absent.
+type Job struct {
+	ID              string
+	Queue           string
+	State           string
+	Payload         json.RawMessage
+	Result          json.RawMessage
+	Progress        json.RawMessage
+	Priority        int
+	Attempts        int
+	MaxAttempts     int
+	Stalled         int
+	LastError       string
+	CancelRequested bool
+	CancelReason    string
+	Worker          string
+	Token           int64
+	CreatedAt       time.Time
+	RunAt           time.Time
+	StartedAt       time.Time
+	LeaseExpiresAt  time.Time
+	FinishedAt      time.Time
+}
+
+// Parse reads a job from the reply form the scripts use: the id, then the
+// row's fields and values as HGETALL returns them.
+func Parse(queue string, reply any) (Job, error) {
+	items, ok := reply.([]any)
+	if !ok || len(items)%2 != 1 {
+		return Job{}, fmt.Errorf("job reply: unexpected %T of length %d", reply, len(items))
+	}
+	j := Job{Queue: queue, ID: str(items[0])}
+	for i := 1; i < len(items); i += 2 {
+		if err := j.set(str(items[i]), str(items[i+1])); err != nil {
+			return Job{}, fmt.Errorf("job %s: field %s: %w", j.ID, str(items[i]), err)
+		}
+	}
+	return j, nil
+}
+
+// ParseList reads a list of jobs in reply form.
+func ParseList(queue string, reply any) ([]Job, error) {
+	items, ok := reply.([]any)
+	if !ok {
+		return nil, fmt.Errorf("job list reply: unexpected %T", reply)
+	}
+	jobs := make([]Job, 0, len(items))
+	for _, item := range items {
+		j, err := Parse(queue, item)
+		if err != nil {
+			return nil, err
+		}
+		jobs = append(jobs, j)
+	}
+	return jobs, nil
+}
+
+// FromHash reads a job from its row as HGETALL returns it to Go.
+func FromHash(queue, id string, row map[string]string) (Job, error) {
+	j := Job{Queue: queue, ID: id}
+	for field, value := range row {
+		if err := j.set(field, value); err != nil {
+			return Job{}, fmt.Errorf("job %s: field %s: %w", id, field, err)
+		}
+	}
+	return j, nil
+}
+
+// set stores one field of the row; unknown fields (backoff, outcome) stay
+// inside the scripts.
+func (j *Job) set(field, value string) error {
+	var err error
+	switch field {
+	case "state":
+		j.State = value
+	case "payload":
+		j.Payload = json.RawMessage(value)
+	case "result":
+		j.Result = json.RawMessage(value)
+	case "progress":
+		j.Progress = json.RawMessage(value)
+	case "priority":
+		j.Priority, err = strconv.Atoi(value)
+	case "attempts":
+		j.Attempts, err = strconv.Atoi(value)
+	case "max_attempts":
+		j.MaxAttempts, err = strconv.Atoi(value)
+	case "stalled":
+		j.Stalled, err = strconv.Atoi(value)
+	case "last_error":
+		j.LastError = value
+	case "cancel_requested":
+		j.CancelRequested = value == "1"
+	case "cancel_reason":
+		j.CancelReason = value
+	case "worker":
+		j.Worker = value
+	case "token":
+		j.Token, err = strconv.ParseInt(value, 10, 64)
+	case "created_at":
+		j.CreatedAt, err = millis(value)
+	case "run_at":
+		j.RunAt, err = millis(value)
+	case "started_at":
+		j.StartedAt, err = millis(value)
+	case "lease_expires_at":
+		j.LeaseExpiresAt, err = millis(value)
+	case "finished_at":
+		j.FinishedAt, err = millis(value)
+	}
+	return err
+}
+
+// millis parses a time in milliseconds since the epoch.
+func millis(value string) (time.Time, error) {
+	ms, err := strconv.ParseInt(value, 10, 64)
+	if err != nil {
+		return time.Time{}, err
+	}
+	return time.UnixMilli(ms).UTC(), nil
+}
+
+// Millis turns a reply integer of milliseconds into a time.
+func Millis(ms int64) time.Time {
+	return time.UnixMilli(ms).UTC()
+}
+
+func str(v any) string {
+	switch v := v.(type) {
+	case string:
+		return v
+	case int64:
+		return strconv.FormatInt(v, 10)
+	default:
+		return fmt.Sprint(v)
+	}
+}

@@ -1,0 +1,92 @@
+// Package keyspace names echo_mq's Redis keys and validates the queue names
+// and job ids that go into them.
+//
+// Every key of a queue carries the queue name as a Redis Cluster hash tag,
+// "<prefix>:{<queue>}:...", so a queue's keys share one slot and every script
+// stays single-slot. Names are validated before they reach a key: no "{",
+// "}", ":", space or control character ever does.
+package keyspace
+
+import (
+	"regexp"
+)
+
+// DefaultPrefix is the key prefix when none is configured.
+const DefaultPrefix = "emq"
+
+var (
+	queueNameRE = regexp.MustCompile(`^[A-Za-z0-9._-]{1,100}$`)
+	jobIDRE     = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,128}$`)
+)
+
+// ValidQueueName reports whether name may name a queue: 1 to 100 of
+// [A-Za-z0-9._-].
+func ValidQueueName(name string) bool {
+	return queueNameRE.MatchString(name)
+}
+
+// ValidJobID reports whether id may name a job: 1 to 128 of [A-Za-z0-9._:-],
+// and not "batch", which names a route.
+func ValidJobID(id string) bool {
+	return id != "batch" && jobIDRE.MatchString(id)
+}
+
+// Queue names the keys of one queue.
+type Queue struct {
+	prefix string
+	name   string
+	base   string
+}
+
+// NewQueue returns the keys of queue name under prefix. The name must be
+// valid (ValidQueueName).
+func NewQueue(prefix, name string) Queue {
+	return Queue{prefix: prefix, name: name, base: prefix + ":{" + name + "}:"}
+}
+
+// Name is the queue's name.
+func (q Queue) Name() string { return q.name }
+
+// Base is the prefix of every key of the queue, "<prefix>:{<queue>}:".
+func (q Queue) Base() string { return q.base }
+
+// Job is the key of job id's row.
+func (q Queue) Job(id string) string { return q.base + "job:" + id }
+
+// Meta is the key of the queue's meta hash (counters, paused flag).
+func (q Queue) Meta() string { return q.base + "meta" }
+
+// Set is the key of the sorted set that holds the queue's jobs in state.
+func (q Queue) Set(state string) string { return q.base + state }
+
+// WakeChannel is the pub/sub channel on which the queue's scripts announce
+// jobs that became pending.
+func (q Queue) WakeChannel() string { return WakeChannelPrefix(q.prefix) + q.name }
+
+// ScriptKeys are the KEYS every script takes first, in the order common.lua
+// fixes: meta, pending, active, delayed, completed, dead, cancelled.
+func (q Queue) ScriptKeys() []string {
+	return []string{
+		q.Meta(), q.Set("pending"), q.Set("active"), q.Set("delayed"),
+		q.Set("completed"), q.Set("dead"), q.Set("cancelled"),
+	}
+}
+
+// ScriptKeysWithJob are ScriptKeys followed by job id's row.
+func (q Queue) ScriptKeysWithJob(id string) []string {
+	return append(q.ScriptKeys(), q.Job(id))
+}
+
+// ScriptArgs are the ARGV every script takes first: the key base and the
+// wake channel, followed by args.
+func (q Queue) ScriptArgs(args ...any) []any {
+	return append([]any{q.base, q.WakeChannel()}, args...)
+}
+
+// QueuesKey is the key of the set of known queue names. It has no hash tag:
+// it is touched outside any script.
+func QueuesKey(prefix string) string { return prefix + ":queues" }
+
+// WakeChannelPrefix is what every queue's wake channel starts with; the
+// queue name follows it.
+func WakeChannelPrefix(prefix string) string { return prefix + ":wake:" }

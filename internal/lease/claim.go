@@ -1,0 +1,57 @@
+package lease
+
+import (
+	"context"
+	"time"
+
+	"github.com/echo-mq/echo_mq/internal/job"
+	"github.com/echo-mq/echo_mq/lua"
+)
+
+// ClaimParams says how many jobs to claim and for how long.
+type ClaimParams struct {
+	Count  int           // 0: 1
+	Lease  time.Duration // 0: DefaultLease
+	Worker string        // optional, recorded on the job
+}
+
+func (p ClaimParams) args() []any {
+	if p.Count == 0 {
+		p.Count = 1
+	}
+	if p.Lease == 0 {
+		p.Lease = DefaultLease
+	}
+	return []any{p.Count, millis(p.Lease), p.Worker}
+}
+
+// Claimed is the outcome of a claim: the jobs, each with its Token, and when
+// the earliest delayed job comes due (zero when none is delayed), so that a
+// long-polling claimer knows when to look again.
+type Claimed struct {
+	Jobs    []job.Job
+	NextDue time.Time
+}
+
+// Claim leases up to p.Count jobs of queue, priority first and FIFO within a
+// priority, after moving due delayed jobs to pending. A paused or empty
+// queue gives no jobs.
+func (s *Service) Claim(ctx context.Context, queue string, p ClaimParams) (Claimed, error) {
+	reply, err := s.run(ctx, lua.Claim, queue, "", p.args()...)
+	if err != nil {
+		return Claimed{}, err
+	}
+	items, err := replyList(reply, 2)
+	if err != nil {
+		return Claimed{}, err
+	}
+	jobs, err := job.ParseList(queue, items[1])
+	if err != nil {
+		return Claimed{}, err
+	}
+	c := Claimed{Jobs: jobs}
+	if due, _ := items[0].(int64); due >= 0 {
+		c.NextDue = job.Millis(due)
+	}
+	return c, nil
+}

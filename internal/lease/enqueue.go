@@ -1,0 +1,98 @@
+package lease
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/echo-mq/echo_mq/internal/job"
+	"github.com/echo-mq/echo_mq/lua"
+)
+
+// NewJob is one job to enqueue. The service validates it first; Enqueue
+// fills the defaults.
+type NewJob struct {
+	ID          string // empty: a time-ordered UUIDv7 is made
+	Payload     json.RawMessage
+	Priority    int
+	Delay       time.Duration
+	MaxAttempts int // 0: DefaultMaxAttempts
+	Backoff     *Backoff
+}
+
+// Backoff is the retry delay after a failed attempt: Delay, doubled per
+// attempt when Exponential, capped at MaxDelay.
+type Backoff struct {
+	Exponential bool
+	Delay       time.Duration
+	MaxDelay    time.Duration
+}
+
+// String is the form the fail script reads, "type:delay_ms:max_delay_ms".
+func (b Backoff) String() string {
+	kind := "fixed"
+	if b.Exponential {
+		kind = "exponential"
+	}
+	return fmt.Sprintf("%s:%d:%d", kind, millis(b.Delay), millis(b.MaxDelay))
+}
+
+// Enqueued is the outcome of enqueueing one job: the job, and whether it is
+// new (false: a job with that id existed and is returned untouched).
+type Enqueued struct {
+	Job     job.Job
+	Created bool
+}
+
+// Enqueue adds jobs to queue in one atomic step, in order, and returns them
+// in the same order. Enqueueing an id that exists adds nothing and returns
+// the existing job.
+func (s *Service) Enqueue(ctx context.Context, queue string, jobs []NewJob) ([]Enqueued, error) {
+	if err := s.remember(ctx, queue); err != nil {
+		return nil, err
+	}
+	args := make([]any, 0, 1+6*len(jobs))
+	args = append(args, len(jobs))
+	for _, nj := range jobs {
+		args = append(args, enqueueArgs(nj)...)
+	}
+	reply, err := s.run(ctx, lua.Enqueue, queue, "", args...)
+	if err != nil {
+		return nil, err
+	}
+	items, err := replyList(reply, len(jobs))
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Enqueued, len(items))
+	for i, item := range items {
+		pair, err := replyList(item, 2)
+		if err != nil {
+			return nil, err
+		}
+		j, err := job.Parse(queue, pair[1])
+		if err != nil {
+			return nil, err
+		}
+		out[i] = Enqueued{Job: j, Created: pair[0] == int64(1)}
+	}
+	return out, nil
+}
+
+// enqueueArgs are one job's six ARGV of enqueue.lua, defaults filled in.
+func enqueueArgs(nj NewJob) []any {
+	if nj.ID == "" {
+		nj.ID = uuid.Must(uuid.NewV7()).String()
+	}
+	if nj.MaxAttempts == 0 {
+		nj.MaxAttempts = DefaultMaxAttempts
+	}
+	backoff := ""
+	if nj.Backoff != nil {
+		backoff = nj.Backoff.String()
+	}
+	return []any{nj.ID, string(nj.Payload), nj.Priority, millis(nj.Delay), nj.MaxAttempts, backoff}
+}

@@ -1,0 +1,125 @@
+package stall
+
+import (
+	"cmp"
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/echo-mq/echo_mq/internal/keyspace"
+)
+
+// Defaults of the reaper.
+const (
+	DefaultInterval  = 5 * time.Second
+	DefaultBatchSize = 1000
+)
+
+// ReaperConfig configures a Reaper; zero fields take the defaults.
+type ReaperConfig struct {
+	Interval   time.Duration // between passes; DefaultInterval
+	MaxStalled int           // DefaultMaxStalled
+	BatchSize  int           // jobs per script call; DefaultBatchSize
+	Logger     *slog.Logger
+}
+
+// Reaper sweeps every known queue and promotes its due delayed jobs, once per
+// interval, in batches until a batch comes back short. Several replicas may
+// run one each: every step is an atomic script.
+type Reaper struct {
+	svc    *Service
+	config ReaperConfig
+	cancel context.CancelFunc
+	done   sync.WaitGroup
+}
+
+// NewReaper returns a Reaper over svc's queues.
+func NewReaper(svc *Service, config ReaperConfig) *Reaper {
+	config.Interval = cmp.Or(config.Interval, DefaultInterval)
+	config.MaxStalled = cmp.Or(config.MaxStalled, DefaultMaxStalled)
+	config.BatchSize = cmp.Or(config.BatchSize, DefaultBatchSize)
+	if config.Logger == nil {
+		config.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Reaper{svc: svc, config: config}
+}
+
+// Start runs the reaper's loop in the background until ctx ends or Stop.
+func (r *Reaper) Start(ctx context.Context) {
+	ctx, r.cancel = context.WithCancel(ctx)
+	r.done.Add(1)
+	go func() {
+		defer r.done.Done()
+		r.loop(ctx)
+	}()
+}
+
+// Stop ends the loop and waits for the pass under way to finish.
+func (r *Reaper) Stop() {
+	if r.cancel != nil {
+		r.cancel()
+	}
+	r.done.Wait()
+}
+
+func (r *Reaper) loop(ctx context.Context) {
+	ticker := time.NewTicker(r.config.Interval)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C:
+		}
+		swept, err := r.sweepOnce(ctx)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			r.config.Logger.Warn("Reaper pass failed", "error", err)
+		case swept.Len() > 0:
+			r.config.Logger.Info("Reaper swept lapsed jobs",
+				"recovered", len(swept.Recovered), "dead", len(swept.Dead), "cancelled", len(swept.Cancelled))
+		}
+	}
+}
+
+// sweepOnce makes one pass over every known queue. It goes on past a queue
+// that fails and returns the first error.
+func (r *Reaper) sweepOnce(ctx context.Context) (Swept, error) {
+	var total Swept
+	var firstErr error
+	iter := r.svc.rdb.SScan(ctx, keyspace.QueuesKey(r.svc.prefix), 0, "", 100).Iterator()
+	for iter.Next(ctx) {
+		err := r.reapQueue(ctx, iter.Val(), &total)
+		if err != nil && firstErr == nil {
+			firstErr = err
+		}
+	}
+	if err := iter.Err(); err != nil && firstErr == nil {
+		firstErr = err
+	}
+	return total, firstErr
+}
+
+// reapQueue sweeps queue and promotes its due jobs, batch by batch.
+func (r *Reaper) reapQueue(ctx context.Context, queue string, total *Swept) error {
+	p := SweepParams{MaxStalled: r.config.MaxStalled, Limit: r.config.BatchSize}
+	for {
+		swept, err := r.svc.Sweep(ctx, queue, p)
+		if err != nil {
+			return err
+		}
+		total.Recovered = append(total.Recovered, swept.Recovered...)
+		total.Dead = append(total.Dead, swept.Dead...)
+		total.Cancelled = append(total.Cancelled, swept.Cancelled...)
+		if swept.Len() < p.Limit {
+			break
+		}
+	}
+	for {
+		moved, err := r.svc.PromoteDue(ctx, queue, r.config.BatchSize)
+		if err != nil || moved < r.config.BatchSize {
+			return err
+		}
+	}
+}

@@ -1,0 +1,90 @@
+// Package stall recovers jobs whose leases lapsed: the count-thresholded
+// sweep, and the Reaper that runs it for every known queue on an interval.
+//
+// One stall is a slow worker: the job goes back to the front of pending.
+// Repeated stalls are a poison job: at max_stalled stalls it is dead-lettered
+// with last_error "stalled". A job whose cancel was requested goes to
+// cancelled instead. The sweep reads only the lapsed range of the active set,
+// so it costs O(lapsed), never O(active); several replicas may run it at once.
+package stall
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/echo-mq/echo_mq/internal/job"
+	"github.com/echo-mq/echo_mq/internal/keyspace"
+	"github.com/echo-mq/echo_mq/lua"
+)
+
+// Defaults of the sweep.
+const (
+	DefaultMaxStalled = 2
+	DefaultLimit      = 1000
+)
+
+// Service sweeps queues under one key prefix.
+type Service struct {
+	rdb    redis.UniversalClient
+	prefix string
+}
+
+// NewService returns a Service for the keys under prefix.
+func NewService(rdb redis.UniversalClient, prefix string) *Service {
+	return &Service{rdb: rdb, prefix: prefix}
+}
+
+// SweepParams bound one sweep call.
+type SweepParams struct {
+	MaxStalled int // 0: DefaultMaxStalled
+	Limit      int // 0: DefaultLimit lapsed jobs at most
+}
+
+// Swept lists the ids a sweep moved, by where they went.
+type Swept struct {
+	Recovered []string
+	Dead      []string
+	Cancelled []string
+}
+
+// Len is how many jobs the sweep moved.
+func (s Swept) Len() int { return len(s.Recovered) + len(s.Dead) + len(s.Cancelled) }
+
+// Sweep takes up to p.Limit active jobs of queue whose lease has lapsed on the
+// server's clock and recovers, dead-letters or cancels each.
+func (s *Service) Sweep(ctx context.Context, queue string, p SweepParams) (Swept, error) {
+	q := keyspace.NewQueue(s.prefix, queue)
+	args := q.ScriptArgs(cmp.Or(p.MaxStalled, DefaultMaxStalled), cmp.Or(p.Limit, DefaultLimit))
+	reply, err := lua.Sweep.Run(ctx, s.rdb, q.ScriptKeys(), args...).Result()
+	if err != nil {
+		return Swept{}, job.ScriptError(err)
+	}
+	lists, ok := reply.([]any)
+	if !ok || len(lists) != 3 {
+		return Swept{}, fmt.Errorf("sweep: unexpected reply %v", reply)
+	}
+	return Swept{Recovered: ids(lists[0]), Dead: ids(lists[1]), Cancelled: ids(lists[2])}, nil
+}
+
+// PromoteDue moves up to limit due delayed jobs of queue to pending and
+// returns how many it moved.
+func (s *Service) PromoteDue(ctx context.Context, queue string, limit int) (int, error) {
+	q := keyspace.NewQueue(s.prefix, queue)
+	n, err := lua.PromoteDue.Run(ctx, s.rdb, q.ScriptKeys(), q.ScriptArgs(limit)...).Int()
+	return n, job.ScriptError(err)
+}
+
+// ids reads a list of ids; always a non-nil slice, so JSON shows [].
+func ids(reply any) []string {
+	items, _ := reply.([]any)
+	out := make([]string, 0, len(items))
+	for _, item := range items {
+		if id, ok := item.(string); ok {
+			out = append(out, id)
+		}
+	}
+	return out
+}

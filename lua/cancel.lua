@@ -1,0 +1,43 @@
+-- cancel.lua: ask for a job to stop. A cancel is a message, never a kill.
+--
+-- KEYS[1..7] the queue's keys (common.lua)
+-- KEYS[8]    the job row
+-- ARGV[1..2] key base and wake channel (common.lua)
+-- ARGV[3]    id
+-- ARGV[4]    token the cancel is pinned to, or "" for whichever attempt
+-- ARGV[5]    reason, or ""
+--
+-- pending or delayed -> cancelled at once
+-- active             -> cancel_requested, pinned to the current attempt
+--                       (the next claim clears it); the holder sees it at
+--                       its next extend or cancellation check
+-- cancelled          -> unchanged
+-- Returns {outcome, job}: outcome is "cancelled" or "requested".
+-- Errors: EMQGONE no such job; EMQSTATE the job is completed or dead;
+-- EMQSTALE a token was named and the job is not active under it.
+
+local id, token, reason = ARGV[3], ARGV[4], ARGV[5]
+local state, holder = unpack(redis.call('HMGET', KEYS[8], 'state', 'token'))
+if not state then
+  return error_reply('EMQGONE', id)
+end
+if state == 'completed' or state == 'dead' then
+  return error_reply('EMQSTATE', id)
+end
+if state == 'cancelled' then
+  return { 'cancelled', job_reply(id) }
+end
+if token ~= '' and (state ~= 'active' or holder ~= token) then
+  return error_reply('EMQSTALE', id)
+end
+if reason ~= '' then
+  redis.call('HSET', KEYS[8], 'cancel_reason', reason)
+end
+if state == 'active' then
+  redis.call('HSET', KEYS[8], 'cancel_requested', '1')
+  return { 'requested', job_reply(id) }
+end
+redis.call('ZREM', SET_OF[state], id)
+redis.call('HDEL', KEYS[8], 'run_at')
+finish(id, 'cancelled', now_ms())
+return { 'cancelled', job_reply(id) }

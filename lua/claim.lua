@@ -1,0 +1,20 @@
+-- claim.lua: lease up to count jobs, priority first, FIFO within one.
+--
+-- KEYS[1..7] the queue's keys (common.lua)
+-- ARGV[1..2] key base and wake channel (common.lua)
+-- ARGV[3]    count, 1-100
+-- ARGV[4]    lease_ms
+-- ARGV[5]    worker name, or ""
+--
+-- Due delayed jobs are moved to pending first. Each claimed job gets a
+-- fresh fencing token, attempts + 1, and a lease deadline of server now +
+-- lease_ms as its score in the active set.
+-- Returns {next_due, jobs}: next_due is the run-at (ms) of the earliest
+-- delayed job or -1, so a long-polling claimer knows when to look again;
+-- jobs is the list of claimed job replies, empty when the queue is paused
+-- or has nothing pending.
+-- Errors: none.
+
+local now = now_ms()
+local jobs = claim(now, tonumber(ARGV[3]), tonumber(ARGV[4]), ARGV[5])
+return { next_due(), jobs }

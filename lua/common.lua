@@ -1,0 +1,202 @@
+-- common.lua: the names and helpers every echo_mq script shares. Lua scripts
+-- cannot import one another, so lua.go prepends this file to each script;
+-- a script's own header names the KEYS and ARGV it adds to the ones below.
+--
+-- Every script gets the queue's keys first, in this order, all under the
+-- queue's {queue} hash tag so that the script stays in one Cluster slot:
+--   KEYS[1] meta       HASH  seq (pending order), token (fencing counter),
+--                            paused, completed and failed totals
+--   KEYS[2] pending    ZSET  score = priority * BAND +/- seq (claim order)
+--   KEYS[3] active     ZSET  score = lease deadline, ms, server clock
+--   KEYS[4] delayed    ZSET  score = run-at, ms
+--   KEYS[5] completed  ZSET  score = finished-at, ms
+--   KEYS[6] dead       ZSET  score = finished-at, ms
+--   KEYS[7] cancelled  ZSET  score = finished-at, ms
+--   ARGV[1] the queue's key base, "<prefix>:{<queue>}:"; a job row found by
+--           a range scan is BASE .. "job:" .. id, in the same slot
+--   ARGV[2] the wake channel, told how many jobs became pending
+--
+-- A job row is a HASH with the job's JSON field names: state, payload,
+-- result, progress, priority, attempts, max_attempts, stalled, last_error,
+-- cancel_requested ("1" when set), cancel_reason, worker, backoff
+-- ("type:delay_ms:max_delay_ms", absent for the default), created_at,
+-- run_at, started_at, lease_expires_at, finished_at (ms), token (the current
+-- claim's fencing token) and outcome ("complete" or "fail": what the holder
+-- of token reported, so that a repeat of the same call can be answered as
+-- the first). Absent fields mean zero, false or never.
+
+local META, PENDING, ACTIVE, DELAYED = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local COMPLETED, DEAD, CANCELLED = KEYS[5], KEYS[6], KEYS[7]
+local BASE, WAKE = ARGV[1], ARGV[2]
+
+-- SET_OF names the sorted set that holds a job in each state.
+local SET_OF = {
+  pending = PENDING, active = ACTIVE, delayed = DELAYED,
+  completed = COMPLETED, dead = DEAD, cancelled = CANCELLED,
+}
+
+-- BAND is the width of one priority band of pending scores: a job of
+-- priority p scores p * BAND + seq, so lower priorities come first and
+-- jobs are FIFO within one. Scores stay exact doubles below 2^53.
+local BAND = 1e13
+
+-- int renders a number as an integer string: redis.call would otherwise
+-- format large numbers with 14 significant digits and lose precision.
+local function int(n)
+  return string.format('%.0f', n)
+end
+
+-- now_ms is the Redis server's clock in milliseconds: the only clock that
+-- leases, delays and finish times are measured on.
+local function now_ms()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+local function job_key(id)
+  return BASE .. 'job:' .. id
+end
+
+-- job_reply is the reply form of one job: its id, then HGETALL of its row.
+local function job_reply(id)
+  local row = redis.call('HGETALL', job_key(id))
+  table.insert(row, 1, id)
+  return row
+end
+
+-- wake tells long-polling claimers, on any service replica, that n jobs
+-- became pending.
+local function wake(n)
+  if n > 0 then
+    redis.call('PUBLISH', WAKE, n)
+  end
+end
+
+-- push_pending makes a job pending: at the back of its priority band, or
+-- at the front when front is true (a job recovered from a stall).
+local function push_pending(id, front)
+  local key = job_key(id)
+  local priority = tonumber(redis.call('HGET', key, 'priority') or '0')
+  local seq = redis.call('HINCRBY', META, 'seq', 1)
+  local score = priority * BAND + seq
+  if front then
+    score = priority * BAND - seq
+  end
+  redis.call('ZADD', PENDING, int(score), id)
+  redis.call('HSET', key, 'state', 'pending')
+  redis.call('HDEL', key, 'run_at')
+end
+
+-- promote_due moves up to limit delayed jobs whose run-at has come to the
+-- back of pending, in run-at order, and returns how many it moved.
+local function promote_due(now, limit)
+  local due = redis.call('ZRANGEBYSCORE', DELAYED, '-inf', int(now), 'LIMIT', 0, limit)
+  for _, id in ipairs(due) do
+    redis.call('ZREM', DELAYED, id)
+    if redis.call('EXISTS', job_key(id)) == 1 then
+      push_pending(id, false)
+    end
+  end
+  return #due
+end
+
+-- next_due is the run-at of the earliest delayed job, or -1 when none is.
+local function next_due()
+  local first = redis.call('ZRANGE', DELAYED, 0, 0, 'WITHSCORES')
+  if #first == 0 then
+    return -1
+  end
+  return tonumber(first[2])
+end
+
+-- finish moves a job that has left the active set into a terminal state.
+local function finish(id, state, now)
+  redis.call('ZADD', SET_OF[state], int(now), id)
+  redis.call('HSET', job_key(id), 'state', state, 'finished_at', int(now))
+end
+
+-- claim moves due delayed jobs to pending, then leases up to count pending
+-- jobs for lease_ms, each under a fresh fencing token drawn from the
+-- queue's counter (never reused, also when an id is removed and enqueued
+-- again). A paused queue claims nothing. Returns the claimed job replies.
+local function claim(now, count, lease_ms, worker)
+  promote_due(now, 1000)
+  if redis.call('HGET', META, 'paused') then
+    return {}
+  end
+  local jobs = {}
+  local popped = redis.call('ZPOPMIN', PENDING, count)
+  for i = 1, #popped, 2 do
+    local id = popped[i]
+    local key = job_key(id)
+    if redis.call('EXISTS', key) == 1 then
+      local token = redis.call('HINCRBY', META, 'token', 1)
+      local deadline = now + lease_ms
+      redis.call('HINCRBY', key, 'attempts', 1)
+      redis.call('HDEL', key, 'cancel_requested', 'cancel_reason', 'outcome', 'worker')
+      redis.call('HSET', key, 'state', 'active', 'token', token,
+        'started_at', int(now), 'lease_expires_at', int(deadline))
+      if worker ~= '' then
+        redis.call('HSET', key, 'worker', worker)
+      end
+      redis.call('ZADD', ACTIVE, int(deadline), id)
+      jobs[#jobs + 1] = job_reply(id)
+    end
+  end
+  return jobs
+end
+
+-- fence checks that token holds the job id now. It returns the row's
+-- state, token and outcome, and an error code: EMQGONE when there is no
+-- such job, EMQSTALE when token is not the row's current token. Callers
+-- decide what a matching token on a job that is not active means.
+local function fence(id, token)
+  local row = redis.call('HMGET', job_key(id), 'state', 'token', 'outcome')
+  if not row[1] then
+    return row, 'EMQGONE'
+  end
+  if row[2] ~= token then
+    return row, 'EMQSTALE'
+  end
+  return row, nil
+end
+
+-- leave_active takes a job out of the active set and drops its lease.
+local function leave_active(id)
+  redis.call('ZREM', ACTIVE, id)
+  redis.call('HDEL', job_key(id), 'lease_expires_at')
+end
+
+-- complete_one finishes the job id held under token, storing result when
+-- has_result is '1'. A repeat by the same holder answers the job again.
+-- Returns the job reply, or nil and an error code.
+local function complete_one(id, token, has_result, result, now)
+  local row, code = fence(id, token)
+  if code then
+    return nil, code
+  end
+  if row[1] == 'completed' and row[3] == 'complete' then
+    return job_reply(id)
+  end
+  if row[1] ~= 'active' then
+    return nil, 'EMQSTALE'
+  end
+  leave_active(id)
+  finish(id, 'completed', now)
+  redis.call('HSET', job_key(id), 'outcome', 'complete')
+  if has_result == '1' then
+    redis.call('HSET', job_key(id), 'result', result)
+  end
+  redis.call('HINCRBY', META, 'completed', 1)
+  return job_reply(id)
+end
+
+-- error_reply turns an error code into the script's error reply.
+local function error_reply(code, id)
+  local text = {
+    EMQGONE = 'no such job',
+    EMQSTALE = 'the token does not hold this job',
+    EMQSTATE = 'the verb does not apply in the job\'s state',
+  }
+  return redis.error_reply(code .. ' ' .. (text[code] or 'error') .. ': ' .. id)
+end

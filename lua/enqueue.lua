@@ -1,0 +1,43 @@
+-- enqueue.lua: add one or more jobs, idempotent on id.
+--
+-- KEYS[1..7] the queue's keys (common.lua)
+-- ARGV[1..2] key base and wake channel (common.lua)
+-- ARGV[3]    n, the number of jobs; then 6 ARGV per job:
+--            id, payload (JSON text), priority (0-9), delay_ms (0 = now),
+--            max_attempts, backoff ("type:delay_ms:max_delay_ms" or "")
+--
+-- Returns one reply per job, in order: {created, job} where created is 1
+-- for a new job and 0 when a job with that id already exists (it is
+-- returned as it is, untouched). A new job is pending, or delayed until
+-- now + delay_ms. Wakes claimers for the jobs that became pending.
+-- Errors: none (the service validates every argument first).
+
+local now = now_ms()
+local n = tonumber(ARGV[3])
+local replies, woken = {}, 0
+for i = 0, n - 1 do
+  local at = 4 + i * 6
+  local id, payload, priority = ARGV[at], ARGV[at + 1], ARGV[at + 2]
+  local delay_ms, max_attempts, backoff = tonumber(ARGV[at + 3]), ARGV[at + 4], ARGV[at + 5]
+  local key = job_key(id)
+  local created = 0
+  if redis.call('EXISTS', key) == 0 then
+    created = 1
+    redis.call('HSET', key, 'payload', payload, 'priority', priority,
+      'max_attempts', max_attempts, 'created_at', int(now))
+    if backoff ~= '' then
+      redis.call('HSET', key, 'backoff', backoff)
+    end
+    if delay_ms > 0 then
+      local run_at = now + delay_ms
+      redis.call('HSET', key, 'state', 'delayed', 'run_at', int(run_at))
+      redis.call('ZADD', DELAYED, int(run_at), id)
+    else
+      push_pending(id, false)
+      woken = woken + 1
+    end
+  end
+  replies[#replies + 1] = { created, job_reply(id) }
+end
+wake(woken)
+return replies

@@ -1,0 +1,35 @@
+-- extend.lua: a checkpoint. Re-score the lease of a job held under token,
+-- optionally storing progress, and tell the holder about a cancel request.
+--
+-- KEYS[1..7] the queue's keys (common.lua)
+-- KEYS[8]    the job row (BASE .. "job:" .. id)
+-- ARGV[1..2] key base and wake channel (common.lua)
+-- ARGV[3]    id
+-- ARGV[4]    token
+-- ARGV[5]    lease_ms
+-- ARGV[6]    "1" when ARGV[7] carries progress to store, else "0"
+-- ARGV[7]    progress (JSON text)
+--
+-- A lease that has lapsed but that no sweep has recovered yet is extended:
+-- the token proves nobody else holds the job. A job a sweep moved away is
+-- not active any more, and is never put back in the active set.
+-- Returns {lease_expires_at (ms), cancel_requested (0/1), cancel_reason}.
+-- Errors: EMQGONE no such job; EMQSTALE token is not the current one, or
+-- the job is no longer active under it.
+
+local id, token = ARGV[3], ARGV[4]
+local row, code = fence(id, token)
+if not code and row[1] ~= 'active' then
+  code = 'EMQSTALE'
+end
+if code then
+  return error_reply(code, id)
+end
+local deadline = now_ms() + tonumber(ARGV[5])
+redis.call('ZADD', ACTIVE, int(deadline), id)
+redis.call('HSET', KEYS[8], 'lease_expires_at', int(deadline))
+if ARGV[6] == '1' then
+  redis.call('HSET', KEYS[8], 'progress', ARGV[7])
+end
+local cancel = redis.call('HMGET', KEYS[8], 'cancel_requested', 'cancel_reason')
+return { deadline, cancel[1] and 1 or 0, cancel[2] or '' }

@@ -1,0 +1,74 @@
+-- fail.lua: the holder reports that the attempt failed.
+--
+-- KEYS[1..7] the queue's keys (common.lua)
+-- KEYS[8]    the job row
+-- ARGV[1..2] key base and wake channel (common.lua)
+-- ARGV[3]    id
+-- ARGV[4]    token
+-- ARGV[5]    error text (already truncated by the service)
+-- ARGV[6]    retry_in_ms, or -1 for the job's backoff
+-- ARGV[7]    "1" when the failure is fatal (no retry), else "0"
+--
+-- Where the job goes:
+--   cancel requested for this attempt     -> cancelled (no retry)
+--   fatal, or attempts >= max_attempts    -> dead (failed total + 1)
+--   otherwise, retry after the delay      -> delayed, or pending when 0
+-- The delay is retry_in_ms when given, else the backoff: exponential
+-- (delay_ms * 2^(attempts-1)) or fixed (delay_ms), capped at max_delay_ms;
+-- the default is exponential from 1000 ms capped at one hour.
+-- Repeating the call with the same token after it succeeded answers the
+-- job as it is now, changing nothing.
+-- Returns the job reply.
+-- Errors: EMQGONE no such job; EMQSTALE token is not the current one, or
+-- the job is no longer active under it.
+
+local DEFAULT_BACKOFF = 'exponential:1000:3600000'
+
+-- backoff_ms is the retry delay after the given attempt.
+local function backoff_ms(spec, attempts)
+  local kind, delay, cap = string.match(spec, '^(%a+):(%d+):(%d+)$')
+  delay, cap = tonumber(delay), tonumber(cap)
+  if kind == 'exponential' then
+    delay = delay * 2 ^ math.max(attempts - 1, 0)
+  end
+  return math.min(delay, cap)
+end
+
+local id, token = ARGV[3], ARGV[4]
+local row, code = fence(id, token)
+if not code and row[3] == 'fail' and row[1] ~= 'active' then
+  return job_reply(id)
+end
+if not code and row[1] ~= 'active' then
+  code = 'EMQSTALE'
+end
+if code then
+  return error_reply(code, id)
+end
+
+local now = now_ms()
+local f = redis.call('HMGET', KEYS[8], 'cancel_requested', 'attempts', 'max_attempts', 'backoff')
+local attempts, max_attempts = tonumber(f[2] or '0'), tonumber(f[3] or '1')
+leave_active(id)
+redis.call('HSET', KEYS[8], 'last_error', ARGV[5], 'outcome', 'fail')
+
+if f[1] then
+  finish(id, 'cancelled', now)
+elseif ARGV[7] == '1' or attempts >= max_attempts then
+  finish(id, 'dead', now)
+  redis.call('HINCRBY', META, 'failed', 1)
+else
+  local delay = tonumber(ARGV[6])
+  if delay < 0 then
+    delay = backoff_ms(f[4] or DEFAULT_BACKOFF, attempts)
+  end
+  if delay <= 0 then
+    push_pending(id, false)
+    wake(1)
+  else
+    local run_at = now + delay
+    redis.call('ZADD', DELAYED, int(run_at), id)
+    redis.call('HSET', KEYS[8], 'state', 'delayed', 'run_at', int(run_at))
+  end
+end
+return job_reply(id)

@@ -1,0 +1,79 @@
+// Package lua holds echo_mq's Redis scripts: every state change of a job is
+// one of them, atomic on the Redis server and timed by its clock.
+//
+// Each script is a .lua file with a header naming its KEYS, ARGV, replies and
+// error replies. common.lua, which every script begins with, fixes the keys
+// all scripts share (the queue's sets and meta hash, in one Cluster slot) and
+// the helpers they use; see it first.
+package lua
+
+import (
+	_ "embed"
+
+	"github.com/redis/go-redis/v9"
+)
+
+//go:embed common.lua
+var commonSrc string
+
+var (
+	//go:embed enqueue.lua
+	enqueueSrc string
+	//go:embed claim.lua
+	claimSrc string
+	//go:embed extend.lua
+	extendSrc string
+	//go:embed cancellation.lua
+	cancellationSrc string
+	//go:embed complete.lua
+	completeSrc string
+	//go:embed complete_batch.lua
+	completeBatchSrc string
+	//go:embed fail.lua
+	failSrc string
+	//go:embed cancel.lua
+	cancelSrc string
+	//go:embed sweep.lua
+	sweepSrc string
+	//go:embed promote_due.lua
+	promoteDueSrc string
+	//go:embed remove.lua
+	removeSrc string
+)
+
+// The scripts, each prepended with common.lua. Run them with Script.Run,
+// which sends EVALSHA and falls back to EVAL when Redis answers NOSCRIPT.
+var (
+	// Enqueue adds jobs, idempotent on id.
+	Enqueue = script(enqueueSrc)
+	// Claim leases pending jobs under fresh fencing tokens.
+	Claim = script(claimSrc)
+	// Extend re-scores a held job's lease (a checkpoint).
+	Extend = script(extendSrc)
+	// Cancellation answers a holder's check for a cancel request.
+	Cancellation = script(cancellationSrc)
+	// Complete finishes a held job and may claim the next ones.
+	Complete = script(completeSrc)
+	// CompleteBatch finishes many held jobs and may claim the next ones.
+	CompleteBatch = script(completeBatchSrc)
+	// Fail reports a failed attempt: retry, dead or cancelled.
+	Fail = script(failSrc)
+	// Cancel cancels a waiting job or asks the holder of an active one to stop.
+	Cancel = script(cancelSrc)
+	// Sweep recovers or dead-letters jobs whose leases lapsed.
+	Sweep = script(sweepSrc)
+	// PromoteDue moves due delayed jobs to pending.
+	PromoteDue = script(promoteDueSrc)
+	// Remove deletes a job.
+	Remove = script(removeSrc)
+)
+
+// All lists every script, for loading them ahead of a pipeline.
+var All = []*redis.Script{
+	Enqueue, Claim, Extend, Cancellation, Complete, CompleteBatch,
+	Fail, Cancel, Sweep, PromoteDue, Remove,
+}
+
+func script(src string) *redis.Script {
+	return redis.NewScript(commonSrc + "\n" + src)
+}

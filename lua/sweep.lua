@@ -1,0 +1,45 @@
+-- sweep.lua: count-thresholded stalled recovery.
+--
+-- KEYS[1..7] the queue's keys (common.lua)
+-- ARGV[1..2] key base and wake channel (common.lua)
+-- ARGV[3]    max_stalled, >= 1
+-- ARGV[4]    limit: at most this many lapsed jobs per call
+--
+-- Takes the active jobs whose lease deadline is at or before the server's
+-- now, oldest first, up to limit: a range read of the active set, so the
+-- cost is O(lapsed), never O(active). Each leaves the active set and its
+-- stalled count goes up by one; then
+--   a cancel was requested             -> cancelled
+--   stalled >= max_stalled             -> dead, last_error "stalled",
+--                                         failed total + 1
+--   otherwise (a slow worker)          -> the front of pending
+-- The old holder's token stops fencing anything: the job is not active.
+-- Returns {recovered, dead, cancelled}, three lists of ids.
+-- Errors: none.
+
+local now = now_ms()
+local max_stalled = tonumber(ARGV[3])
+local lapsed = redis.call('ZRANGEBYSCORE', ACTIVE, '-inf', int(now), 'LIMIT', 0, tonumber(ARGV[4]))
+local recovered, dead, cancelled = {}, {}, {}
+for _, id in ipairs(lapsed) do
+  local key = job_key(id)
+  redis.call('ZREM', ACTIVE, id)
+  if redis.call('EXISTS', key) == 1 then
+    redis.call('HDEL', key, 'lease_expires_at')
+    local stalled = redis.call('HINCRBY', key, 'stalled', 1)
+    if redis.call('HGET', key, 'cancel_requested') then
+      finish(id, 'cancelled', now)
+      cancelled[#cancelled + 1] = id
+    elseif stalled >= max_stalled then
+      finish(id, 'dead', now)
+      redis.call('HSET', key, 'last_error', 'stalled')
+      redis.call('HINCRBY', META, 'failed', 1)
+      dead[#dead + 1] = id
+    else
+      push_pending(id, true)
+      recovered[#recovered + 1] = id
+    end
+  end
+end
+wake(#recovered)
+return { recovered, dead, cancelled }
