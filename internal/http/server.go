@@ -1,5 +1,20 @@
 // Package http is echo_mq's HTTP/JSON API: the chi router, its handlers and
 // middleware, and the one mapping from errors to problem+json answers.
+//
+//	@title						echo_mq
+//	@version					0.1.0
+//	@description				A Redis-backed job queue for polyglot workers. Enqueue, claim, checkpoint, complete, fail and cancel jobs over HTTP; every state change is one atomic, token-fenced Lua script timed by the Redis server's clock. Every error is an RFC 9457 problem+json body with a machine-readable code.
+//	@license.name				MIT
+//	@externalDocs.description	README: the worker loop, the fence, the error codes
+//	@externalDocs.url			https://github.com/echo-mq/echo_mq#readme
+//	@tag.name					worker
+//	@tag.description			The calls a worker makes on the jobs it claims, fenced by the claim's token.
+//	@tag.name					jobs
+//	@tag.description			Producing, reading, cancelling and removing jobs.
+//	@tag.name					operator
+//	@tag.description			Operating queues.
+//	@tag.name					service
+//	@tag.description			Health of the service.
 package http
 
 import (
