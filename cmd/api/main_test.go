@@ -1,0 +1,213 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"os"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/echo-mq/echo_mq/internal/redistest"
+)
+
+func TestMain(m *testing.M) { os.Exit(redistest.Run(m)) }
+
+// logBuffer collects run's log lines; safe for the server's goroutines.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *logBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+var listeningRE = regexp.MustCompile(`msg=Listening addr=(\S+)`)
+
+// startService runs run with env on 127.0.0.1:0 and returns its base URL,
+// its log, and a stop that cancels it and returns run's error.
+func startService(t *testing.T, env map[string]string) (string, *logBuffer, func() error) {
+	t.Helper()
+	env["EMQ_ADDR"] = "127.0.0.1:0"
+	ctx, cancel := context.WithCancel(context.Background())
+	logs := &logBuffer{}
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, func(k string) string { return env[k] }, logs) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if m := listeningRE.FindStringSubmatch(logs.String()); m != nil {
+			stop := func() error {
+				cancel()
+				select {
+				case err := <-done:
+					return err
+				case <-time.After(20 * time.Second):
+					t.Fatal("run did not return within 20 s of its context ending")
+					return nil
+				}
+			}
+			return "http://" + m[1], logs, stop
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("run returned %v before listening; log:\n%s", err, logs)
+		case <-time.After(10 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no Listening line after 10 s; log:\n%s", logs)
+		}
+	}
+}
+
+func post(t *testing.T, url, body string, wantStatus int) map[string]any {
+	t.Helper()
+	resp, err := http.Post(url, "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out map[string]any
+	dec := json.NewDecoder(resp.Body)
+	dec.UseNumber()
+	if err := dec.Decode(&out); err != nil {
+		t.Fatalf("POST %s: decode: %v", url, err)
+	}
+	if resp.StatusCode != wantStatus {
+		t.Fatalf("POST %s: status %d, want %d: %v", url, resp.StatusCode, wantStatus, out)
+	}
+	return out
+}
+
+// workerLoop drives one job through the service as a worker would: a long
+// poll that an enqueue answers, a checkpoint, a complete.
+func workerLoop(t *testing.T, base string) {
+	t.Helper()
+	q := base + "/queues/" + redistest.Queue(t)
+	claimed := make(chan map[string]any, 1)
+	go func() { claimed <- post(t, q+"/claim", `{"wait_ms":10000,"lease_ms":5000}`, 200) }()
+	time.Sleep(100 * time.Millisecond) // let the claim start waiting
+	post(t, q+"/jobs", `{"id":"j1","payload":{"to":"a@example.com"}}`, 201)
+	var got map[string]any
+	select {
+	case got = <-claimed:
+	case <-time.After(9 * time.Second):
+		t.Fatal("the long poll was not answered after the enqueue")
+	}
+	jobs := got["jobs"].([]any)
+	if len(jobs) != 1 {
+		t.Fatalf("claimed %v, want j1", got)
+	}
+	tok := jobs[0].(map[string]any)["token"].(json.Number).String()
+	ext := post(t, q+"/jobs/j1/lease", `{"token":`+tok+`,"lease_ms":10000,"progress":{"pct":50}}`, 200)
+	if ext["cancel_requested"] != false {
+		t.Fatalf("extend %v, want no cancel", ext)
+	}
+	done := post(t, q+"/jobs/j1/complete", `{"token":`+tok+`,"result":{"sent":true}}`, 200)
+	if done["state"] != "completed" {
+		t.Fatalf("complete %v, want completed", done)
+	}
+}
+
+func TestRunServesOnRedisAndStopsGracefully(t *testing.T) {
+	t.Parallel()
+	base, logs, stop := startService(t, map[string]string{
+		"EMQ_REDIS_URL": "redis://" + redistest.Addr(), "EMQ_PREFIX": "e2e", "EMQ_SWEEP_INTERVAL": "100ms"})
+	workerLoop(t, base)
+	for _, path := range []string{"/healthz", "/readyz"} {
+		resp, err := http.Get(base + path)
+		if err != nil || resp.StatusCode != 200 {
+			t.Fatalf("GET %s: %v %v, want 200", path, resp, err)
+		}
+		resp.Body.Close()
+	}
+	if err := stop(); err != nil {
+		t.Fatalf("run returned %v after a graceful stop, want nil", err)
+	}
+	if !strings.Contains(logs.String(), "msg=Stopped") {
+		t.Fatalf("no Stopped line; log:\n%s", logs)
+	}
+}
+
+func TestRunOnTheEmbeddedStoreSaysNothingPersists(t *testing.T) {
+	t.Parallel()
+	base, logs, stop := startService(t, map[string]string{})
+	workerLoop(t, base)
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(logs.String(), "NOTHING PERSISTS") {
+		t.Fatalf("the embedded store was not announced loudly; log:\n%s", logs)
+	}
+}
+
+func TestShutdownAnswersWaitingLongPollsEmpty(t *testing.T) {
+	t.Parallel()
+	base, _, stop := startService(t, map[string]string{"EMQ_REDIS_URL": "redis://" + redistest.Addr()})
+	answered := make(chan map[string]any, 1)
+	go func() {
+		answered <- post(t, base+"/queues/"+redistest.Queue(t)+"/claim", `{"wait_ms":30000}`, 200)
+	}()
+	time.Sleep(200 * time.Millisecond)
+	start := time.Now()
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case got := <-answered:
+		if jobs := got["jobs"].([]any); len(jobs) != 0 {
+			t.Fatalf("got %v, want an empty answer", got)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the waiting long poll was not answered at shutdown")
+	}
+	if waited := time.Since(start); waited > 15*time.Second {
+		t.Fatalf("shutdown took %v: it waited out the long poll", waited)
+	}
+}
+
+func TestLoadConfigRefusesBadValues(t *testing.T) {
+	t.Parallel()
+	cases := map[string]string{
+		"EMQ_SWEEP_INTERVAL": "5",
+		"EMQ_MAX_STALLED":    "0",
+		"EMQ_LOG_LEVEL":      "loud",
+		"EMQ_PREFIX":         "a{b}",
+		"EMQ_API_KEYS":       "admin:k",
+	}
+	for name, value := range cases {
+		_, err := loadConfig(func(k string) string {
+			if k == name {
+				return value
+			}
+			return ""
+		})
+		if err == nil || !strings.Contains(err.Error(), name) {
+			t.Errorf("%s=%q: got %v, want an error naming %s", name, value, err, name)
+		}
+	}
+	c, err := loadConfig(func(string) string { return "" })
+	if err != nil || c.Addr != "127.0.0.1:8080" || c.Prefix != "emq" || c.SweepInterval != 5*time.Second || c.MaxStalled != 2 {
+		t.Fatalf("defaults %+v (%v), want 127.0.0.1:8080, emq, 5s, 2", c, err)
+	}
+}
+
+func TestMaskURLsHidesPasswords(t *testing.T) {
+	t.Parallel()
+	got := maskURLs("redis://user:secret@10.0.0.1:7000,rediss://:pw@h:6380/0")
+	if strings.Contains(got, "secret") || strings.Contains(got, "pw@") {
+		t.Fatalf("maskURLs left a password: %s", got)
+	}
+}

@@ -1,0 +1,469 @@
+package http_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"reflect"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/echo-mq/echo_mq/internal/admin"
+	emqhttp "github.com/echo-mq/echo_mq/internal/http"
+	"github.com/echo-mq/echo_mq/internal/lease"
+	"github.com/echo-mq/echo_mq/internal/redistest"
+	"github.com/echo-mq/echo_mq/internal/stall"
+	"github.com/echo-mq/echo_mq/internal/wake"
+)
+
+// A backend is a Redis the contract runs against: the real redis-server
+// that TestMain started, or the embedded store the service falls back to.
+type backend struct {
+	name    string
+	connect func(tb testing.TB, opts *redis.Options) redis.UniversalClient
+}
+
+var backends = []backend{
+	{name: "redis", connect: func(tb testing.TB, opts *redis.Options) redis.UniversalClient {
+		tb.Helper()
+		opts.Addr = redistest.Addr()
+		return closeLater(tb, redis.NewClient(opts))
+	}},
+	{name: "embedded", connect: func(tb testing.TB, opts *redis.Options) redis.UniversalClient {
+		tb.Helper()
+		opts.Addr = miniredis.RunT(tb).Addr()
+		return closeLater(tb, redis.NewClient(opts))
+	}},
+}
+
+func closeLater(tb testing.TB, c *redis.Client) redis.UniversalClient {
+	tb.Cleanup(func() { c.Close() })
+	return c
+}
+
+// option tunes the Redis client or the handler's Config of a harness.
+type option struct {
+	client func(*redis.Options)
+	config func(*emqhttp.Config)
+}
+
+func withClient(f func(*redis.Options)) option  { return option{client: f} }
+func withConfig(f func(*emqhttp.Config)) option { return option{config: f} }
+
+// forEachBackend runs fn as a parallel subtest per backend, each with a
+// harness of its own under a key prefix of its own.
+func forEachBackend(t *testing.T, fn func(t *testing.T, h *harness), opts ...option) {
+	t.Helper()
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			ro := &redis.Options{}
+			for _, o := range opts {
+				if o.client != nil {
+					o.client(ro)
+				}
+			}
+			fn(t, newHarness(t, b.connect(t, ro), opts...))
+		})
+	}
+}
+
+// harness is the real router over real services on one Redis.
+type harness struct {
+	rdb      redis.UniversalClient
+	prefix   string
+	handler  http.Handler
+	stopping chan struct{}
+	stopOnce sync.Once
+}
+
+// newHarness wires emqhttp.NewHandler as cmd/api does, with a wake hub
+// running until the test ends, and a key prefix unique to the test.
+func newHarness(tb testing.TB, rdb redis.UniversalClient, opts ...option) *harness {
+	tb.Helper()
+	h := &harness{rdb: rdb, prefix: "emqt-" + redistest.Queue(tb), stopping: make(chan struct{})}
+	logger := slog.New(slog.DiscardHandler)
+	hub := wake.NewHub(rdb, h.prefix, logger)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); hub.Run(ctx) }()
+	tb.Cleanup(func() { cancel(); <-done })
+	cfg := emqhttp.Config{
+		Leases:   lease.NewService(rdb, h.prefix),
+		Admin:    admin.NewService(rdb, h.prefix),
+		Sweeper:  stall.NewService(rdb, h.prefix),
+		Waiters:  hub,
+		Ready:    func(ctx context.Context) error { return rdb.Ping(ctx).Err() },
+		Stopping: h.stopping,
+		Logger:   logger,
+	}
+	for _, o := range opts {
+		if o.config != nil {
+			o.config(&cfg)
+		}
+	}
+	h.handler = emqhttp.NewHandler(cfg)
+	return h
+}
+
+// stop closes the handler's Stopping channel, as a graceful shutdown does.
+func (h *harness) stop() { h.stopOnce.Do(func() { close(h.stopping) }) }
+
+// reply is an HTTP answer.
+type reply struct {
+	Status int
+	Header http.Header
+	Body   []byte
+}
+
+func (r reply) String() string { return fmt.Sprintf("%d %s", r.Status, r.Body) }
+
+// do sends a request through the router. A string or []byte body is sent
+// as it is, anything else as its JSON; both as application/json.
+func (h *harness) do(tb testing.TB, method, path string, body any) reply {
+	tb.Helper()
+	var raw []byte
+	switch b := body.(type) {
+	case nil:
+	case string:
+		raw = []byte(b)
+	case []byte:
+		raw = b
+	default:
+		var err error
+		if raw, err = json.Marshal(b); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	contentType := ""
+	if body != nil {
+		contentType = "application/json"
+	}
+	return h.send(tb, method, path, contentType, raw)
+}
+
+// send sends a request with the given Content-Type ("" for none).
+func (h *harness) send(tb testing.TB, method, path, contentType string, body []byte) reply {
+	tb.Helper()
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req := httptest.NewRequest(method, path, rd)
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
+	rec := httptest.NewRecorder()
+	h.handler.ServeHTTP(rec, req)
+	return reply{Status: rec.Code, Header: rec.Header(), Body: rec.Body.Bytes()}
+}
+
+// jobView is a job as the API shows it.
+type jobView struct {
+	ID              string          `json:"id"`
+	Queue           string          `json:"queue"`
+	State           string          `json:"state"`
+	Payload         json.RawMessage `json:"payload"`
+	Result          json.RawMessage `json:"result"`
+	Progress        json.RawMessage `json:"progress"`
+	Priority        int             `json:"priority"`
+	Attempts        int             `json:"attempts"`
+	MaxAttempts     int             `json:"max_attempts"`
+	Stalled         int             `json:"stalled"`
+	LastError       string          `json:"last_error"`
+	CancelRequested bool            `json:"cancel_requested"`
+	CancelReason    string          `json:"cancel_reason"`
+	Token           int64           `json:"token"`
+	CreatedAt       string          `json:"created_at"`
+	RunAt           string          `json:"run_at"`
+	StartedAt       string          `json:"started_at"`
+	LeaseExpiresAt  string          `json:"lease_expires_at"`
+	FinishedAt      string          `json:"finished_at"`
+}
+
+type jobList struct {
+	Jobs []jobView `json:"jobs"`
+}
+
+type problem struct {
+	Type     string `json:"type"`
+	Title    string `json:"title"`
+	Status   int    `json:"status"`
+	Detail   string `json:"detail"`
+	Code     string `json:"code"`
+	Instance string `json:"instance"`
+	Errors   []struct {
+		Field   string `json:"field"`
+		Message string `json:"message"`
+	} `json:"errors"`
+}
+
+// decode reads r's JSON body into a T.
+func decode[T any](tb testing.TB, r reply) T {
+	tb.Helper()
+	var v T
+	if err := json.Unmarshal(r.Body, &v); err != nil {
+		tb.Fatalf("decode %T from %s: %v", v, r, err)
+	}
+	return v
+}
+
+// must fails the test unless r has the status, and decodes its body.
+func must[T any](tb testing.TB, r reply, status int) T {
+	tb.Helper()
+	if r.Status != status {
+		tb.Fatalf("got %s, want status %d", r, status)
+	}
+	return decode[T](tb, r)
+}
+
+// wantProblem fails the test unless r is an RFC 9457 problem with the
+// status and code.
+func wantProblem(tb testing.TB, r reply, status int, code string) problem {
+	tb.Helper()
+	if r.Status != status {
+		tb.Fatalf("got %s, want status %d (%s)", r, status, code)
+	}
+	if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/problem+json") {
+		tb.Errorf("Content-Type = %q, want application/problem+json", ct)
+	}
+	p := decode[problem](tb, r)
+	if p.Code != code || p.Status != status || p.Type == "" || p.Title == "" || p.Detail == "" {
+		tb.Errorf("got problem %+v, want code %s, status %d and type, title, detail set", p, code, status)
+	}
+	return p
+}
+
+// wantField fails the test unless p names field among its errors.
+func wantField(tb testing.TB, p problem, field string) {
+	tb.Helper()
+	var got []string
+	for _, e := range p.Errors {
+		if e.Field == field && e.Message != "" {
+			return
+		}
+		got = append(got, e.Field)
+	}
+	tb.Errorf("problem errors name fields %q, want %q", got, field)
+}
+
+func jobsPath(q string) string { return "/queues/" + q + "/jobs" }
+func jobPath(q, id string, verb ...string) string {
+	return strings.Join(append([]string{jobsPath(q), id}, verb...), "/")
+}
+
+// enqueue enqueues body on q and wants a new job.
+func (h *harness) enqueue(tb testing.TB, q string, body any) jobView {
+	tb.Helper()
+	return must[jobView](tb, h.do(tb, "POST", jobsPath(q), body), http.StatusCreated)
+}
+
+// add enqueues a job per id, payload {"id": id}, in order.
+func (h *harness) add(tb testing.TB, q string, ids ...string) {
+	tb.Helper()
+	for _, id := range ids {
+		h.enqueue(tb, q, map[string]any{"id": id, "payload": map[string]string{"id": id}})
+	}
+}
+
+// claim claims from q and wants 200.
+func (h *harness) claim(tb testing.TB, q string, body any) []jobView {
+	tb.Helper()
+	return must[jobList](tb, h.do(tb, "POST", "/queues/"+q+"/claim", body), http.StatusOK).Jobs
+}
+
+// claimOne claims one job of q for leaseMs and wants exactly one, id.
+func (h *harness) claimOne(tb testing.TB, q, id string, leaseMs int) jobView {
+	tb.Helper()
+	jobs := h.claim(tb, q, map[string]any{"lease_ms": leaseMs})
+	if len(jobs) != 1 || jobs[0].ID != id {
+		tb.Fatalf("claim got %v, want job %s", ids(jobs), id)
+	}
+	return jobs[0]
+}
+
+// get reads job id of q and wants 200.
+func (h *harness) get(tb testing.TB, q, id string) jobView {
+	tb.Helper()
+	return must[jobView](tb, h.do(tb, "GET", jobPath(q, id), nil), http.StatusOK)
+}
+
+// wantState fails the test unless job id of q is in state, by the API and
+// by the sorted set that holds it.
+func (h *harness) wantState(tb testing.TB, q, id, state string) jobView {
+	tb.Helper()
+	j := h.get(tb, q, id)
+	if j.State != state {
+		tb.Errorf("job %s state = %q, want %q", id, j.State, state)
+	}
+	for _, set := range []string{"pending", "active", "delayed", "completed", "dead", "cancelled"} {
+		if got, want := h.inSet(tb, q, set, id), set == state; got != want {
+			tb.Errorf("job %s in %s set = %v, want %v", id, set, got, want)
+		}
+	}
+	return j
+}
+
+// inSet reports whether id is a member of q's sorted set for state.
+func (h *harness) inSet(tb testing.TB, q, state, id string) bool {
+	tb.Helper()
+	err := h.rdb.ZScore(context.Background(), h.key(q, state), id).Err()
+	if err != nil && err != redis.Nil {
+		tb.Fatal(err)
+	}
+	return err == nil
+}
+
+// key is one of q's keys, e.g. h.key(q, "meta").
+func (h *harness) key(q, name string) string { return h.prefix + ":{" + q + "}:" + name }
+
+// pause pauses q by its meta flag.
+func (h *harness) pause(tb testing.TB, q string) {
+	tb.Helper()
+	if err := h.rdb.HSet(context.Background(), h.key(q, "meta"), "paused", 1).Err(); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+type swept struct {
+	Recovered []string `json:"recovered"`
+	Dead      []string `json:"dead"`
+	Cancelled []string `json:"cancelled"`
+}
+
+func (s swept) all() []string {
+	return append(append(append([]string{}, s.Recovered...), s.Dead...), s.Cancelled...)
+}
+
+// sweepUntil sweeps q with body until every id has been swept (a lease
+// lapses on the server's clock, so it polls rather than trusting a sleep),
+// and returns what the sweeps moved.
+func (h *harness) sweepUntil(tb testing.TB, q string, body any, want ...string) swept {
+	tb.Helper()
+	var total swept
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		s := must[swept](tb, h.do(tb, "POST", "/queues/"+q+"/sweep", body), http.StatusOK)
+		total.Recovered = append(total.Recovered, s.Recovered...)
+		total.Dead = append(total.Dead, s.Dead...)
+		total.Cancelled = append(total.Cancelled, s.Cancelled...)
+		if containsAll(total.all(), want) {
+			return total
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("sweeps moved %+v, want %v within 10s", total, want)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// waitPast sleeps until the local clock is a little past stamp, a lease
+// deadline on the server's clock (the same machine's).
+func waitPast(tb testing.TB, stamp string) {
+	tb.Helper()
+	at := parseStamp(tb, stamp)
+	time.Sleep(time.Until(at.Add(50 * time.Millisecond)))
+}
+
+func parseStamp(tb testing.TB, s string) time.Time {
+	tb.Helper()
+	at, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		tb.Fatalf("timestamp %q: %v", s, err)
+	}
+	return at
+}
+
+// snapshot dumps every key under the harness prefix with its contents, to
+// prove a refused request changed nothing.
+func (h *harness) snapshot(tb testing.TB) map[string]string {
+	tb.Helper()
+	ctx := context.Background()
+	var keys []string
+	iter := h.rdb.Scan(ctx, 0, h.prefix+"*", 100).Iterator()
+	for iter.Next(ctx) {
+		keys = append(keys, iter.Val())
+	}
+	if err := iter.Err(); err != nil {
+		tb.Fatal(err)
+	}
+	out := make(map[string]string, len(keys))
+	for _, k := range keys {
+		var v any
+		switch typ := h.rdb.Type(ctx, k).Val(); typ {
+		case "hash":
+			v = h.rdb.HGetAll(ctx, k).Val()
+		case "zset":
+			v = h.rdb.ZRangeWithScores(ctx, k, 0, -1).Val()
+		case "set":
+			m := h.rdb.SMembers(ctx, k).Val()
+			sort.Strings(m)
+			v = m
+		case "string":
+			v = h.rdb.Get(ctx, k).Val()
+		default:
+			v = typ
+		}
+		out[k] = fmt.Sprint(v)
+	}
+	return out
+}
+
+// sameJSON fails the test unless got and want are the same JSON value,
+// numbers compared digit for digit.
+func sameJSON(tb testing.TB, what string, got, want []byte) {
+	tb.Helper()
+	g, err1 := decodeNumbers(got)
+	w, err2 := decodeNumbers(want)
+	if err1 != nil || err2 != nil || !reflect.DeepEqual(g, w) {
+		tb.Errorf("%s = %s, want %s", what, got, want)
+	}
+}
+
+func decodeNumbers(b []byte) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var v any
+	err := dec.Decode(&v)
+	return v, err
+}
+
+func ids(jobs []jobView) []string {
+	out := make([]string, len(jobs))
+	for i, j := range jobs {
+		out[i] = j.ID
+	}
+	return out
+}
+
+func containsAll(have, want []string) bool {
+	set := map[string]bool{}
+	for _, h := range have {
+		set[h] = true
+	}
+	for _, w := range want {
+		if !set[w] {
+			return false
+		}
+	}
+	return true
+}
+
+// unchanged fails the test unless the keys under the prefix are as before.
+func (h *harness) unchanged(tb testing.TB, before map[string]string, what string) {
+	tb.Helper()
+	if after := h.snapshot(tb); !reflect.DeepEqual(after, before) {
+		tb.Errorf("%s changed Redis:\ngot  %v\nwant %v", what, after, before)
+	}
+}
