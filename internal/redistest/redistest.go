@@ -193,6 +193,7 @@ func (s *Server) launch() error {
 		"--save", "", "--appendonly", "no", "--dir", s.dir}, s.args...)
 	cmd := exec.Command(s.bin, args...)
 	cmd.Stdout, cmd.Stderr = log, log
+	cmd.SysProcAttr = dieWithParent()
 	if err := cmd.Start(); err != nil {
 		return err
 	}
