@@ -26,6 +26,12 @@ type config struct {
 	ShutdownTimeout time.Duration // EMQ_SHUTDOWN_TIMEOUT
 }
 
+// variables are the environment variables the service reads.
+var variables = []string{
+	"EMQ_ADDR", "EMQ_REDIS_URL", "EMQ_PREFIX", "EMQ_SWEEP_INTERVAL", "EMQ_MAX_STALLED",
+	"EMQ_LOG_LEVEL", "EMQ_MAX_VALUE_BYTES", "EMQ_MAX_BODY_BYTES", "EMQ_SHUTDOWN_TIMEOUT", "EMQ_API_KEYS",
+}
+
 var prefixRE = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,64}$`)
 
 // loadConfig reads the configuration from getenv, with defaults.

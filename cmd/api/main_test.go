@@ -211,3 +211,19 @@ func TestMaskURLsHidesPasswords(t *testing.T) {
 		t.Fatalf("maskURLs left a password: %s", got)
 	}
 }
+
+func TestLoadConfigReadsOnlyDocumentedVariables(t *testing.T) {
+	t.Parallel()
+	read := map[string]bool{}
+	if _, err := loadConfig(func(k string) string { read[k] = true; return "" }); err != nil {
+		t.Fatal(err)
+	}
+	for name := range read {
+		if !knownVariable(name) {
+			t.Errorf("loadConfig reads %s, which is not in variables", name)
+		}
+	}
+	if len(read) != len(variables) {
+		t.Errorf("loadConfig reads %d variables, want all %d listed", len(read), len(variables))
+	}
+}
