@@ -155,3 +155,39 @@ func batchBody(n int) string {
 	}
 	return `{"jobs":[` + strings.Join(jobs, ",") + `]}`
 }
+
+func TestEnqueueAcceptsTheLimits(t *testing.T) {
+	t.Parallel()
+	queue := strings.Repeat("Az09._-", 15)[:100]
+	id := strings.Repeat("Az09._:-", 16)
+	forEachBackend(t, func(t *testing.T, h *harness) {
+		for _, ct := range []string{"application/json; charset=utf-8", "application/vnd.emq+json"} {
+			r := h.send(t, "POST", jobsPath(queue), ct, []byte(`{"id":"`+id+`","payload":{"k":"v"}}`))
+			if r.Status != http.StatusCreated && r.Status != http.StatusOK {
+				t.Errorf("enqueue as %s on a 100-char queue with a 128-char id got %s, want 201 or 200", ct, r)
+			}
+		}
+		if j := h.get(t, queue, id); j.ID != id || j.Queue != queue {
+			t.Errorf("GET got %+v, want job %s of %s", j, id, queue)
+		}
+		h.claimOne(t, queue, id, 1000)
+	})
+}
+
+// TestEnqueueDefaultValueLimit: a payload of 1 MiB is kept, one byte more
+// is refused, with the service's default limits.
+func TestEnqueueDefaultValueLimit(t *testing.T) {
+	t.Parallel()
+	payload := `"` + strings.Repeat("x", 1<<20-2) + `"` // 1 MiB of JSON
+	forEachBackend(t, func(t *testing.T, h *harness) {
+		q := redistest.Queue(t)
+		j := h.enqueue(t, q, `{"id":"max","payload":`+payload+`}`)
+		if len(j.Payload) != 1<<20 {
+			t.Errorf("payload came back with %d bytes, want %d", len(j.Payload), 1<<20)
+		}
+		before := h.snapshot(t)
+		r := h.do(t, "POST", jobsPath(q), `{"id":"over","payload":"x`+payload[1:]+`}`)
+		wantProblem(t, r, http.StatusRequestEntityTooLarge, "EMQTOOLARGE")
+		h.unchanged(t, before, "a payload over 1 MiB")
+	})
+}

@@ -1,6 +1,7 @@
 package http_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -149,6 +150,8 @@ func TestWorkerCallsRefused(t *testing.T) {
 		req("complete result too large", "POST", job+"/complete", `{"token":1,"result":`+big+`}`, 413, "EMQTOOLARGE", ""),
 		req("complete claim count 101", "POST", job+"/complete", `{"token":1,"claim":{"count":101}}`, 400, "EMQINVALID", "claim.count"),
 		req("complete claim lease_ms 99", "POST", job+"/complete", `{"token":1,"claim":{"count":1,"lease_ms":99}}`, 400, "EMQINVALID", "claim.lease_ms"),
+		req("batch complete of 1001", "POST", "/queues/Q/complete", completeBody(1001), 400, "EMQINVALID", "jobs"),
+		req("batch complete of none", "POST", "/queues/Q/complete", `{"jobs":[]}`, 400, "EMQINVALID", "jobs"),
 		req("batch complete without token", "POST", "/queues/Q/complete", `{"jobs":[{"id":"held"}]}`, 400, "EMQINVALID", "jobs[0].token"),
 		req("batch complete bad id", "POST", "/queues/Q/complete", `{"jobs":[{"id":"a{b","token":1}]}`, 400, "EMQINVALID", "jobs[0].id"),
 		req("batch complete result too large", "POST", "/queues/Q/complete", `{"jobs":[{"id":"held","token":1,"result":`+big+`}]}`, 413, "EMQTOOLARGE", ""),
@@ -222,5 +225,31 @@ func TestPathRefused(t *testing.T) {
 		q := redistest.Queue(t)
 		h.add(t, q, "x")
 		runRefusals(t, h, q, cases)
+	})
+}
+
+// completeBody is a batch complete of n jobs.
+func completeBody(n int) string {
+	jobs := make([]string, n)
+	for i := range jobs {
+		jobs[i] = fmt.Sprintf(`{"id":"j%d","token":%d}`, i, i+1)
+	}
+	return `{"jobs":[` + strings.Join(jobs, ",") + `]}`
+}
+
+// TestProblemNamesJSONFields: a client sees the JSON names of its request,
+// in errors[].field and in the messages, never the Go names.
+func TestProblemNamesJSONFields(t *testing.T) {
+	t.Parallel()
+	forEachBackend(t, func(t *testing.T, h *harness) {
+		q := redistest.Queue(t)
+		r := h.do(t, "POST", jobsPath(q), `{"payload":1,"backoff":{"type":"fixed","delay_ms":10,"max_delay_ms":5}}`)
+		p := wantProblem(t, r, 400, "EMQINVALID")
+		wantField(t, p, "backoff.max_delay_ms")
+		for _, e := range p.Errors {
+			if strings.Contains(e.Message, "DelayMs") {
+				t.Errorf("error %+v names the Go field DelayMs, want the JSON name delay_ms", e)
+			}
+		}
 	})
 }

@@ -1,0 +1,233 @@
+package http_test
+
+import (
+	"fmt"
+	"net/http"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/echo-mq/echo_mq/internal/redistest"
+)
+
+// answer is a long poll's reply and how long it took.
+type answer struct {
+	reply
+	took time.Duration
+}
+
+// pollAsync starts a claim on q with body and returns where its answer comes.
+func (h *harness) pollAsync(tb testing.TB, q, body string) <-chan answer {
+	tb.Helper()
+	out := make(chan answer, 1)
+	go func() {
+		start := time.Now()
+		r := h.do(tb, "POST", "/queues/"+q+"/claim", body)
+		out <- answer{reply: r, took: time.Since(start)}
+	}()
+	return out
+}
+
+// stillWaiting fails the test if the poll has answered within a moment:
+// it is meant to wait for a job that is not there yet.
+func stillWaiting(tb testing.TB, polls ...<-chan answer) {
+	tb.Helper()
+	time.Sleep(200 * time.Millisecond)
+	for _, p := range polls {
+		select {
+		case a := <-p:
+			tb.Fatalf("the poll answered %s before any job was there, want it waiting", a.reply)
+		default:
+		}
+	}
+}
+
+// await returns the poll's answer, failing the test after limit.
+func await(tb testing.TB, p <-chan answer, limit time.Duration) answer {
+	tb.Helper()
+	select {
+	case a := <-p:
+		return a
+	case <-time.After(limit):
+		tb.Fatalf("the poll did not answer within %v", limit)
+		return answer{}
+	}
+}
+
+func TestLongPollWokenByEnqueue(t *testing.T) {
+	t.Parallel()
+	forEachBackend(t, func(t *testing.T, h *harness) {
+		q := redistest.Queue(t)
+		poll := h.pollAsync(t, q, `{"wait_ms":10000,"lease_ms":5000}`)
+		stillWaiting(t, poll)
+		h.add(t, q, "j")
+		a := await(t, poll, 15*time.Second)
+		jobs := must[jobList](t, a.reply, http.StatusOK).Jobs
+		if len(jobs) != 1 || jobs[0].ID != "j" || jobs[0].Token <= 0 {
+			t.Fatalf("the waiting claim got %v, want job j with a token", ids(jobs))
+		}
+		if a.took >= 9*time.Second {
+			t.Errorf("the waiting claim answered after %v, want well before its 10s wait ended", a.took)
+		}
+		h.wantState(t, q, "j", "active")
+	})
+}
+
+func TestLongPollTimesOutEmpty(t *testing.T) {
+	t.Parallel()
+	forEachBackend(t, func(t *testing.T, h *harness) {
+		q := redistest.Queue(t)
+		a := await(t, h.pollAsync(t, q, `{"wait_ms":300}`), 15*time.Second)
+		if jobs := must[jobList](t, a.reply, http.StatusOK).Jobs; jobs == nil || len(jobs) != 0 {
+			t.Errorf("got %s, want {\"jobs\":[]}", a.reply)
+		}
+		if a.took < 290*time.Millisecond {
+			t.Errorf("answered after %v, want after the 300ms wait", a.took)
+		}
+	})
+}
+
+// TestLongPollDelayedComesDue: a waiting claim answers soon after a delayed
+// job comes due, however it became delayed. The harness runs no reaper: a
+// claim moves due jobs itself.
+func TestLongPollDelayedComesDue(t *testing.T) {
+	t.Parallel()
+	enqueueDelayed := func(t *testing.T, h *harness, q string, _ jobView) string {
+		return h.enqueue(t, q, `{"id":"d","payload":1,"delay_ms":500}`).RunAt
+	}
+	failDelayed := func(t *testing.T, h *harness, q string, holder jobView) string {
+		return must[jobView](t, h.fail(t, q, "d", holder.Token, `,"error":"x","retry_in_ms":500`), http.StatusOK).RunAt
+	}
+	for _, tc := range []struct {
+		name  string
+		early bool // d is delayed before the claim starts waiting
+		held  bool // d is claimed first, and delayed by its holder's fail
+		delay func(t *testing.T, h *harness, q string, holder jobView) string
+	}{
+		{"enqueued before the claim", true, false, enqueueDelayed},
+		{"enqueued while the claim waits", false, false, enqueueDelayed},
+		{"retried while the claim waits", false, true, failDelayed},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			forEachBackend(t, func(t *testing.T, h *harness) {
+				q := redistest.Queue(t)
+				var holder jobView
+				if tc.held {
+					h.add(t, q, "d")
+					holder = h.claimOne(t, q, "d", 30_000)
+				}
+				var poll <-chan answer
+				if !tc.early {
+					poll = h.pollAsync(t, q, `{"wait_ms":5000}`)
+					stillWaiting(t, poll)
+				}
+				runAt := tc.delay(t, h, q, holder)
+				if tc.early {
+					poll = h.pollAsync(t, q, `{"wait_ms":5000}`)
+				}
+				a := await(t, poll, 15*time.Second)
+				jobs := must[jobList](t, a.reply, http.StatusOK).Jobs
+				if len(jobs) != 1 || jobs[0].ID != "d" {
+					t.Fatalf("the waiting claim got %v, want d once it came due", ids(jobs))
+				}
+				if a.took >= 4*time.Second {
+					t.Errorf("the waiting claim answered after %v, want soon after d came due at %s, well before its 5s wait ended", a.took, runAt)
+				}
+				if got := parseStamp(t, jobs[0].StartedAt); got.Before(parseStamp(t, runAt)) {
+					t.Errorf("d was claimed at %v, before it came due at %s", got, runAt)
+				}
+			})
+		})
+	}
+}
+
+func TestLongPollStopping(t *testing.T) {
+	t.Parallel()
+	forEachBackend(t, func(t *testing.T, h *harness) {
+		q := redistest.Queue(t)
+		polls := make([]<-chan answer, 3)
+		for i := range polls {
+			polls[i] = h.pollAsync(t, q, `{"wait_ms":30000}`)
+		}
+		stillWaiting(t, polls...)
+		h.stop()
+		for _, p := range polls {
+			a := await(t, p, 10*time.Second)
+			if jobs := must[jobList](t, a.reply, http.StatusOK).Jobs; jobs == nil || len(jobs) != 0 {
+				t.Errorf("a poll answered %s at shutdown, want {\"jobs\":[]}", a.reply)
+			}
+		}
+	})
+}
+
+// TestLongPollManyWaiters: waiting claimers hold no Redis connection, and
+// each job goes to exactly one of them.
+func TestLongPollManyWaiters(t *testing.T) {
+	t.Parallel()
+	const waiters, jobs, maxConns = 200, 20, 20
+	// A pool big enough that a design holding a connection per waiter would
+	// show it, and a small idle cap so that the claims' burst leaves none.
+	bigPool := withClient(func(o *redis.Options) { o.PoolSize, o.MaxIdleConns = 400, 8 })
+	forEachBackend(t, func(t *testing.T, h *harness) {
+		q := redistest.Queue(t)
+		rdb := h.rdb.(*redis.Client)
+		base := rdb.PoolStats()
+		answers := make(chan answer, waiters)
+		for range waiters {
+			go func() {
+				start := time.Now()
+				r := h.send(t, "POST", "/queues/"+q+"/claim", "application/json", []byte(`{"wait_ms":30000}`))
+				answers <- answer{reply: r, took: time.Since(start)}
+			}()
+		}
+		// Wait until every waiter has made its first claim and the
+		// connections have gone back, with nobody answered.
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			s := rdb.PoolStats()
+			gets := s.Hits + s.Misses - base.Hits - base.Misses
+			if len(answers) > 0 {
+				t.Fatalf("a claim answered %s with no job there", (<-answers).reply)
+			}
+			if gets >= waiters && s.TotalConns <= maxConns {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%d waiters: %d claims made, %d connections open; want %d claims on <= %d connections",
+					waiters, gets, s.TotalConns, waiters, maxConns)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		for i := range jobs {
+			h.add(t, q, fmt.Sprintf("j%02d", i))
+		}
+		var got []string
+		for len(got) < jobs {
+			a := await(t, answers, 20*time.Second)
+			list := must[jobList](t, a.reply, http.StatusOK).Jobs
+			if len(list) != 1 {
+				t.Fatalf("a waiter got %v, want one job", ids(list))
+			}
+			got = append(got, list[0].ID)
+		}
+		if s := rdb.PoolStats(); s.TotalConns > maxConns {
+			t.Errorf("%d connections open while %d claimers wait, want <= %d", s.TotalConns, waiters-jobs, maxConns)
+		}
+		h.stop()
+		for range waiters - jobs {
+			a := await(t, answers, 20*time.Second)
+			if list := must[jobList](t, a.reply, http.StatusOK).Jobs; len(list) != 0 {
+				got = append(got, ids(list)...)
+			}
+		}
+		sort.Strings(got)
+		for i, id := range got {
+			if i >= jobs || id != fmt.Sprintf("j%02d", i) {
+				t.Fatalf("waiters got %v, want j00..j%02d each exactly once", got, jobs-1)
+			}
+		}
+	}, bigPool)
+}
