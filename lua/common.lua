@@ -14,7 +14,8 @@
 --   KEYS[7] cancelled  ZSET  score = finished-at, ms
 --   ARGV[1] the queue's key base, "<prefix>:{<queue>}:"; a job row found by
 --           a range scan is BASE .. "job:" .. id, in the same slot
---   ARGV[2] the wake channel, told how many jobs became pending
+--   ARGV[2] the wake channel, told how many claimers to wake: one per job
+--           that became pending or delayed
 --
 -- A job row is a HASH with the job's JSON field names: state, payload,
 -- result, progress, priority, attempts, max_attempts, stalled, last_error,
@@ -64,8 +65,8 @@ local function job_reply(id)
   return row
 end
 
--- wake tells long-polling claimers, on any service replica, that n jobs
--- became pending.
+-- wake wakes n long-polling claimers, on any service replica: jobs became
+-- pending (claim them), or delayed (a waiter looks again at its run-at).
 local function wake(n)
   if n > 0 then
     redis.call('PUBLISH', WAKE, n)

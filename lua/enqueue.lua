@@ -9,12 +9,13 @@
 -- Returns one reply per job, in order: {created, job} where created is 1
 -- for a new job and 0 when a job with that id already exists (it is
 -- returned as it is, untouched). A new job is pending, or delayed until
--- now + delay_ms. Wakes claimers for the jobs that became pending.
+-- now + delay_ms. Wakes one claimer per new job: for a delayed job, so that
+-- a waiting claimer learns its run-at and looks again when it comes due.
 -- Errors: none (the service validates every argument first).
 
 local now = now_ms()
 local n = tonumber(ARGV[3])
-local replies, woken = {}, 0
+local replies, created_n = {}, 0
 for i = 0, n - 1 do
   local at = 4 + i * 6
   local id, payload, priority = ARGV[at], ARGV[at + 1], ARGV[at + 2]
@@ -23,6 +24,7 @@ for i = 0, n - 1 do
   local created = 0
   if redis.call('EXISTS', key) == 0 then
     created = 1
+    created_n = created_n + 1
     redis.call('HSET', key, 'payload', payload, 'priority', priority,
       'max_attempts', max_attempts, 'created_at', int(now))
     if backoff ~= '' then
@@ -34,10 +36,9 @@ for i = 0, n - 1 do
       redis.call('ZADD', DELAYED, int(run_at), id)
     else
       push_pending(id, false)
-      woken = woken + 1
     end
   end
   replies[#replies + 1] = { created, job_reply(id) }
 end
-wake(woken)
+wake(created_n)
 return replies

@@ -64,11 +64,11 @@ else
   end
   if delay <= 0 then
     push_pending(id, false)
-    wake(1)
   else
     local run_at = now + delay
     redis.call('ZADD', DELAYED, int(run_at), id)
     redis.call('HSET', KEYS[8], 'state', 'delayed', 'run_at', int(run_at))
   end
+  wake(1) -- pending: claim it; delayed: learn when to look again
 end
 return job_reply(id)

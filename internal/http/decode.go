@@ -11,6 +11,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"unicode"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/go-playground/validator/v10"
@@ -150,7 +151,7 @@ func fieldMessage(fe validator.FieldError) string {
 	case "oneof":
 		return "must be one of: " + fe.Param()
 	case "gtefield":
-		return "must be at least " + fe.Param()
+		return "must be at least " + snakeCase(fe.Param())
 	case "jobid":
 		return `must be 1 to 128 characters of A-Z a-z 0-9 . _ : - and not "batch"`
 	default:
@@ -223,4 +224,19 @@ func tokenQuery(r *http.Request) (int64, error) {
 		return 0, invalid("invalid query parameter", FieldError{Field: "token", Message: "must be a positive integer"})
 	}
 	return token, nil
+}
+
+// snakeCase turns a Go field name into its JSON name: DelayMs -> delay_ms.
+func snakeCase(goName string) string {
+	var b strings.Builder
+	for i, r := range goName {
+		if unicode.IsUpper(r) {
+			if i > 0 {
+				b.WriteByte('_')
+			}
+			r = unicode.ToLower(r)
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }

@@ -99,6 +99,7 @@ func newHarness(tb testing.TB, rdb redis.UniversalClient, opts ...option) *harne
 	done := make(chan struct{})
 	go func() { defer close(done); hub.Run(ctx) }()
 	tb.Cleanup(func() { cancel(); <-done })
+	tb.Cleanup(h.stop) // first: a test that failed early leaves no poll waiting
 	cfg := emqhttp.Config{
 		Leases:   lease.NewService(rdb, h.prefix),
 		Admin:    admin.NewService(rdb, h.prefix),

@@ -111,7 +111,7 @@ type CompleteRequest struct {
 // newly claimed jobs with their tokens.
 type CompleteResponse struct {
 	Job
-	Next []Job `json:"next,omitempty"`
+	Next []Job `json:"next,omitzero"`
 } // @name CompleteResponse
 
 // handleComplete godoc
@@ -183,7 +183,7 @@ type CompleteResult struct {
 // CompleteBatchResponse holds the outcomes in order, and the next jobs.
 type CompleteBatchResponse struct {
 	Results []CompleteResult `json:"results"`
-	Next    []Job            `json:"next,omitempty"`
+	Next    []Job            `json:"next,omitzero"`
 } // @name CompleteBatchResponse
 
 // handleCompleteBatch godoc

@@ -62,19 +62,25 @@ func (h *Hub) Register(queue string) *Waiter {
 	return w
 }
 
-// Done unregisters the waiter, if it was not woken already.
+// Done unregisters the waiter. A wake it received but did not take from C
+// (its client went away, or it found jobs anyway) is passed on to the next
+// waiter of the queue, so that no wake is lost.
 func (w *Waiter) Done() {
 	h := w.hub
 	h.mu.Lock()
-	defer h.mu.Unlock()
-	if w.elem == nil {
-		return
+	if w.elem != nil {
+		l := h.waiters[w.queue]
+		l.Remove(w.elem)
+		w.elem = nil
+		if l.Len() == 0 {
+			delete(h.waiters, w.queue)
+		}
 	}
-	l := h.waiters[w.queue]
-	l.Remove(w.elem)
-	w.elem = nil
-	if l.Len() == 0 {
-		delete(h.waiters, w.queue)
+	h.mu.Unlock()
+	select {
+	case <-w.c:
+		h.Wake(w.queue, 1)
+	default:
 	}
 }
 
