@@ -11,10 +11,7 @@
 -- the job is no longer active under it.
 
 local id = ARGV[3]
-local row, code = fence(id, ARGV[4])
-if not code and row[1] ~= 'active' then
-  code = 'EMQSTALE'
-end
+local code = fence(id, ARGV[4])
 if code then
   return error_reply(code, id)
 end

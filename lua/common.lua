@@ -22,9 +22,10 @@
 -- cancel_requested ("1" when set), cancel_reason, worker, backoff
 -- ("type:delay_ms:max_delay_ms", absent for the default), created_at,
 -- run_at, started_at, lease_expires_at, finished_at (ms), token (the current
--- claim's fencing token) and outcome ("complete" or "fail": what the holder
--- of token reported, so that a repeat of the same call can be answered as
--- the first). Absent fields mean zero, false or never.
+-- claim's fencing token) and outcome ("complete:<token>" or "fail:<token>":
+-- the last report a holder made, kept across later claims, so that a holder
+-- repeating its report is answered as the first time even when the job has
+-- moved on since). Absent fields mean zero, false or never.
 
 local META, PENDING, ACTIVE, DELAYED = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local COMPLETED, DEAD, CANCELLED = KEYS[5], KEYS[6], KEYS[7]
@@ -101,13 +102,15 @@ local function promote_due(now, limit)
   return #due
 end
 
--- next_due is the run-at of the earliest delayed job, or -1 when none is.
-local function next_due()
+-- due_in is how many ms from now the earliest delayed job comes due (0 if
+-- it is due), or -1 when no job is delayed. It is a span on the server's
+-- clock, so a waiter needs no clock of its own to agree with it.
+local function due_in(now)
   local first = redis.call('ZRANGE', DELAYED, 0, 0, 'WITHSCORES')
   if #first == 0 then
     return -1
   end
-  return tonumber(first[2])
+  return math.max(tonumber(first[2]) - now, 0)
 end
 
 -- finish moves a job that has left the active set into a terminal state.
@@ -134,7 +137,7 @@ local function claim(now, count, lease_ms, worker)
       local token = redis.call('HINCRBY', META, 'token', 1)
       local deadline = now + lease_ms
       redis.call('HINCRBY', key, 'attempts', 1)
-      redis.call('HDEL', key, 'cancel_requested', 'cancel_reason', 'outcome', 'worker')
+      redis.call('HDEL', key, 'cancel_requested', 'cancel_reason', 'worker')
       redis.call('HSET', key, 'state', 'active', 'token', token,
         'started_at', int(now), 'lease_expires_at', int(deadline))
       if worker ~= '' then
@@ -147,19 +150,23 @@ local function claim(now, count, lease_ms, worker)
   return jobs
 end
 
--- fence checks that token holds the job id now. It returns the row's
--- state, token and outcome, and an error code: EMQGONE when there is no
--- such job, EMQSTALE when token is not the row's current token. Callers
--- decide what a matching token on a job that is not active means.
-local function fence(id, token)
+-- fence checks a holder's call on job id under token. It returns
+-- 'repeat' when the holder already reported verb under this token (answer
+-- the job as it is), or an error code: EMQGONE when there is no such job,
+-- EMQSTALE when token is not the current one or the job is no longer
+-- active under it; nil when the call may go ahead.
+local function fence(id, token, verb)
   local row = redis.call('HMGET', job_key(id), 'state', 'token', 'outcome')
   if not row[1] then
-    return row, 'EMQGONE'
+    return 'EMQGONE'
   end
-  if row[2] ~= token then
-    return row, 'EMQSTALE'
+  if verb and row[3] == verb .. ':' .. token then
+    return 'repeat'
   end
-  return row, nil
+  if row[2] ~= token or row[1] ~= 'active' then
+    return 'EMQSTALE'
+  end
+  return nil
 end
 
 -- leave_active takes a job out of the active set and drops its lease.
@@ -169,22 +176,19 @@ local function leave_active(id)
 end
 
 -- complete_one finishes the job id held under token, storing result when
--- has_result is '1'. A repeat by the same holder answers the job again.
--- Returns the job reply, or nil and an error code.
+-- has_result is '1'. Returns the job reply and whether the call was a
+-- repeat of a complete that succeeded (answered with the job as it is),
+-- or nil and an error code.
 local function complete_one(id, token, has_result, result, now)
-  local row, code = fence(id, token)
-  if code then
+  local code = fence(id, token, 'complete')
+  if code == 'repeat' then
+    return job_reply(id), true
+  elseif code then
     return nil, code
-  end
-  if row[1] == 'completed' and row[3] == 'complete' then
-    return job_reply(id)
-  end
-  if row[1] ~= 'active' then
-    return nil, 'EMQSTALE'
   end
   leave_active(id)
   finish(id, 'completed', now)
-  redis.call('HSET', job_key(id), 'outcome', 'complete')
+  redis.call('HSET', job_key(id), 'outcome', 'complete:' .. token)
   if has_result == '1' then
     redis.call('HSET', job_key(id), 'result', result)
   end

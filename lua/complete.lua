@@ -14,21 +14,22 @@
 --
 -- The job goes to completed, whether or not a cancel was requested (the
 -- work got done). Repeating the call with the same token after it
--- succeeded answers the same job again (and claims next jobs again: the
--- ones the lost first answer carried are recovered when their leases lapse).
+-- succeeded answers the job as it is and claims nothing: the jobs a lost
+-- first answer carried are recovered when their leases lapse, and claiming
+-- more on every retry would strand more.
 -- Returns {job, next}: next is the list of newly claimed job replies.
 -- Errors: EMQGONE no such job; EMQSTALE token is not the current one, or
 -- the job is no longer active under it.
 
 local id = ARGV[3]
 local now = now_ms()
-local job, code = complete_one(id, ARGV[4], ARGV[5], ARGV[6], now)
+local job, repeated = complete_one(id, ARGV[4], ARGV[5], ARGV[6], now)
 if not job then
-  return error_reply(code, id)
+  return error_reply(repeated, id)
 end
 local next_jobs = {}
 local count = tonumber(ARGV[7])
-if count > 0 then
+if count > 0 and not repeated then
   next_jobs = claim(now, count, tonumber(ARGV[8]), ARGV[9])
 end
 return { job, next_jobs }

@@ -20,7 +20,7 @@ for i = 0, n - 1 do
   local at = 4 + i * 4
   local id = ARGV[at]
   local job, code = complete_one(id, ARGV[at + 1], ARGV[at + 2], ARGV[at + 3], now)
-  if job then
+  if job then -- a repeat is answered like the first time, here too
     results[#results + 1] = { 1, job }
   else
     results[#results + 1] = { 0, code, id }

@@ -18,10 +18,7 @@
 -- the job is no longer active under it.
 
 local id, token = ARGV[3], ARGV[4]
-local row, code = fence(id, token)
-if not code and row[1] ~= 'active' then
-  code = 'EMQSTALE'
-end
+local code = fence(id, token)
 if code then
   return error_reply(code, id)
 end

@@ -17,7 +17,7 @@
 -- (delay_ms * 2^(attempts-1)) or fixed (delay_ms), capped at max_delay_ms;
 -- the default is exponential from 1000 ms capped at one hour.
 -- Repeating the call with the same token after it succeeded answers the
--- job as it is now, changing nothing.
+-- job as it is now, changing nothing (also after another claim took it).
 -- Returns the job reply.
 -- Errors: EMQGONE no such job; EMQSTALE token is not the current one, or
 -- the job is no longer active under it.
@@ -35,14 +35,10 @@ local function backoff_ms(spec, attempts)
 end
 
 local id, token = ARGV[3], ARGV[4]
-local row, code = fence(id, token)
-if not code and row[3] == 'fail' and row[1] ~= 'active' then
+local code = fence(id, token, 'fail')
+if code == 'repeat' then
   return job_reply(id)
-end
-if not code and row[1] ~= 'active' then
-  code = 'EMQSTALE'
-end
-if code then
+elseif code then
   return error_reply(code, id)
 end
 
@@ -50,7 +46,7 @@ local now = now_ms()
 local f = redis.call('HMGET', KEYS[8], 'cancel_requested', 'attempts', 'max_attempts', 'backoff')
 local attempts, max_attempts = tonumber(f[2] or '0'), tonumber(f[3] or '1')
 leave_active(id)
-redis.call('HSET', KEYS[8], 'last_error', ARGV[5], 'outcome', 'fail')
+redis.call('HSET', KEYS[8], 'last_error', ARGV[5], 'outcome', 'fail:' .. token)
 
 if f[1] then
   finish(id, 'cancelled', now)

@@ -88,23 +88,30 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 	log.Info("Listening", "addr", ln.Addr().String())
 
 	select {
-	case err := <-serveErr:
-		return fmt.Errorf("serve: %w", err)
+	case err = <-serveErr:
+		err = fmt.Errorf("serve: %w", err)
 	case <-ctx.Done():
-	}
-	log.Info("Shutting down", "timeout", cfg.ShutdownTimeout)
-	close(stopping)
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
-	defer cancel()
-	err = srv.Shutdown(shutdownCtx)
-	if errors.Is(err, context.DeadlineExceeded) {
-		log.Warn("Shutdown timed out; closing the remaining connections")
-		err = srv.Close()
+		log.Info("Shutting down", "timeout", cfg.ShutdownTimeout)
+		err = shutdown(srv, stopping, cfg.ShutdownTimeout, log)
 	}
 	reaper.Stop()
 	stopBackground()
 	<-hubDone
 	log.Info("Stopped")
+	return err
+}
+
+// shutdown stops srv gracefully: no new connections, waiting long polls
+// answered empty, in-flight requests given up to timeout.
+func shutdown(srv *http.Server, stopping chan struct{}, timeout time.Duration, log *slog.Logger) error {
+	close(stopping)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	err := srv.Shutdown(ctx)
+	if errors.Is(err, context.DeadlineExceeded) {
+		log.Warn("Shutdown timed out; closing the remaining connections")
+		err = srv.Close()
+	}
 	return err
 }
 

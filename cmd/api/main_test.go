@@ -227,3 +227,17 @@ func TestLoadConfigReadsOnlyDocumentedVariables(t *testing.T) {
 		t.Errorf("loadConfig reads %d variables, want all %d listed", len(read), len(variables))
 	}
 }
+
+func TestClusterOptionsKeepsEverySeedAndTheFirstURLsSettings(t *testing.T) {
+	t.Parallel()
+	opts, err := clusterOptions([]string{"redis://u:pw@10.0.0.1:7000?dial_timeout=2s", " redis://10.0.0.2:7001"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(opts.Addrs) != 2 || opts.Addrs[0] != "10.0.0.1:7000" || opts.Addrs[1] != "10.0.0.2:7001" {
+		t.Fatalf("addrs %v, want both seeds", opts.Addrs)
+	}
+	if opts.Username != "u" || opts.Password != "pw" || opts.DialTimeout != 2*time.Second {
+		t.Fatalf("got user %q, dial timeout %v; want the first URL's settings", opts.Username, opts.DialTimeout)
+	}
+}

@@ -34,21 +34,28 @@ func connect(redisURL string, log *slog.Logger) (redis.UniversalClient, func(), 
 	return rdb, func() { _ = rdb.Close() }, nil
 }
 
-// clusterOptions takes the seed nodes of a Cluster from several URLs; the
-// credentials and TLS settings come from the first.
+// clusterOptions takes the seed nodes of a Cluster from several URLs. The
+// first URL's credentials, TLS and query options (timeouts, pool size)
+// apply to every node, as go-redis's cluster URL form has it.
 func clusterOptions(urls []string) (*redis.ClusterOptions, error) {
-	var cluster redis.ClusterOptions
-	for i, u := range urls {
+	first, err := url.Parse(strings.TrimSpace(urls[0]))
+	if err != nil {
+		return nil, fmt.Errorf("EMQ_REDIS_URL seed 1: %w", err)
+	}
+	query := first.Query()
+	for i, u := range urls[1:] {
 		opts, err := redis.ParseURL(strings.TrimSpace(u))
 		if err != nil {
-			return nil, fmt.Errorf("EMQ_REDIS_URL seed %d: %w", i+1, err)
+			return nil, fmt.Errorf("EMQ_REDIS_URL seed %d: %w", i+2, err)
 		}
-		if i == 0 {
-			cluster.Username, cluster.Password, cluster.TLSConfig = opts.Username, opts.Password, opts.TLSConfig
-		}
-		cluster.Addrs = append(cluster.Addrs, opts.Addr)
+		query.Add("addr", opts.Addr)
 	}
-	return &cluster, nil
+	first.RawQuery = query.Encode()
+	opts, err := redis.ParseClusterURL(first.String())
+	if err != nil {
+		return nil, fmt.Errorf("EMQ_REDIS_URL: %w", err)
+	}
+	return opts, nil
 }
 
 // embedded starts the in-process Redis-compatible store, for a machine with

@@ -57,6 +57,9 @@ func (s *server) handleClaim(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, JobList{Jobs: claimedOf(claimed.Jobs)})
 }
 
+// minRecheck is the shortest a long poll sleeps before it looks again.
+const minRecheck = 5 * time.Millisecond
+
 // claimWaiting claims, and when nothing is there waits up to wait for a
 // wake from the queue's wake channel, or for the earliest delayed job to
 // come due, and claims again. Waiting holds no Redis connection. It answers
@@ -71,8 +74,12 @@ func (s *server) claimWaiting(r *http.Request, queue string, p lease.ClaimParams
 			return claimed, err
 		}
 		wakeAt := deadline
-		if !claimed.NextDue.IsZero() && claimed.NextDue.Before(wakeAt) {
-			wakeAt = claimed.NextDue
+		if claimed.DueIn >= 0 {
+			// At least a few ms: a due job that a claim could not move yet
+			// (a very long delayed backlog) must not make the loop spin.
+			if due := time.Now().Add(max(claimed.DueIn, minRecheck)); due.Before(wakeAt) {
+				wakeAt = due
+			}
 		}
 		awake := s.sleep(r, waiter, wakeAt)
 		waiter.Done()

@@ -58,8 +58,8 @@ func (s *server) decode(r *http.Request, dst any) error {
 	if err := dec.Decode(dst); err != nil {
 		return decodeError(err)
 	}
-	if dec.More() {
-		return invalid("the body has data after its JSON value")
+	if _, err := dec.Token(); err != io.EOF {
+		return invalid("malformed JSON: the body has data after its JSON value")
 	}
 	return s.validate(dst)
 }
@@ -81,6 +81,8 @@ func decodeError(err error) error {
 	switch {
 	case errors.As(err, &syntax):
 		return invalid(fmt.Sprintf("malformed JSON at byte %d: %v", syntax.Offset, err))
+	case errors.As(err, &typeErr) && typeErr.Field == "":
+		return invalid("the body must be a JSON object, not " + typeErr.Value)
 	case errors.As(err, &typeErr):
 		field := typeErr.Field
 		return invalid("a field has the wrong type",

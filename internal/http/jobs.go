@@ -23,7 +23,8 @@ type EnqueueRequest struct {
 } // @name EnqueueRequest
 
 // BackoffRequest is the retry delay after a failed attempt: DelayMs, doubled
-// per attempt for "exponential", capped at MaxDelayMs (default one hour).
+// per attempt for "exponential", capped at MaxDelayMs (default: one hour, or
+// DelayMs when that is longer).
 type BackoffRequest struct {
 	Type       string `json:"type" validate:"required,oneof=exponential fixed" enums:"exponential,fixed"`
 	DelayMs    int64  `json:"delay_ms" validate:"min=0,max=86400000" example:"1000"`
@@ -54,12 +55,12 @@ func (s *server) newJob(field string, req EnqueueRequest) (lease.NewJob, error) 
 		nj.MaxAttempts = *req.MaxAttempts
 	}
 	if b := req.Backoff; b != nil {
-		maxDelay := time.Hour
+		delay := time.Duration(b.DelayMs) * time.Millisecond
+		maxDelay := max(time.Hour, delay) // the default cap never shortens a fixed delay
 		if b.MaxDelayMs != nil {
 			maxDelay = time.Duration(*b.MaxDelayMs) * time.Millisecond
 		}
-		nj.Backoff = &lease.Backoff{Exponential: b.Type == "exponential",
-			Delay: time.Duration(b.DelayMs) * time.Millisecond, MaxDelay: maxDelay}
+		nj.Backoff = &lease.Backoff{Exponential: b.Type == "exponential", Delay: delay, MaxDelay: maxDelay}
 	}
 	return nj, nil
 }

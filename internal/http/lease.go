@@ -25,7 +25,7 @@ func ms(n int64) time.Duration { return time.Duration(n) * time.Millisecond }
 
 // ClaimNext asks a complete to claim the worker's next jobs in the same step.
 type ClaimNext struct {
-	Count   int    `json:"count,omitempty" validate:"min=0,max=100" example:"1"`
+	Count   *int   `json:"count,omitempty" validate:"omitnil,min=1,max=100" example:"1"`
 	LeaseMs *int64 `json:"lease_ms,omitempty" validate:"omitnil,min=100,max=86400000" example:"30000"`
 	Worker  string `json:"worker,omitempty" validate:"max=200" example:"worker-1"`
 } // @name ClaimNext
@@ -35,7 +35,10 @@ func (c *ClaimNext) params() *lease.ClaimParams {
 	if c == nil {
 		return nil
 	}
-	p := &lease.ClaimParams{Count: max(c.Count, 1), Worker: c.Worker}
+	p := &lease.ClaimParams{Worker: c.Worker}
+	if c.Count != nil {
+		p.Count = *c.Count
+	}
 	if c.LeaseMs != nil {
 		p.Lease = ms(*c.LeaseMs)
 	}

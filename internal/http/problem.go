@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
 	"github.com/redis/go-redis/v9"
 
@@ -107,7 +108,7 @@ func unavailable(err error) bool {
 	return errors.As(err, &netErr) ||
 		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
 		errors.Is(err, redis.ErrClosed) || errors.Is(err, redis.ErrPoolTimeout) ||
-		errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) ||
+		errors.Is(err, context.DeadlineExceeded) ||
 		redis.HasErrorPrefix(err, "LOADING") || redis.HasErrorPrefix(err, "MASTERDOWN") ||
 		redis.HasErrorPrefix(err, "CLUSTERDOWN") || redis.HasErrorPrefix(err, "TRYAGAIN") ||
 		redis.HasErrorPrefix(err, "READONLY")
@@ -123,12 +124,17 @@ func (s *server) writeProblem(w http.ResponseWriter, r *http.Request, err error)
 	if errors.As(err, &re) {
 		p.Errors = re.fields
 	}
-	switch code {
-	case CodeInternal:
+	switch {
+	case r.Context().Err() != nil:
+		// The client went away mid-call: nobody reads this answer, and it
+		// says nothing about Redis or the service.
+		p = newProblem(CodeUnavailable, "the request was cancelled")
+		s.log.Debug("Request cancelled by the client", "path", r.URL.Path)
+	case code == CodeInternal:
 		p.Detail = "internal error"
 		s.log.Error("Request failed", "error", err, "method", r.Method, "path", r.URL.Path,
 			"request_id", middleware.GetReqID(r.Context()))
-	case CodeUnavailable:
+	case code == CodeUnavailable:
 		p.Detail = "Redis cannot be reached; retry later"
 		w.Header().Set("Retry-After", retryAfterSecond)
 		s.log.Warn("Redis unavailable", "error", err, "path", r.URL.Path)
@@ -150,7 +156,9 @@ func newProblem(code, detail string) Problem {
 func writeProblemBody(w http.ResponseWriter, p Problem) {
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(p.Status)
-	_ = json.NewEncoder(w).Encode(p)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(p)
 }
 
 // notFound answers unknown routes.
@@ -158,8 +166,14 @@ func notFound(w http.ResponseWriter, r *http.Request) {
 	writeProblemBody(w, newProblem(CodeNotFound, fmt.Sprintf("no route %s %s", r.Method, r.URL.Path)))
 }
 
-// methodNotAllowed answers a known route asked with the wrong method.
-func methodNotAllowed(w http.ResponseWriter, r *http.Request) {
+// methodNotAllowed answers a known route asked with the wrong method, with
+// the Allow header RFC 9110 asks for.
+func (s *server) methodNotAllowed(w http.ResponseWriter, r *http.Request) {
+	for _, method := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
+		if s.router.Match(chi.NewRouteContext(), method, r.URL.Path) {
+			w.Header().Add("Allow", method)
+		}
+	}
 	writeProblemBody(w, newProblem(CodeMethod, fmt.Sprintf("%s is not allowed on %s", r.Method, r.URL.Path)))
 }
 

@@ -95,6 +95,7 @@ type server struct {
 	waiters   waiters
 	validator *validator.Validate
 	log       *slog.Logger
+	router    chi.Router
 }
 
 // NewHandler returns the service's HTTP handler.
@@ -114,9 +115,10 @@ func NewHandler(cfg Config) http.Handler {
 
 func (s *server) routes() http.Handler {
 	r := chi.NewRouter()
+	s.router = r
 	r.Use(middleware.RequestID, s.logRequests, s.recoverer, s.limitBody)
 	r.NotFound(notFound)
-	r.MethodNotAllowed(methodNotAllowed)
+	r.MethodNotAllowed(s.methodNotAllowed)
 	registerServiceRoutes(r, s)
 	r.Route("/queues/{queue}", func(r chi.Router) {
 		registerJobRoutes(r, s)
@@ -157,5 +159,7 @@ func (s *server) logRequests(next http.Handler) http.Handler {
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false) // payloads come back as sent: "<" stays "<"
+	_ = enc.Encode(v)
 }

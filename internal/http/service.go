@@ -1,9 +1,11 @@
 package http
 
 import (
+	"io/fs"
 	"net/http"
 
 	"github.com/go-chi/chi/v5"
+	swaggerFiles "github.com/swaggo/files/v2"
 	httpSwagger "github.com/swaggo/http-swagger/v2"
 
 	"github.com/echo-mq/echo_mq/api"
@@ -16,7 +18,21 @@ func registerServiceRoutes(r chi.Router, s *server) {
 	r.Get("/docs", func(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "/docs/index.html", http.StatusFound)
 	})
-	r.Get("/docs/*", httpSwagger.Handler(httpSwagger.URL("/openapi.yaml")))
+	r.Get("/docs/*", swaggerUI())
+}
+
+// swaggerUI serves Swagger UI from the binary, pointed at /openapi.yaml.
+// Anything but its page and assets is an ordinary 404 problem.
+func swaggerUI() http.HandlerFunc {
+	ui := httpSwagger.Handler(httpSwagger.URL("/openapi.yaml"))
+	return func(w http.ResponseWriter, r *http.Request) {
+		name := chi.URLParam(r, "*")
+		if _, err := fs.Stat(swaggerFiles.FS, name); name != "index.html" && err != nil {
+			notFound(w, r)
+			return
+		}
+		ui(w, r)
+	}
 }
 
 // Health is the answer of the health routes.
@@ -51,8 +67,9 @@ func (s *server) handleHealthz(w http.ResponseWriter, r *http.Request) {
 func (s *server) handleReadyz(w http.ResponseWriter, r *http.Request) {
 	if s.cfg.Ready != nil {
 		if err := s.cfg.Ready(r.Context()); err != nil {
+			s.log.Warn("Not ready: Redis does not answer", "error", err)
 			w.Header().Set("Retry-After", retryAfterSecond)
-			writeProblemBody(w, newProblem(CodeUnavailable, "Redis does not answer: "+err.Error()))
+			writeProblemBody(w, newProblem(CodeUnavailable, "Redis does not answer"))
 			return
 		}
 	}

@@ -9,6 +9,7 @@ package keyspace
 
 import (
 	"regexp"
+	"strings"
 )
 
 // DefaultPrefix is the key prefix when none is configured.
@@ -20,16 +21,19 @@ var (
 )
 
 // ValidQueueName reports whether name may name a queue: 1 to 100 of
-// [A-Za-z0-9._-].
+// [A-Za-z0-9._-], not only dots ("." and ".." are path segments that
+// clients rewrite, so such a queue could not be addressed).
 func ValidQueueName(name string) bool {
-	return queueNameRE.MatchString(name)
+	return queueNameRE.MatchString(name) && !onlyDots(name)
 }
 
 // ValidJobID reports whether id may name a job: 1 to 128 of [A-Za-z0-9._:-],
-// and not "batch", which names a route.
+// not only dots, and not "batch", which names a route.
 func ValidJobID(id string) bool {
-	return id != "batch" && jobIDRE.MatchString(id)
+	return id != "batch" && jobIDRE.MatchString(id) && !onlyDots(id)
 }
+
+func onlyDots(s string) bool { return strings.Trim(s, ".") == "" }
 
 // Queue names the keys of one queue.
 type Queue struct {

@@ -10,7 +10,7 @@ func TestValidQueueName(t *testing.T) {
 	for name, want := range map[string]bool{
 		"emails": true, "a.b_c-D9": true, strings.Repeat("q", 100): true,
 		"": false, strings.Repeat("q", 101): false, "a{b": false, "a}b": false,
-		"a:b": false, "a b": false, "a\nb": false, "a/b": false, "é": false,
+		"a:b": false, "a b": false, "a\nb": false, "a/b": false, "é": false, ".": false, "..": false, "...": false, ".a": true,
 	} {
 		if got := ValidQueueName(name); got != want {
 			t.Errorf("ValidQueueName(%q) = %v, want %v", name, got, want)
@@ -22,7 +22,7 @@ func TestValidJobID(t *testing.T) {
 	t.Parallel()
 	for id, want := range map[string]bool{
 		"order:1234": true, "a.b_c-D9": true, strings.Repeat("i", 128): true,
-		"": false, "batch": false, strings.Repeat("i", 129): false, "a{b}": false, "a b": false,
+		"": false, "batch": false, strings.Repeat("i", 129): false, "a{b}": false, "a b": false, "..": false, "a..b": true,
 	} {
 		if got := ValidJobID(id); got != want {
 			t.Errorf("ValidJobID(%q) = %v, want %v", id, got, want)

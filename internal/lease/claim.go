@@ -25,12 +25,13 @@ func (p ClaimParams) args() []any {
 	return []any{p.Count, millis(p.Lease), p.Worker}
 }
 
-// Claimed is the outcome of a claim: the jobs, each with its Token, and when
-// the earliest delayed job comes due (zero when none is delayed), so that a
-// long-polling claimer knows when to look again.
+// Claimed is the outcome of a claim: the jobs, each with its Token, and how
+// long until the earliest delayed job comes due, on the server's clock (-1
+// when none is delayed), so that a long-polling claimer knows when to look
+// again.
 type Claimed struct {
-	Jobs    []job.Job
-	NextDue time.Time
+	Jobs  []job.Job
+	DueIn time.Duration
 }
 
 // Claim leases up to p.Count jobs of queue, priority first and FIFO within a
@@ -49,9 +50,6 @@ func (s *Service) Claim(ctx context.Context, queue string, p ClaimParams) (Claim
 	if err != nil {
 		return Claimed{}, err
 	}
-	c := Claimed{Jobs: jobs}
-	if due, _ := items[0].(int64); due >= 0 {
-		c.NextDue = job.Millis(due)
-	}
-	return c, nil
+	dueIn, _ := items[0].(int64)
+	return Claimed{Jobs: jobs, DueIn: time.Duration(dueIn) * time.Millisecond}, nil
 }

@@ -24,8 +24,12 @@ const (
 type Service struct {
 	rdb    redis.UniversalClient
 	prefix string
-	known  sync.Map // queue names this process has added to the queues set
+	known  sync.Map // queue name -> when this process last added it to the queues set
 }
+
+// rememberEvery is how often an enqueue adds its queue to the queues set
+// again, so that the set heals if it is lost (a flush, a failover).
+const rememberEvery = 30 * time.Second
 
 // NewService returns a Service for the keys under prefix.
 func NewService(rdb redis.UniversalClient, prefix string) *Service {
@@ -38,15 +42,15 @@ func (s *Service) keys(queue string) keyspace.Queue {
 
 // remember adds queue to the set of known queues, which the reaper sweeps.
 // The set lives outside the queue's slot, so it is written here rather than
-// in a script, once per queue and process.
+// in a script, once per queue and process every rememberEvery.
 func (s *Service) remember(ctx context.Context, queue string) error {
-	if _, ok := s.known.Load(queue); ok {
+	if last, ok := s.known.Load(queue); ok && time.Since(last.(time.Time)) < rememberEvery {
 		return nil
 	}
 	if err := s.rdb.SAdd(ctx, keyspace.QueuesKey(s.prefix), queue).Err(); err != nil {
 		return err
 	}
-	s.known.Store(queue, true)
+	s.known.Store(queue, time.Now())
 	return nil
 }
 
@@ -86,7 +90,8 @@ func millis(d time.Duration) int64 { return d.Milliseconds() }
 func replyList(reply any, want int) ([]any, error) {
 	items, ok := reply.([]any)
 	if !ok || (want >= 0 && len(items) != want) || (want < 0 && len(items) < -want) {
-		return nil, fmt.Errorf("unexpected script reply %v", reply)
+		// Not the reply itself: it may hold tokens, which are never logged.
+		return nil, fmt.Errorf("unexpected script reply: %T of %d items, want %d", reply, len(items), want)
 	}
 	return items, nil
 }
