@@ -1,7 +1,7 @@
 -- cancel.lua: ask for a job to stop. A cancel is a message, never a kill.
 --
--- KEYS[1..7] the queue's keys (common.lua)
--- KEYS[8]    the job row
+-- KEYS[1..8] the queue's keys (common.lua)
+-- KEYS[9]    the job row
 -- ARGV[1..2] key base and wake channel (common.lua)
 -- ARGV[3]    id
 -- ARGV[4]    token the cancel is pinned to, or "" for whichever attempt
@@ -17,7 +17,7 @@
 -- EMQSTALE a token was named and the job is not active under it.
 
 local id, token, reason = ARGV[3], ARGV[4], ARGV[5]
-local state, holder = unpack(redis.call('HMGET', KEYS[8], 'state', 'token'))
+local state, holder = unpack(redis.call('HMGET', JOB, 'state', 'token'))
 if not state then
   return error_reply('EMQGONE', id)
 end
@@ -31,13 +31,15 @@ if token ~= '' and (state ~= 'active' or holder ~= token) then
   return error_reply('EMQSTALE', id)
 end
 if reason ~= '' then
-  redis.call('HSET', KEYS[8], 'cancel_reason', reason)
+  redis.call('HSET', JOB, 'cancel_reason', reason)
 end
 if state == 'active' then
-  redis.call('HSET', KEYS[8], 'cancel_requested', '1')
+  redis.call('HSET', JOB, 'cancel_requested', '1')
+  emit('cancel_requested', id, 'active', 'reason', reason)
   return { 'requested', job_reply(id) }
 end
 redis.call('ZREM', SET_OF[state], id)
-redis.call('HDEL', KEYS[8], 'run_at')
+redis.call('HDEL', JOB, 'run_at')
 finish(id, 'cancelled', now_ms())
+emit('cancelled', id, 'cancelled', 'reason', reason)
 return { 'cancelled', job_reply(id) }

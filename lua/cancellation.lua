@@ -1,7 +1,7 @@
 -- cancellation.lua: the holder's O(1) check for a cancel request.
 --
--- KEYS[1..7] the queue's keys (common.lua)
--- KEYS[8]    the job row
+-- KEYS[1..8] the queue's keys (common.lua)
+-- KEYS[9]    the job row
 -- ARGV[1..2] key base and wake channel (common.lua)
 -- ARGV[3]    id
 -- ARGV[4]    token
@@ -15,5 +15,5 @@ local code = fence(id, ARGV[4])
 if code then
   return error_reply(code, id)
 end
-local cancel = redis.call('HMGET', KEYS[8], 'cancel_requested', 'cancel_reason')
+local cancel = redis.call('HMGET', JOB, 'cancel_requested', 'cancel_reason')
 return { cancel[1] and 1 or 0, cancel[2] or '' }

@@ -1,6 +1,6 @@
 -- claim.lua: lease up to count jobs, priority first, FIFO within one.
 --
--- KEYS[1..7] the queue's keys (common.lua)
+-- KEYS[1..8] the queue's keys (common.lua)
 -- ARGV[1..2] key base and wake channel (common.lua)
 -- ARGV[3]    count, 1-100
 -- ARGV[4]    lease_ms

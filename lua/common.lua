@@ -12,6 +12,8 @@
 --   KEYS[5] completed  ZSET  score = finished-at, ms
 --   KEYS[6] dead       ZSET  score = finished-at, ms
 --   KEYS[7] cancelled  ZSET  score = finished-at, ms
+--   KEYS[8] events     STREAM  one entry per state change (see emit)
+-- then, for a script on one job, KEYS[9], the job's row.
 --   ARGV[1] the queue's key base, "<prefix>:{<queue>}:"; a job row found by
 --           a range scan is BASE .. "job:" .. id, in the same slot
 --   ARGV[2] the wake channel, told how many claimers to wake: one per job
@@ -28,7 +30,8 @@
 -- moved on since). Absent fields mean zero, false or never.
 
 local META, PENDING, ACTIVE, DELAYED = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local COMPLETED, DEAD, CANCELLED = KEYS[5], KEYS[6], KEYS[7]
+local COMPLETED, DEAD, CANCELLED, EVENTS = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
+local JOB = KEYS[9]
 local BASE, WAKE = ARGV[1], ARGV[2]
 
 -- SET_OF names the sorted set that holds a job in each state.
@@ -66,6 +69,33 @@ local function job_reply(id)
   return row
 end
 
+-- EVENTS_KEPT is about how many entries the event stream keeps (MAXLEN ~).
+local EVENTS_KEPT = 10000
+
+-- emit appends one state change to the queue's event stream, in the same
+-- atomic step as the change: kind, then the job's id and new state (nil
+-- for a queue-level change), then field/value pairs (actor, role, reason,
+-- error, count). The entry's id carries the server's time.
+local function emit(kind, id, state, ...)
+  local entry = { 'XADD', EVENTS, 'MAXLEN', '~', EVENTS_KEPT, '*', 'kind', kind }
+  if id then
+    entry[#entry + 1] = 'job'
+    entry[#entry + 1] = id
+  end
+  if state then
+    entry[#entry + 1] = 'state'
+    entry[#entry + 1] = state
+  end
+  local extra = { ... }
+  for i = 1, #extra, 2 do
+    if extra[i + 1] and extra[i + 1] ~= '' then
+      entry[#entry + 1] = extra[i]
+      entry[#entry + 1] = tostring(extra[i + 1])
+    end
+  end
+  redis.call(unpack(entry))
+end
+
 -- wake wakes n long-polling claimers, on any service replica: jobs became
 -- pending (claim them), or delayed (a waiter looks again at its run-at).
 local function wake(n)
@@ -97,6 +127,7 @@ local function promote_due(now, limit)
     redis.call('ZREM', DELAYED, id)
     if redis.call('EXISTS', job_key(id)) == 1 then
       push_pending(id, false)
+      emit('due', id, 'pending')
     end
   end
   return #due
@@ -119,10 +150,24 @@ local function finish(id, state, now)
   redis.call('HSET', job_key(id), 'state', state, 'finished_at', int(now))
 end
 
+-- next_token draws a fencing token from the queue's counter. A counter
+-- that does not exist yet (a new queue, or one obliterated and made again)
+-- starts at the server's time in ms * 1000, so a token is never reused
+-- even across an obliterate: the old counter would have had to run faster
+-- than 1000 claims per ms to reach it. Tokens stay below 2^53, exact in
+-- JSON and Lua numbers.
+local function next_token(now)
+  local token = redis.call('HINCRBY', META, 'token', 1)
+  if token == 1 then
+    token = now * 1000 + 1
+    redis.call('HSET', META, 'token', int(token))
+  end
+  return token
+end
+
 -- claim moves due delayed jobs to pending, then leases up to count pending
--- jobs for lease_ms, each under a fresh fencing token drawn from the
--- queue's counter (never reused, also when an id is removed and enqueued
--- again). A paused queue claims nothing. Returns the claimed job replies.
+-- jobs for lease_ms, each under a fresh fencing token (next_token). A
+-- paused queue claims nothing. Returns the claimed job replies.
 local function claim(now, count, lease_ms, worker)
   promote_due(now, 1000)
   if redis.call('HGET', META, 'paused') then
@@ -134,16 +179,17 @@ local function claim(now, count, lease_ms, worker)
     local id = popped[i]
     local key = job_key(id)
     if redis.call('EXISTS', key) == 1 then
-      local token = redis.call('HINCRBY', META, 'token', 1)
+      local token = next_token(now)
       local deadline = now + lease_ms
       redis.call('HINCRBY', key, 'attempts', 1)
       redis.call('HDEL', key, 'cancel_requested', 'cancel_reason', 'worker')
-      redis.call('HSET', key, 'state', 'active', 'token', token,
+      redis.call('HSET', key, 'state', 'active', 'token', int(token),
         'started_at', int(now), 'lease_expires_at', int(deadline))
       if worker ~= '' then
         redis.call('HSET', key, 'worker', worker)
       end
       redis.call('ZADD', ACTIVE, int(deadline), id)
+      emit('claimed', id, 'active', 'worker', worker)
       jobs[#jobs + 1] = job_reply(id)
     end
   end
@@ -175,11 +221,31 @@ local function leave_active(id)
   redis.call('HDEL', job_key(id), 'lease_expires_at')
 end
 
+-- TRIM_STEP bounds the completed jobs one complete deletes for retention,
+-- so that no call does unbounded work.
+local TRIM_STEP = 10
+
+-- trim_completed deletes the oldest completed jobs (rows too) beyond keep,
+-- at most TRIM_STEP of them; keep 0 keeps every one.
+local function trim_completed(keep)
+  if keep <= 0 then
+    return
+  end
+  local excess = redis.call('ZCARD', COMPLETED) - keep
+  if excess <= 0 then
+    return
+  end
+  local old = redis.call('ZPOPMIN', COMPLETED, math.min(excess, TRIM_STEP))
+  for i = 1, #old, 2 do
+    redis.call('DEL', job_key(old[i]))
+  end
+end
+
 -- complete_one finishes the job id held under token, storing result when
--- has_result is '1'. Returns the job reply and whether the call was a
--- repeat of a complete that succeeded (answered with the job as it is),
--- or nil and an error code.
-local function complete_one(id, token, has_result, result, now)
+-- has_result is '1', and trims completed jobs beyond keep. Returns the job
+-- reply and whether the call was a repeat of a complete that succeeded
+-- (answered with the job as it is), or nil and an error code.
+local function complete_one(id, token, has_result, result, now, keep)
   local code = fence(id, token, 'complete')
   if code == 'repeat' then
     return job_reply(id), true
@@ -193,7 +259,10 @@ local function complete_one(id, token, has_result, result, now)
     redis.call('HSET', job_key(id), 'result', result)
   end
   redis.call('HINCRBY', META, 'completed', 1)
-  return job_reply(id)
+  emit('completed', id, 'completed')
+  local reply = job_reply(id)
+  trim_completed(keep)
+  return reply
 end
 
 -- error_reply turns an error code into the script's error reply.

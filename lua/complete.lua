@@ -1,8 +1,8 @@
 -- complete.lua: finish a job held under token, and optionally claim the
 -- holder's next jobs in the same step.
 --
--- KEYS[1..7] the queue's keys (common.lua)
--- KEYS[8]    the job row
+-- KEYS[1..8] the queue's keys (common.lua)
+-- KEYS[9]    the job row
 -- ARGV[1..2] key base and wake channel (common.lua)
 -- ARGV[3]    id
 -- ARGV[4]    token
@@ -11,6 +11,8 @@
 -- ARGV[7]    how many jobs to claim next (0 = none)
 -- ARGV[8]    lease_ms for the claimed jobs
 -- ARGV[9]    worker name, or ""
+-- ARGV[10]   how many completed jobs the queue keeps (0: all); the oldest
+--            beyond it are deleted, a few per call
 --
 -- The job goes to completed, whether or not a cancel was requested (the
 -- work got done). Repeating the call with the same token after it
@@ -23,7 +25,7 @@
 
 local id = ARGV[3]
 local now = now_ms()
-local job, repeated = complete_one(id, ARGV[4], ARGV[5], ARGV[6], now)
+local job, repeated = complete_one(id, ARGV[4], ARGV[5], ARGV[6], now, tonumber(ARGV[10]))
 if not job then
   return error_reply(repeated, id)
 end

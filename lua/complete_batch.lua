@@ -1,11 +1,12 @@
 -- complete_batch.lua: finish many jobs in one step, each under its own
 -- token, and optionally claim the next jobs.
 --
--- KEYS[1..7] the queue's keys (common.lua)
+-- KEYS[1..8] the queue's keys (common.lua)
 -- ARGV[1..2] key base and wake channel (common.lua)
 -- ARGV[3]    n, the number of jobs; then 4 ARGV per job:
 --            id, token, "1"/"0" (has a result), result (JSON text)
--- then       how many jobs to claim next (0 = none), lease_ms, worker
+-- then       how many jobs to claim next (0 = none), lease_ms, worker, and
+--            how many completed jobs the queue keeps (0: all)
 --
 -- Each job is completed exactly as complete.lua does it; one job's refusal
 -- does not stop the others.
@@ -15,11 +16,12 @@
 
 local now = now_ms()
 local n = tonumber(ARGV[3])
+local keep = tonumber(ARGV[4 + n * 4 + 3])
 local results = {}
 for i = 0, n - 1 do
   local at = 4 + i * 4
   local id = ARGV[at]
-  local job, code = complete_one(id, ARGV[at + 1], ARGV[at + 2], ARGV[at + 3], now)
+  local job, code = complete_one(id, ARGV[at + 1], ARGV[at + 2], ARGV[at + 3], now, keep)
   if job then -- a repeat is answered like the first time, here too
     results[#results + 1] = { 1, job }
   else

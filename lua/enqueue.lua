@@ -1,6 +1,6 @@
 -- enqueue.lua: add one or more jobs, idempotent on id.
 --
--- KEYS[1..7] the queue's keys (common.lua)
+-- KEYS[1..8] the queue's keys (common.lua)
 -- ARGV[1..2] key base and wake channel (common.lua)
 -- ARGV[3]    n, the number of jobs; then 6 ARGV per job:
 --            id, payload (JSON text), priority (0-9), delay_ms (0 = now),
@@ -34,8 +34,10 @@ for i = 0, n - 1 do
       local run_at = now + delay_ms
       redis.call('HSET', key, 'state', 'delayed', 'run_at', int(run_at))
       redis.call('ZADD', DELAYED, int(run_at), id)
+      emit('enqueued', id, 'delayed')
     else
       push_pending(id, false)
+      emit('enqueued', id, 'pending')
     end
   end
   replies[#replies + 1] = { created, job_reply(id) }

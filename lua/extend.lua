@@ -1,8 +1,8 @@
 -- extend.lua: a checkpoint. Re-score the lease of a job held under token,
 -- optionally storing progress, and tell the holder about a cancel request.
 --
--- KEYS[1..7] the queue's keys (common.lua)
--- KEYS[8]    the job row (BASE .. "job:" .. id)
+-- KEYS[1..8] the queue's keys (common.lua)
+-- KEYS[9]    the job row (BASE .. "job:" .. id)
 -- ARGV[1..2] key base and wake channel (common.lua)
 -- ARGV[3]    id
 -- ARGV[4]    token
@@ -24,9 +24,10 @@ if code then
 end
 local deadline = now_ms() + tonumber(ARGV[5])
 redis.call('ZADD', ACTIVE, int(deadline), id)
-redis.call('HSET', KEYS[8], 'lease_expires_at', int(deadline))
+redis.call('HSET', JOB, 'lease_expires_at', int(deadline))
 if ARGV[6] == '1' then
-  redis.call('HSET', KEYS[8], 'progress', ARGV[7])
+  redis.call('HSET', JOB, 'progress', ARGV[7])
+  emit('progress', id, 'active')
 end
-local cancel = redis.call('HMGET', KEYS[8], 'cancel_requested', 'cancel_reason')
+local cancel = redis.call('HMGET', JOB, 'cancel_requested', 'cancel_reason')
 return { deadline, cancel[1] and 1 or 0, cancel[2] or '' }

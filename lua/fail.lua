@@ -1,7 +1,7 @@
 -- fail.lua: the holder reports that the attempt failed.
 --
--- KEYS[1..7] the queue's keys (common.lua)
--- KEYS[8]    the job row
+-- KEYS[1..8] the queue's keys (common.lua)
+-- KEYS[9]    the job row
 -- ARGV[1..2] key base and wake channel (common.lua)
 -- ARGV[3]    id
 -- ARGV[4]    token
@@ -43,28 +43,33 @@ elseif code then
 end
 
 local now = now_ms()
-local f = redis.call('HMGET', KEYS[8], 'cancel_requested', 'attempts', 'max_attempts', 'backoff')
+local f = redis.call('HMGET', JOB, 'cancel_requested', 'attempts', 'max_attempts', 'backoff')
 local attempts, max_attempts = tonumber(f[2] or '0'), tonumber(f[3] or '1')
 leave_active(id)
-redis.call('HSET', KEYS[8], 'last_error', ARGV[5], 'outcome', 'fail:' .. token)
+redis.call('HSET', JOB, 'last_error', ARGV[5], 'outcome', 'fail:' .. token)
 
 if f[1] then
   finish(id, 'cancelled', now)
+  emit('cancelled', id, 'cancelled', 'error', ARGV[5])
 elseif ARGV[7] == '1' or attempts >= max_attempts then
   finish(id, 'dead', now)
   redis.call('HINCRBY', META, 'failed', 1)
+  emit('dead', id, 'dead', 'error', ARGV[5])
 else
   local delay = tonumber(ARGV[6])
   if delay < 0 then
     delay = backoff_ms(f[4] or DEFAULT_BACKOFF, attempts)
   end
+  local state = 'pending'
   if delay <= 0 then
     push_pending(id, false)
   else
+    state = 'delayed'
     local run_at = now + delay
     redis.call('ZADD', DELAYED, int(run_at), id)
-    redis.call('HSET', KEYS[8], 'state', 'delayed', 'run_at', int(run_at))
+    redis.call('HSET', JOB, 'state', 'delayed', 'run_at', int(run_at))
   end
+  emit('failed', id, state, 'error', ARGV[5])
   wake(1) -- pending: claim it; delayed: learn when to look again
 end
 return job_reply(id)

@@ -39,6 +39,18 @@ var (
 	promoteDueSrc string
 	//go:embed remove.lua
 	removeSrc string
+	//go:embed pause.lua
+	pauseSrc string
+	//go:embed drain.lua
+	drainSrc string
+	//go:embed obliterate.lua
+	obliterateSrc string
+	//go:embed retry.lua
+	retrySrc string
+	//go:embed promote.lua
+	promoteSrc string
+	//go:embed list.lua
+	listSrc string
 )
 
 // The scripts, each prepended with common.lua. Run them with Script.Run,
@@ -66,12 +78,24 @@ var (
 	PromoteDue = script(promoteDueSrc)
 	// Remove deletes a job.
 	Remove = script(removeSrc)
+	// Pause pauses or resumes a queue's claims.
+	Pause = script(pauseSrc)
+	// Drain removes a queue's waiting jobs, one bounded step per call.
+	Drain = script(drainSrc)
+	// Obliterate deletes a queue and all its keys, one bounded step per call.
+	Obliterate = script(obliterateSrc)
+	// Retry sends a dead or cancelled job back to pending.
+	Retry = script(retrySrc)
+	// Promote makes a delayed job pending now.
+	Promote = script(promoteSrc)
+	// List reads one page of a queue's jobs in one state.
+	List = script(listSrc)
 )
 
 // All lists every script, for loading them ahead of a pipeline.
 var All = []*redis.Script{
 	Enqueue, Claim, Extend, Cancellation, Complete, CompleteBatch,
-	Fail, Cancel, Sweep, PromoteDue, Remove,
+	Fail, Cancel, Sweep, PromoteDue, Remove, Pause, Drain, Obliterate, Retry, Promote, List,
 }
 
 func script(src string) *redis.Script {

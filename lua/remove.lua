@@ -1,11 +1,12 @@
 -- remove.lua: delete a job and its row.
 --
--- KEYS[1..7] the queue's keys (common.lua)
--- KEYS[8]    the job row
+-- KEYS[1..8] the queue's keys (common.lua)
+-- KEYS[9]    the job row
 -- ARGV[1..2] key base and wake channel (common.lua)
 -- ARGV[3]    id
 -- ARGV[4]    "1" to remove an active job too (its holder's next call is
 --            answered EMQGONE), else "0"
+-- ARGV[5]    actor, ARGV[6] role: who asked, for the event
 --
 -- The queue's token counter is untouched, so a job enqueued again under
 -- the same id never gets a token an earlier holder knows.
@@ -13,7 +14,7 @@
 -- Errors: EMQGONE no such job; EMQSTATE the job is active and force is not set.
 
 local id = ARGV[3]
-local state = redis.call('HGET', KEYS[8], 'state')
+local state = redis.call('HGET', JOB, 'state')
 if not state then
   return error_reply('EMQGONE', id)
 end
@@ -21,5 +22,6 @@ if state == 'active' and ARGV[4] ~= '1' then
   return error_reply('EMQSTATE', id)
 end
 redis.call('ZREM', SET_OF[state], id)
-redis.call('DEL', KEYS[8])
+redis.call('DEL', JOB)
+emit('removed', id, nil, 'actor', ARGV[5], 'role', ARGV[6])
 return state

@@ -1,6 +1,6 @@
 -- sweep.lua: count-thresholded stalled recovery.
 --
--- KEYS[1..7] the queue's keys (common.lua)
+-- KEYS[1..8] the queue's keys (common.lua)
 -- ARGV[1..2] key base and wake channel (common.lua)
 -- ARGV[3]    max_stalled, >= 1
 -- ARGV[4]    limit: at most this many lapsed jobs per call
@@ -29,14 +29,17 @@ for _, id in ipairs(lapsed) do
     local stalled = redis.call('HINCRBY', key, 'stalled', 1)
     if redis.call('HGET', key, 'cancel_requested') then
       finish(id, 'cancelled', now)
+      emit('cancelled', id, 'cancelled', 'error', 'stalled')
       cancelled[#cancelled + 1] = id
     elseif stalled >= max_stalled then
       finish(id, 'dead', now)
       redis.call('HSET', key, 'last_error', 'stalled')
       redis.call('HINCRBY', META, 'failed', 1)
+      emit('dead', id, 'dead', 'error', 'stalled')
       dead[#dead + 1] = id
     else
       push_pending(id, true)
+      emit('recovered', id, 'pending')
       recovered[#recovered + 1] = id
     end
   end

@@ -10,6 +10,7 @@ import (
 
 	emqhttp "github.com/echo-mq/echo_mq/internal/http"
 	"github.com/echo-mq/echo_mq/internal/keyspace"
+	"github.com/echo-mq/echo_mq/internal/lease"
 	"github.com/echo-mq/echo_mq/internal/stall"
 )
 
@@ -24,12 +25,16 @@ type config struct {
 	MaxValueBytes   int           // EMQ_MAX_VALUE_BYTES: payload, result, progress
 	MaxBodyBytes    int           // EMQ_MAX_BODY_BYTES
 	ShutdownTimeout time.Duration // EMQ_SHUTDOWN_TIMEOUT
+	KeepCompleted   int           // EMQ_KEEP_COMPLETED: 0 keeps all
+	CORSOrigins     []string      // EMQ_CORS_ORIGINS: comma-separated; none: CORS off
+	Metrics         bool          // EMQ_METRICS: serve /metrics
 }
 
 // variables are the environment variables the service reads.
 var variables = []string{
 	"EMQ_ADDR", "EMQ_REDIS_URL", "EMQ_PREFIX", "EMQ_SWEEP_INTERVAL", "EMQ_MAX_STALLED",
 	"EMQ_LOG_LEVEL", "EMQ_MAX_VALUE_BYTES", "EMQ_MAX_BODY_BYTES", "EMQ_SHUTDOWN_TIMEOUT", "EMQ_API_KEYS",
+	"EMQ_KEEP_COMPLETED", "EMQ_CORS_ORIGINS", "EMQ_METRICS",
 }
 
 var prefixRE = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,64}$`)
@@ -64,6 +69,17 @@ func loadConfig(getenv func(string) string) (config, error) {
 	}
 	if c.MaxBodyBytes, err = positiveInt(env("EMQ_MAX_BODY_BYTES", strconv.Itoa(emqhttp.DefaultMaxBodyBytes))); err != nil {
 		fail("EMQ_MAX_BODY_BYTES", err)
+	}
+	if c.KeepCompleted, err = strconv.Atoi(env("EMQ_KEEP_COMPLETED", strconv.Itoa(lease.DefaultKeepCompleted))); err != nil || c.KeepCompleted < 0 {
+		fail("EMQ_KEEP_COMPLETED", fmt.Errorf("%q must be a count, 0 for all", getenv("EMQ_KEEP_COMPLETED")))
+	}
+	if c.Metrics, err = strconv.ParseBool(env("EMQ_METRICS", "true")); err != nil {
+		fail("EMQ_METRICS", err)
+	}
+	for _, origin := range strings.Split(env("EMQ_CORS_ORIGINS", ""), ",") {
+		if origin = strings.TrimSpace(origin); origin != "" {
+			c.CORSOrigins = append(c.CORSOrigins, origin)
+		}
 	}
 	if err = c.LogLevel.UnmarshalText([]byte(env("EMQ_LOG_LEVEL", "info"))); err != nil {
 		fail("EMQ_LOG_LEVEL", err)
@@ -105,5 +121,6 @@ func (c config) logAttrs() []any {
 	}
 	return []any{"addr", c.Addr, "redis", redisURL, "prefix", c.Prefix,
 		"sweep_interval", c.SweepInterval, "max_stalled", c.MaxStalled,
-		"max_value_bytes", c.MaxValueBytes, "max_body_bytes", c.MaxBodyBytes, "log_level", c.LogLevel}
+		"max_value_bytes", c.MaxValueBytes, "max_body_bytes", c.MaxBodyBytes, "log_level", c.LogLevel,
+		"keep_completed", c.KeepCompleted, "cors_origins", c.CORSOrigins, "metrics", c.Metrics}
 }

@@ -17,12 +17,6 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-
-	"github.com/echo-mq/echo_mq/internal/admin"
-	emqhttp "github.com/echo-mq/echo_mq/internal/http"
-	"github.com/echo-mq/echo_mq/internal/lease"
-	"github.com/echo-mq/echo_mq/internal/stall"
-	"github.com/echo-mq/echo_mq/internal/wake"
 )
 
 func main() {
@@ -60,23 +54,15 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 
 	bg, stopBackground := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopBackground()
-	hub := wake.NewHub(rdb, cfg.Prefix, log)
+	svc := newServices(cfg, rdb, log)
 	hubDone := make(chan struct{})
-	go func() { defer close(hubDone); hub.Run(bg) }()
-	sweeper := stall.NewService(rdb, cfg.Prefix)
-	reaper := stall.NewReaper(sweeper, stall.ReaperConfig{
-		Interval: cfg.SweepInterval, MaxStalled: cfg.MaxStalled, Logger: log})
+	go func() { defer close(hubDone); svc.hub.Run(bg) }()
+	reaper := svc.reaper(cfg, log)
 	reaper.Start(bg)
 
 	stopping := make(chan struct{})
 	srv := &http.Server{
-		Handler: emqhttp.NewHandler(emqhttp.Config{
-			Leases: lease.NewService(rdb, cfg.Prefix), Admin: admin.NewService(rdb, cfg.Prefix),
-			Sweeper: sweeper, Waiters: hub, Stopping: stopping,
-			Ready:         func(ctx context.Context) error { return rdb.Ping(ctx).Err() },
-			MaxStalled:    cfg.MaxStalled,
-			MaxValueBytes: cfg.MaxValueBytes, MaxBodyBytes: cfg.MaxBodyBytes, Logger: log,
-		}),
+		Handler:           svc.handler(cfg, stopping, log),
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       60 * time.Second,
 		WriteTimeout:      60 * time.Second, // a long poll waits 30 s at most

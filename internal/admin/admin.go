@@ -1,50 +1,43 @@
-// Package admin is echo_mq's operator plane: reading and managing jobs and
-// queues outside a worker's lease. This first part reads and removes jobs;
-// the queue verbs (pause, drain, listings) join it.
+// Package admin is echo_mq's operator plane: reading and managing queues and
+// jobs outside a worker's lease (counts, listings, pause, drain, obliterate,
+// retry, promote, remove). Every change is one atomic script, as in the
+// worker plane, and writes an event naming who asked for it.
 package admin
 
 import (
-	"context"
+	"errors"
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/echo-mq/echo_mq/internal/job"
 	"github.com/echo-mq/echo_mq/internal/keyspace"
-	"github.com/echo-mq/echo_mq/lua"
 )
+
+// ErrCursor means a listing's cursor is not one the service gave out.
+var ErrCursor = errors.New("invalid cursor")
 
 // Service runs the operator plane for every queue under one key prefix.
 type Service struct {
 	rdb    redis.UniversalClient
 	prefix string
+	queues *keyspace.Registry
 }
 
 // NewService returns a Service for the keys under prefix.
 func NewService(rdb redis.UniversalClient, prefix string) *Service {
-	return &Service{rdb: rdb, prefix: prefix}
+	return &Service{rdb: rdb, prefix: prefix, queues: keyspace.NewRegistry(rdb, prefix)}
 }
 
-// Get returns job id of queue, or job.ErrGone.
-func (s *Service) Get(ctx context.Context, queue, id string) (job.Job, error) {
-	row, err := s.rdb.HGetAll(ctx, keyspace.NewQueue(s.prefix, queue).Job(id)).Result()
-	if err != nil {
-		return job.Job{}, err
-	}
-	if len(row) == 0 {
-		return job.Job{}, job.ErrGone
-	}
-	return job.FromHash(queue, id, row)
+// Actor is who asks for an operator action, for the audit trail in the
+// event stream: the API key's name and role.
+type Actor struct {
+	Name string
+	Role string
 }
 
-// Remove deletes job id of queue. An active job is removed only with force;
-// its holder's next call is then answered job.ErrGone. Errors: job.ErrGone,
-// job.ErrState (active without force).
-func (s *Service) Remove(ctx context.Context, queue, id string, force bool) error {
-	q := keyspace.NewQueue(s.prefix, queue)
-	force01 := "0"
-	if force {
-		force01 = "1"
+// flag renders a boolean the way the scripts read it.
+func flag(b bool) string {
+	if b {
+		return "1"
 	}
-	err := lua.Remove.Run(ctx, s.rdb, q.ScriptKeysWithJob(id), q.ScriptArgs(id, force01)...).Err()
-	return job.ScriptError(err)
+	return "0"
 }

@@ -54,6 +54,7 @@ func (s *server) handleClaim(w http.ResponseWriter, r *http.Request) {
 		s.writeProblem(w, r, err)
 		return
 	}
+	s.transition(queue, "claimed", len(claimed.Jobs))
 	writeJSON(w, http.StatusOK, JobList{Jobs: claimedOf(claimed.Jobs)})
 }
 

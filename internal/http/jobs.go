@@ -39,8 +39,11 @@ type EnqueueBatchRequest struct {
 func registerJobRoutes(r chi.Router, s *server) {
 	r.Post("/jobs", s.handleEnqueue)
 	r.Post("/jobs/batch", s.handleEnqueueBatch)
+	r.Get("/jobs", s.handleJobList)
 	r.Get("/jobs/{id}", s.handleJobGet)
 	r.Delete("/jobs/{id}", s.handleJobRemove)
+	r.Post("/jobs/{id}/retry", s.handleJobRetry)
+	r.Post("/jobs/{id}/promote", s.handleJobPromote)
 }
 
 // newJob checks one enqueue request's sizes and turns it into a lease.NewJob.
@@ -105,6 +108,7 @@ func (s *server) handleEnqueue(w http.ResponseWriter, r *http.Request) {
 	status := http.StatusOK
 	if out[0].Created {
 		status = http.StatusCreated
+		s.transition(queue, "enqueued", 1)
 	}
 	writeJSON(w, status, jobOf(out[0].Job))
 }
@@ -149,9 +153,14 @@ func (s *server) handleEnqueueBatch(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	list := JobList{Jobs: make([]Job, len(out))}
+	created := 0
 	for i, e := range out {
 		list.Jobs[i] = jobOf(e.Job)
+		if e.Created {
+			created++
+		}
 	}
+	s.transition(queue, "enqueued", created)
 	writeJSON(w, http.StatusOK, list)
 }
 
@@ -212,11 +221,13 @@ func (s *server) handleJobRemove(w http.ResponseWriter, r *http.Request) {
 		force, err = boolQuery(r, "force")
 	}
 	if err == nil {
-		err = s.admin.Remove(r.Context(), queue, id, force)
+		err = s.admin.Remove(r.Context(), queue, id, force, actorOf(r))
 	}
 	if err != nil {
 		s.writeProblem(w, r, err)
 		return
 	}
+	s.audit(r, "remove", "queue", queue, "job", id, "force", force)
+	s.transition(queue, "removed", 1)
 	writeJSON(w, http.StatusOK, Removed{Removed: 1})
 }

@@ -156,6 +156,8 @@ func (s *server) handleComplete(w http.ResponseWriter, r *http.Request) {
 		s.writeProblem(w, r, err)
 		return
 	}
+	s.transition(queue, "completed", 1)
+	s.transition(queue, "claimed", len(next))
 	resp := CompleteResponse{Job: jobOf(done)}
 	if req.Claim != nil {
 		resp.Next = claimedOf(next)
@@ -229,6 +231,7 @@ func (s *server) handleCompleteBatch(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	resp := CompleteBatchResponse{Results: make([]CompleteResult, len(outcomes))}
+	completedN := 0
 	for i, o := range outcomes {
 		if o.Err != nil {
 			p := newProblem(codeOf(o.Err), o.Err.Error())
@@ -238,7 +241,10 @@ func (s *server) handleCompleteBatch(w http.ResponseWriter, r *http.Request) {
 		}
 		j := jobOf(o.Job)
 		resp.Results[i].Job = &j
+		completedN++
 	}
+	s.transition(queue, "completed", completedN)
+	s.transition(queue, "claimed", len(next))
 	if req.Claim != nil {
 		resp.Next = claimedOf(next)
 	}
@@ -295,7 +301,13 @@ func (s *server) handleFail(w http.ResponseWriter, r *http.Request) {
 		s.writeProblem(w, r, err)
 		return
 	}
+	s.transition(queue, failKind[j.State], 1)
 	writeJSON(w, http.StatusOK, jobOf(j))
+}
+
+// failKind names a fail's transition by the state the job went to.
+var failKind = map[string]string{
+	"delayed": "failed", "pending": "failed", "dead": "dead", "cancelled": "cancelled",
 }
 
 // CancellationResponse tells the holder whether to stop.
@@ -385,9 +397,10 @@ func (s *server) handleCancel(w http.ResponseWriter, r *http.Request) {
 		s.writeProblem(w, r, err)
 		return
 	}
-	status := http.StatusOK
+	status, kind := http.StatusOK, "cancelled"
 	if requested {
-		status = http.StatusAccepted
+		status, kind = http.StatusAccepted, "cancel_requested"
 	}
+	s.transition(queue, kind, 1)
 	writeJSON(w, status, jobOf(j))
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/go-chi/chi/v5/middleware"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/echo-mq/echo_mq/internal/admin"
 	"github.com/echo-mq/echo_mq/internal/job"
 )
 
@@ -88,6 +89,8 @@ func codeOf(err error) string {
 	switch {
 	case errors.As(err, &re):
 		return re.code
+	case errors.Is(err, admin.ErrCursor):
+		return CodeInvalid
 	case errors.Is(err, job.ErrStale):
 		return CodeStale
 	case errors.Is(err, job.ErrGone):
@@ -130,11 +133,16 @@ func (s *server) writeProblem(w http.ResponseWriter, r *http.Request, err error)
 		// says nothing about Redis or the service.
 		p = newProblem(CodeUnavailable, "the request was cancelled")
 		s.log.Debug("Request cancelled by the client", "path", r.URL.Path)
+	case code == CodeStale && s.cfg.Metrics != nil:
+		s.cfg.Metrics.StaleRefusal(chi.URLParam(r, "queue"))
 	case code == CodeInternal:
 		p.Detail = "internal error"
 		s.log.Error("Request failed", "error", err, "method", r.Method, "path", r.URL.Path,
 			"request_id", middleware.GetReqID(r.Context()))
 	case code == CodeUnavailable:
+		if s.cfg.Metrics != nil {
+			s.cfg.Metrics.RedisError()
+		}
 		p.Detail = "Redis cannot be reached; retry later"
 		w.Header().Set("Retry-After", retryAfterSecond)
 		s.log.Warn("Redis unavailable", "error", err, "path", r.URL.Path)

@@ -27,8 +27,10 @@ import (
 
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
+	"github.com/go-chi/cors"
 	"github.com/go-playground/validator/v10"
 
+	"github.com/echo-mq/echo_mq/internal/admin"
 	"github.com/echo-mq/echo_mq/internal/job"
 	"github.com/echo-mq/echo_mq/internal/lease"
 	"github.com/echo-mq/echo_mq/internal/stall"
@@ -56,7 +58,15 @@ type leaser interface {
 // jobAdmin is the operator plane the handlers need (*admin.Service).
 type jobAdmin interface {
 	Get(ctx context.Context, queue, id string) (job.Job, error)
-	Remove(ctx context.Context, queue, id string, force bool) error
+	Remove(ctx context.Context, queue, id string, force bool, by admin.Actor) error
+	Retry(ctx context.Context, queue, id string, by admin.Actor) (job.Job, error)
+	Promote(ctx context.Context, queue, id string, by admin.Actor) (job.Job, error)
+	List(ctx context.Context, queue, state, cursor string, limit int) (admin.Page, error)
+	Queue(ctx context.Context, queue string) (admin.QueueInfo, error)
+	Queues(ctx context.Context, cursor string, limit int) ([]admin.QueueInfo, string, error)
+	SetPaused(ctx context.Context, queue string, paused bool, by admin.Actor) (admin.QueueInfo, error)
+	Drain(ctx context.Context, queue string, by admin.Actor) (int, error)
+	Obliterate(ctx context.Context, queue string, force bool) (int, error)
 }
 
 // sweeper runs the stalled sweep (*stall.Service).
@@ -69,12 +79,29 @@ type waiters interface {
 	Register(queue string) *wake.Waiter
 }
 
+// observer records what the service does, for /metrics
+// (*metrics.Metrics); nil records nothing.
+type observer interface {
+	ObserveRequest(method, route string, status int, took time.Duration)
+	Transition(queue, kind string, n int)
+	StaleRefusal(queue string)
+	Swept(queue string, recovered, dead, cancelled int)
+	RedisError()
+}
+
 // Config wires the handler to its services and sets its limits.
 type Config struct {
 	Leases  leaser   // *lease.Service
 	Admin   jobAdmin // *admin.Service
 	Sweeper sweeper  // *stall.Service
 	Waiters waiters  // *wake.Hub
+	// Metrics records requests and job transitions; nil records nothing.
+	Metrics observer
+	// MetricsHandler serves GET /metrics; nil serves no such route.
+	MetricsHandler http.Handler
+	// CORSOrigins are the browser origins allowed to call the API (["*"]
+	// for any); none turns CORS off.
+	CORSOrigins []string
 	// Ready reports whether Redis answers, for /readyz.
 	Ready func(ctx context.Context) error
 	// Stopping, when closed, makes waiting long polls answer at once (empty),
@@ -117,9 +144,19 @@ func (s *server) routes() http.Handler {
 	r := chi.NewRouter()
 	s.router = r
 	r.Use(middleware.RequestID, s.logRequests, s.recoverer, s.limitBody)
+	if len(s.cfg.CORSOrigins) > 0 {
+		r.Use(cors.Handler(cors.Options{
+			AllowedOrigins: s.cfg.CORSOrigins,
+			AllowedMethods: []string{http.MethodGet, http.MethodPost, http.MethodDelete},
+			AllowedHeaders: []string{"Authorization", "Content-Type", "Last-Event-ID"},
+			ExposedHeaders: []string{"Retry-After"},
+			MaxAge:         600,
+		}))
+	}
 	r.NotFound(notFound)
 	r.MethodNotAllowed(s.methodNotAllowed)
 	registerServiceRoutes(r, s)
+	registerQueueRoutes(r, s)
 	r.Route("/queues/{queue}", func(r chi.Router) {
 		registerJobRoutes(r, s)
 		registerLeaseRoutes(r, s)
@@ -146,6 +183,9 @@ func (s *server) logRequests(next http.Handler) http.Handler {
 		ww := middleware.NewWrapResponseWriter(w, r.ProtoMajor)
 		next.ServeHTTP(ww, r)
 		route := chi.RouteContext(r.Context()).RoutePattern()
+		if s.cfg.Metrics != nil {
+			s.cfg.Metrics.ObserveRequest(r.Method, route, ww.Status(), time.Since(start))
+		}
 		level := slog.LevelDebug
 		if ww.Status() >= 500 {
 			level = slog.LevelWarn
@@ -153,6 +193,13 @@ func (s *server) logRequests(next http.Handler) http.Handler {
 		s.log.Log(r.Context(), level, "Request", "method", r.Method, "route", route,
 			"status", ww.Status(), "duration", time.Since(start), "request_id", middleware.GetReqID(r.Context()))
 	})
+}
+
+// transition counts n jobs of queue going through kind, for /metrics.
+func (s *server) transition(queue, kind string, n int) {
+	if s.cfg.Metrics != nil {
+		s.cfg.Metrics.Transition(queue, kind, n)
+	}
 }
 
 // writeJSON answers v as JSON with status.

@@ -19,6 +19,9 @@ func registerServiceRoutes(r chi.Router, s *server) {
 		http.Redirect(w, r, "/docs/index.html", http.StatusFound)
 	})
 	r.Get("/docs/*", swaggerUI())
+	if s.cfg.MetricsHandler != nil {
+		r.Method(http.MethodGet, "/metrics", s.cfg.MetricsHandler)
+	}
 }
 
 // swaggerUI serves Swagger UI from the binary, pointed at /openapi.yaml.

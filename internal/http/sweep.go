@@ -56,5 +56,8 @@ func (s *server) handleSweep(w http.ResponseWriter, r *http.Request) {
 		s.writeProblem(w, r, err)
 		return
 	}
+	if s.cfg.Metrics != nil {
+		s.cfg.Metrics.Swept(queue, len(swept.Recovered), len(swept.Dead), len(swept.Cancelled))
+	}
 	writeJSON(w, http.StatusOK, SweepResponse{Recovered: swept.Recovered, Dead: swept.Dead, Cancelled: swept.Cancelled})
 }

@@ -68,11 +68,11 @@ func (q Queue) Set(state string) string { return q.base + state }
 func (q Queue) WakeChannel() string { return WakeChannelPrefix(q.prefix) + q.name }
 
 // ScriptKeys are the KEYS every script takes first, in the order common.lua
-// fixes: meta, pending, active, delayed, completed, dead, cancelled.
+// fixes: meta, pending, active, delayed, completed, dead, cancelled, events.
 func (q Queue) ScriptKeys() []string {
 	return []string{
 		q.Meta(), q.Set("pending"), q.Set("active"), q.Set("delayed"),
-		q.Set("completed"), q.Set("dead"), q.Set("cancelled"),
+		q.Set("completed"), q.Set("dead"), q.Set("cancelled"), q.base + "events",
 	}
 }
 

@@ -51,7 +51,7 @@ type Enqueued struct {
 // in the same order. Enqueueing an id that exists adds nothing and returns
 // the existing job.
 func (s *Service) Enqueue(ctx context.Context, queue string, jobs []NewJob) ([]Enqueued, error) {
-	if err := s.remember(ctx, queue); err != nil {
+	if err := s.queues.Remember(ctx, queue); err != nil {
 		return nil, err
 	}
 	args := make([]any, 0, 1+6*len(jobs))

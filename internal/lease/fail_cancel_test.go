@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/echo-mq/echo_mq/internal/admin"
 	"github.com/echo-mq/echo_mq/internal/job"
 	"github.com/echo-mq/echo_mq/internal/lease"
 )
@@ -111,7 +112,7 @@ func TestCancelOutcomes(t *testing.T) {
 			return lease.CancelParams{Reason: "r"}
 		}, nil, job.StateCancelled, false},
 		{"delayed: cancelled at once", func(t *testing.T, f fixture) lease.CancelParams {
-			wantErr(t, f.admin.Remove(context.Background(), f.queue, "a", false), nil)
+			wantErr(t, f.admin.Remove(context.Background(), f.queue, "a", false, admin.Actor{}), nil)
 			f.enqueue(t, lease.NewJob{ID: "a", Delay: time.Hour})
 			return lease.CancelParams{Reason: "r"}
 		}, nil, job.StateCancelled, false},

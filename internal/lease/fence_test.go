@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/echo-mq/echo_mq/internal/admin"
 	"github.com/echo-mq/echo_mq/internal/job"
 	"github.com/echo-mq/echo_mq/internal/lease"
 )
@@ -55,7 +56,7 @@ var fenceCases = []struct {
 	}, job.ErrStale},
 	{"removed and enqueued again under the same id", func(t *testing.T, f fixture) held {
 		j := f.claimOne(t, time.Minute)
-		wantErr(t, f.admin.Remove(context.Background(), f.queue, j.ID, true), nil)
+		wantErr(t, f.admin.Remove(context.Background(), f.queue, j.ID, true, admin.Actor{}), nil)
 		f.enqueue(t, lease.NewJob{ID: j.ID})
 		if again := f.claimOne(t, time.Minute); again.Token == j.Token {
 			t.Fatalf("the successor got the removed job's token %d", j.Token)

@@ -19,6 +19,7 @@ const MaxErrorText = 4 << 10
 func (s *Service) Complete(ctx context.Context, queue, id string, token int64, result json.RawMessage, next *ClaimParams) (job.Job, []job.Job, error) {
 	hasResult, text := optionalJSON(result)
 	args := append([]any{id, token, hasResult, text}, nextArgs(next)...)
+	args = append(args, s.keepCompleted)
 	reply, err := s.run(ctx, lua.Complete, queue, id, args...)
 	if err != nil {
 		return job.Job{}, nil, err
@@ -69,6 +70,7 @@ func (s *Service) CompleteBatch(ctx context.Context, queue string, batch []Compl
 		args = append(args, c.ID, c.Token, hasResult, text)
 	}
 	args = append(args, nextArgs(next)...)
+	args = append(args, s.keepCompleted)
 	reply, err := s.run(ctx, lua.CompleteBatch, queue, "", args...)
 	if err != nil {
 		return nil, nil, err

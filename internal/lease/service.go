@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -15,43 +14,42 @@ import (
 
 // Defaults of the worker plane, as DESIGN.md gives them.
 const (
-	DefaultLease       = 30 * time.Second
-	DefaultMaxAttempts = 3
+	DefaultLease         = 30 * time.Second
+	DefaultMaxAttempts   = 3
+	DefaultKeepCompleted = 10_000
 )
 
 // Service runs the worker-plane scripts against one Redis (a node or a
 // Cluster) for every queue under its key prefix.
 type Service struct {
-	rdb    redis.UniversalClient
-	prefix string
-	known  sync.Map // queue name -> when this process last added it to the queues set
+	rdb           redis.UniversalClient
+	prefix        string
+	keepCompleted int
+	queues        *keyspace.Registry
 }
 
-// rememberEvery is how often an enqueue adds its queue to the queues set
-// again, so that the set heals if it is lost (a flush, a failover).
-const rememberEvery = 30 * time.Second
+// Option configures a Service.
+type Option func(*Service)
+
+// KeepCompleted sets how many completed jobs each queue keeps: completing
+// one more deletes the oldest (a few per call, so no call does unbounded
+// work). 0 keeps every one. The default is DefaultKeepCompleted.
+func KeepCompleted(n int) Option {
+	return func(s *Service) { s.keepCompleted = n }
+}
 
 // NewService returns a Service for the keys under prefix.
-func NewService(rdb redis.UniversalClient, prefix string) *Service {
-	return &Service{rdb: rdb, prefix: prefix}
+func NewService(rdb redis.UniversalClient, prefix string, opts ...Option) *Service {
+	s := &Service{rdb: rdb, prefix: prefix, keepCompleted: DefaultKeepCompleted,
+		queues: keyspace.NewRegistry(rdb, prefix)}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
 }
 
 func (s *Service) keys(queue string) keyspace.Queue {
 	return keyspace.NewQueue(s.prefix, queue)
-}
-
-// remember adds queue to the set of known queues, which the reaper sweeps.
-// The set lives outside the queue's slot, so it is written here rather than
-// in a script, once per queue and process every rememberEvery.
-func (s *Service) remember(ctx context.Context, queue string) error {
-	if last, ok := s.known.Load(queue); ok && time.Since(last.(time.Time)) < rememberEvery {
-		return nil
-	}
-	if err := s.rdb.SAdd(ctx, keyspace.QueuesKey(s.prefix), queue).Err(); err != nil {
-		return err
-	}
-	s.known.Store(queue, time.Now())
-	return nil
 }
 
 // run runs script on queue's keys (and job id's row, when id is not empty)

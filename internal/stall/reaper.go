@@ -22,6 +22,9 @@ type ReaperConfig struct {
 	MaxStalled int           // DefaultMaxStalled
 	BatchSize  int           // jobs per script call; DefaultBatchSize
 	Logger     *slog.Logger
+	// OnSwept, when set, is told what each sweep of a queue moved (for
+	// metrics).
+	OnSwept func(queue string, swept Swept)
 }
 
 // Reaper sweeps every known queue and promotes its due delayed jobs, once per
@@ -108,6 +111,9 @@ func (r *Reaper) reapQueue(ctx context.Context, queue string, total *Swept) erro
 		swept, err := r.svc.Sweep(ctx, queue, p)
 		if err != nil {
 			return err
+		}
+		if r.config.OnSwept != nil && swept.Len() > 0 {
+			r.config.OnSwept(queue, swept)
 		}
 		total.Recovered = append(total.Recovered, swept.Recovered...)
 		total.Dead = append(total.Dead, swept.Dead...)

@@ -1,0 +1,84 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/echo-mq/echo_mq/internal/admin"
+	emqhttp "github.com/echo-mq/echo_mq/internal/http"
+	"github.com/echo-mq/echo_mq/internal/lease"
+	"github.com/echo-mq/echo_mq/internal/metrics"
+	"github.com/echo-mq/echo_mq/internal/stall"
+	"github.com/echo-mq/echo_mq/internal/wake"
+)
+
+// services are the parts run wires together.
+type services struct {
+	rdb     redis.UniversalClient
+	admin   *admin.Service
+	sweeper *stall.Service
+	hub     *wake.Hub
+	metrics *metrics.Metrics
+}
+
+func newServices(cfg config, rdb redis.UniversalClient, log *slog.Logger) services {
+	adm := admin.NewService(rdb, cfg.Prefix)
+	m := metrics.New(depthOf(adm))
+	m.SetLogger(log)
+	return services{rdb: rdb, admin: adm, sweeper: stall.NewService(rdb, cfg.Prefix),
+		hub: wake.NewHub(rdb, cfg.Prefix, log), metrics: m}
+}
+
+// reaper is the background sweep, feeding its counts to the metrics.
+func (s services) reaper(cfg config, log *slog.Logger) *stall.Reaper {
+	return stall.NewReaper(s.sweeper, stall.ReaperConfig{
+		Interval: cfg.SweepInterval, MaxStalled: cfg.MaxStalled, Logger: log,
+		OnSwept: func(queue string, sw stall.Swept) {
+			s.metrics.Swept(queue, len(sw.Recovered), len(sw.Dead), len(sw.Cancelled))
+		},
+	})
+}
+
+// handler is the HTTP API over the services.
+func (s services) handler(cfg config, stopping <-chan struct{}, log *slog.Logger) http.Handler {
+	hc := emqhttp.Config{
+		Leases:  lease.NewService(s.rdb, cfg.Prefix, lease.KeepCompleted(cfg.KeepCompleted)),
+		Admin:   s.admin,
+		Sweeper: s.sweeper, Waiters: s.hub, Stopping: stopping,
+		Ready:       func(ctx context.Context) error { return s.rdb.Ping(ctx).Err() },
+		Metrics:     s.metrics,
+		CORSOrigins: cfg.CORSOrigins,
+		MaxStalled:  cfg.MaxStalled, MaxValueBytes: cfg.MaxValueBytes, MaxBodyBytes: cfg.MaxBodyBytes,
+		Logger: log,
+	}
+	if cfg.Metrics {
+		hc.MetricsHandler = s.metrics.Handler()
+	}
+	return emqhttp.NewHandler(hc)
+}
+
+// depthOf reads queue depths for a metrics scrape from the queues set,
+// page by page, stopping once it has more than limit (the collector then
+// says the list was cut).
+func depthOf(adm *admin.Service) metrics.DepthFunc {
+	return func(ctx context.Context, limit int) ([]metrics.QueueDepth, error) {
+		var out []metrics.QueueDepth
+		cursor := ""
+		for {
+			infos, next, err := adm.Queues(ctx, cursor, min(limit+1-len(out), 1000))
+			if err != nil {
+				return nil, err
+			}
+			for _, info := range infos {
+				out = append(out, metrics.QueueDepth{Queue: info.Name, Paused: info.Paused, Counts: info.Counts})
+			}
+			if next == "" || len(out) > limit {
+				return out, nil
+			}
+			cursor = next
+		}
+	}
+}

@@ -1,0 +1,120 @@
+package admin
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/echo-mq/echo_mq/internal/job"
+	"github.com/echo-mq/echo_mq/internal/keyspace"
+	"github.com/echo-mq/echo_mq/lua"
+)
+
+// Get returns job id of queue, or job.ErrGone.
+func (s *Service) Get(ctx context.Context, queue, id string) (job.Job, error) {
+	row, err := s.rdb.HGetAll(ctx, keyspace.NewQueue(s.prefix, queue).Job(id)).Result()
+	if err != nil {
+		return job.Job{}, err
+	}
+	if len(row) == 0 {
+		return job.Job{}, fmt.Errorf("%w: %s", job.ErrGone, id)
+	}
+	return job.FromHash(queue, id, row)
+}
+
+// Remove deletes job id of queue. An active job is removed only with force;
+// its holder's next call is then answered job.ErrGone. Errors: job.ErrGone,
+// job.ErrState (active without force).
+func (s *Service) Remove(ctx context.Context, queue, id string, force bool, by Actor) error {
+	_, err := s.runOnJob(ctx, lua.Remove, queue, id, flag(force), by.Name, by.Role)
+	return err
+}
+
+// Retry sends a dead or cancelled job back to pending with a fresh attempt
+// budget and its stalled count reset. Errors: job.ErrGone, job.ErrState.
+func (s *Service) Retry(ctx context.Context, queue, id string, by Actor) (job.Job, error) {
+	reply, err := s.runOnJob(ctx, lua.Retry, queue, id, by.Name, by.Role)
+	if err != nil {
+		return job.Job{}, err
+	}
+	return job.Parse(queue, reply)
+}
+
+// Promote makes a delayed job pending now. Errors: job.ErrGone, job.ErrState.
+func (s *Service) Promote(ctx context.Context, queue, id string, by Actor) (job.Job, error) {
+	reply, err := s.runOnJob(ctx, lua.Promote, queue, id, by.Name, by.Role)
+	if err != nil {
+		return job.Job{}, err
+	}
+	return job.Parse(queue, reply)
+}
+
+// runOnJob runs script on job id's row; its ARGV are id, then args.
+func (s *Service) runOnJob(ctx context.Context, script *redis.Script, queue, id string, args ...any) (any, error) {
+	q := keyspace.NewQueue(s.prefix, queue)
+	reply, err := script.Run(ctx, s.rdb, q.ScriptKeysWithJob(id), q.ScriptArgs(append([]any{id}, args...)...)...).Result()
+	return reply, job.ScriptError(err)
+}
+
+// Page is one page of a listing, and the cursor of the next ("": none).
+type Page struct {
+	Jobs []job.Job
+	Next string
+}
+
+// newestFirst are the states listed newest first; the others are listed in
+// the order they will be claimed (pending), expire (active) or come due
+// (delayed).
+var newestFirst = map[string]bool{job.StateCompleted: true, job.StateDead: true, job.StateCancelled: true}
+
+// List reads a page of up to limit jobs of queue in state, after cursor
+// ("" for the first page). Cursors are stable: across pages no job is given
+// twice or skipped while other jobs come and go. Errors: ErrCursor.
+func (s *Service) List(ctx context.Context, queue, state, cursor string, limit int) (Page, error) {
+	score, after, err := decodeCursor(cursor)
+	if err != nil {
+		return Page{}, err
+	}
+	order := "asc"
+	if newestFirst[state] {
+		order = "desc"
+	}
+	q := keyspace.NewQueue(s.prefix, queue)
+	reply, err := lua.List.Run(ctx, s.rdb, q.ScriptKeys(), q.ScriptArgs(state, order, score, after, limit)...).Slice()
+	if err != nil {
+		return Page{}, job.ScriptError(err)
+	}
+	if len(reply) != 3 {
+		return Page{}, fmt.Errorf("list: unexpected reply of %d items", len(reply))
+	}
+	jobs, err := job.ParseList(queue, reply[2])
+	if err != nil {
+		return Page{}, err
+	}
+	nextScore, _ := reply[0].(string)
+	nextID, _ := reply[1].(string)
+	return Page{Jobs: jobs, Next: encodeCursor(nextScore, nextID)}, nil
+}
+
+// A cursor is the last (score, id) of a page, opaque to clients.
+func encodeCursor(score, id string) string {
+	if score == "" {
+		return ""
+	}
+	return base64.RawURLEncoding.EncodeToString([]byte(score + "/" + id))
+}
+
+func decodeCursor(cursor string) (score, id string, err error) {
+	if cursor == "" {
+		return "", "", nil
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(cursor)
+	score, id, ok := strings.Cut(string(raw), "/")
+	if err != nil || !ok || score == "" || strings.Trim(score, "-0123456789.e+") != "" || !keyspace.ValidJobID(id) {
+		return "", "", fmt.Errorf("%w: %q", ErrCursor, cursor)
+	}
+	return score, id, nil
+}

@@ -1,0 +1,147 @@
+package admin
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strconv"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/echo-mq/echo_mq/internal/job"
+	"github.com/echo-mq/echo_mq/internal/keyspace"
+	"github.com/echo-mq/echo_mq/lua"
+)
+
+// States lists a job's states in the order counts are shown.
+var States = []string{
+	job.StatePending, job.StateActive, job.StateDelayed,
+	job.StateCompleted, job.StateDead, job.StateCancelled,
+}
+
+// StepSize bounds the jobs one drain or obliterate step deletes, so that no
+// single Redis call blocks the server for long.
+const StepSize = 1000
+
+// QueueInfo is a queue's name, paused flag and how many jobs it holds in
+// each state.
+type QueueInfo struct {
+	Name   string
+	Paused bool
+	Counts map[string]int64
+}
+
+// Queue reads one queue's counts in O(1): one ZCARD per state. A queue
+// nobody used is all zeros.
+func (s *Service) Queue(ctx context.Context, queue string) (QueueInfo, error) {
+	infos, err := s.queueInfos(ctx, []string{queue})
+	if err != nil {
+		return QueueInfo{}, err
+	}
+	return infos[0], nil
+}
+
+// Queues reads a page of the known queues, in the order of the queues set's
+// cursor (SSCAN): pass "" for the first page and the returned cursor for the
+// next; "" means there is none. A page has about limit queues, sorted by name.
+func (s *Service) Queues(ctx context.Context, cursor string, limit int) ([]QueueInfo, string, error) {
+	var at uint64
+	if cursor != "" {
+		var err error
+		if at, err = strconv.ParseUint(cursor, 10, 64); err != nil {
+			return nil, "", fmt.Errorf("%w: bad cursor %q", ErrCursor, cursor)
+		}
+	}
+	names, next, err := s.rdb.SScan(ctx, keyspace.QueuesKey(s.prefix), at, "", int64(limit)).Result()
+	if err != nil {
+		return nil, "", err
+	}
+	sort.Strings(names)
+	infos, err := s.queueInfos(ctx, names)
+	if err != nil || next == 0 {
+		return infos, "", err
+	}
+	return infos, strconv.FormatUint(next, 10), nil
+}
+
+// queueInfos reads the counts of queues in one pipeline.
+func (s *Service) queueInfos(ctx context.Context, names []string) ([]QueueInfo, error) {
+	type pending struct {
+		paused *redis.StringCmd
+		counts []*redis.IntCmd
+	}
+	cmds := make([]pending, len(names))
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, name := range names {
+			q := keyspace.NewQueue(s.prefix, name)
+			cmds[i].paused = p.HGet(ctx, q.Meta(), "paused")
+			for _, state := range States {
+				cmds[i].counts = append(cmds[i].counts, p.ZCard(ctx, q.Set(state)))
+			}
+		}
+		return nil
+	})
+	if err != nil && err != redis.Nil {
+		return nil, err
+	}
+	infos := make([]QueueInfo, len(names))
+	for i, name := range names {
+		infos[i] = QueueInfo{Name: name, Paused: cmds[i].paused.Val() == "1", Counts: map[string]int64{}}
+		for j, state := range States {
+			infos[i].Counts[state] = cmds[i].counts[j].Val()
+		}
+	}
+	return infos, nil
+}
+
+// SetPaused pauses (or resumes) a queue's claims and answers its info.
+// Active jobs go on: they can still extend, complete and fail.
+func (s *Service) SetPaused(ctx context.Context, queue string, paused bool, by Actor) (QueueInfo, error) {
+	if err := s.queues.Remember(ctx, queue); err != nil {
+		return QueueInfo{}, err
+	}
+	q := keyspace.NewQueue(s.prefix, queue)
+	err := lua.Pause.Run(ctx, s.rdb, q.ScriptKeys(), q.ScriptArgs(flag(paused), by.Name, by.Role)...).Err()
+	if err != nil {
+		return QueueInfo{}, job.ScriptError(err)
+	}
+	return s.Queue(ctx, queue)
+}
+
+// Drain removes a queue's pending and delayed jobs, in bounded steps, and
+// answers how many it removed. Active jobs are left to finish.
+func (s *Service) Drain(ctx context.Context, queue string, by Actor) (int, error) {
+	q := keyspace.NewQueue(s.prefix, queue)
+	total := 0
+	for {
+		n, err := lua.Drain.Run(ctx, s.rdb, q.ScriptKeys(), q.ScriptArgs(StepSize, total, by.Name, by.Role)...).Int()
+		if err != nil {
+			return total, job.ScriptError(err)
+		}
+		total += n
+		if n < StepSize {
+			return total, nil
+		}
+	}
+}
+
+// Obliterate deletes a queue and every key of it, in bounded steps, and
+// answers how many jobs it deleted. With jobs active it refuses with
+// job.ErrState unless force; forced, the holders' next calls are answered
+// job.ErrGone.
+func (s *Service) Obliterate(ctx context.Context, queue string, force bool) (int, error) {
+	q := keyspace.NewQueue(s.prefix, queue)
+	total := 0
+	for {
+		reply, err := lua.Obliterate.Run(ctx, s.rdb, q.ScriptKeys(), q.ScriptArgs(StepSize, flag(force))...).Int64Slice()
+		if err != nil {
+			return total, job.ScriptError(err)
+		}
+		total += int(reply[1])
+		if reply[0] == 1 {
+			break
+		}
+		force = true // once deleting has begun, jobs claimed meanwhile go too
+	}
+	return total, s.queues.Forget(ctx, queue)
+}

@@ -1,0 +1,164 @@
+package metrics
+
+import (
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// UnmatchedRoute is the route label of a request that matched no route.
+const UnmatchedRoute = "unmatched"
+
+// durationBuckets cover quick calls up to the longest long poll (wait_ms is
+// at most 30 s), so that waiting claims do not all fall into +Inf.
+var durationBuckets = []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30}
+
+// Metrics holds the service's collectors on their own registry. Its methods
+// are safe for concurrent use.
+type Metrics struct {
+	registry    *prometheus.Registry
+	log         *slog.Logger
+	requests    *prometheus.CounterVec
+	durations   *prometheus.HistogramVec
+	transitions *prometheus.CounterVec
+	stale       *prometheus.CounterVec
+	swept       *prometheus.CounterVec
+	redisErrors prometheus.Counter
+}
+
+// New returns Metrics on a fresh registry that also holds the Go and process
+// collectors. When depth is non-nil, each scrape reads queue depth through
+// it (see DepthFunc); when nil, no depth series are exported.
+func New(depth DepthFunc) *Metrics {
+	m := &Metrics{
+		registry: prometheus.NewRegistry(),
+		log:      slog.New(slog.DiscardHandler),
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "emq_http_requests_total",
+			Help: "HTTP requests answered, by method, route pattern and status.",
+		}, []string{"method", "route", "status"}),
+		durations: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "emq_http_request_duration_seconds",
+			Help:    "Time to answer HTTP requests, by method and route pattern.",
+			Buckets: durationBuckets,
+		}, []string{"method", "route"}),
+		transitions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "emq_job_transitions_total",
+			Help: "Job state transitions, by queue and kind.",
+		}, []string{"queue", "kind"}),
+		stale: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "emq_stale_refusals_total",
+			Help: "Calls refused because their token was stale (EMQSTALE), by queue.",
+		}, []string{"queue"}),
+		swept: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "emq_sweep_jobs_total",
+			Help: "Lapsed jobs taken by the stalled sweep, by queue and outcome (recovered, dead, cancelled).",
+		}, []string{"queue", "outcome"}),
+		redisErrors: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "emq_redis_errors_total",
+			Help: "Redis calls that failed.",
+		}),
+	}
+	m.registry.MustRegister(
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		m.requests, m.durations, m.transitions, m.stale, m.swept, m.redisErrors,
+	)
+	if depth != nil {
+		m.registry.MustRegister(newDepthCollector(depth, m.redisErrors))
+	}
+	return m
+}
+
+// SetLogger sets the logger of the errors met while gathering a scrape. By
+// default they are discarded (and counted in
+// promhttp_metric_handler_errors_total). Call it before Handler.
+func (m *Metrics) SetLogger(log *slog.Logger) {
+	if log != nil {
+		m.log = log
+	}
+}
+
+// Handler serves the registry in the Prometheus exposition formats. An error
+// met while gathering is logged and counted, and the metrics that could be
+// gathered are served; it never panics.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{
+		ErrorLog:      errorLog{m.log},
+		ErrorHandling: promhttp.ContinueOnError,
+		Registry:      m.registry,
+	})
+}
+
+// ObserveRequest records one answered request. route is the chi route
+// pattern, such as "/queues/{queue}/jobs/{id}", never the request path; an
+// empty route is recorded as UnmatchedRoute. A status of 0 (the handler
+// wrote nothing, which net/http answers 200) is recorded as 200.
+func (m *Metrics) ObserveRequest(method, route string, status int, took time.Duration) {
+	method = methodLabel(method)
+	if route == "" {
+		route = UnmatchedRoute
+	}
+	if status == 0 {
+		status = http.StatusOK
+	}
+	m.requests.WithLabelValues(method, route, strconv.Itoa(status)).Inc()
+	m.durations.WithLabelValues(method, route).Observe(took.Seconds())
+}
+
+// Transition counts n jobs of queue that made a transition of kind (such as
+// "enqueued", "claimed", "completed"). kind must come from a fixed set of
+// words. n <= 0 records nothing.
+func (m *Metrics) Transition(queue, kind string, n int) {
+	if n > 0 {
+		m.transitions.WithLabelValues(queue, kind).Add(float64(n))
+	}
+}
+
+// StaleRefusal counts one call on queue refused with EMQSTALE.
+func (m *Metrics) StaleRefusal(queue string) {
+	m.stale.WithLabelValues(queue).Inc()
+}
+
+// Swept counts the jobs one sweep of queue recovered to pending,
+// dead-lettered and cancelled. Counts <= 0 record nothing.
+func (m *Metrics) Swept(queue string, recovered, dead, cancelled int) {
+	for _, o := range []struct {
+		outcome string
+		n       int
+	}{{"recovered", recovered}, {"dead", dead}, {"cancelled", cancelled}} {
+		if o.n > 0 {
+			m.swept.WithLabelValues(queue, o.outcome).Add(float64(o.n))
+		}
+	}
+}
+
+// RedisError counts one failed Redis call.
+func (m *Metrics) RedisError() {
+	m.redisErrors.Inc()
+}
+
+// methodLabel keeps the method label bounded: net/http accepts any token as a
+// method, so anything but the standard methods becomes "OTHER".
+func methodLabel(method string) string {
+	switch method {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+		http.MethodDelete, http.MethodConnect, http.MethodOptions, http.MethodTrace:
+		return method
+	}
+	return "OTHER"
+}
+
+// errorLog is promhttp's error log over slog.
+type errorLog struct{ log *slog.Logger }
+
+// Println logs a scrape error.
+func (l errorLog) Println(v ...any) {
+	l.log.Warn("Metrics gather failed", "error", fmt.Sprint(v...))
+}

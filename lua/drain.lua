@@ -1,0 +1,29 @@
+-- drain.lua: one bounded step of removing a queue's waiting jobs.
+--
+-- KEYS[1..8] the queue's keys (common.lua)
+-- ARGV[1..2] key base and wake channel (common.lua)
+-- ARGV[3]    limit: at most this many jobs per step
+-- ARGV[4]    how many earlier steps of this drain removed, for the event
+-- ARGV[5]    actor, ARGV[6] role: who asked, for the event
+--
+-- Removes up to limit pending jobs, then delayed ones, rows and all; active
+-- jobs are left to finish. The service calls it until a step removes fewer
+-- than limit; that last step emits one "drained" event with the total.
+-- Returns how many jobs this step removed.
+-- Errors: none.
+
+local limit = tonumber(ARGV[3])
+local removed = 0
+for _, set in ipairs({ PENDING, DELAYED }) do
+  if removed < limit then
+    local popped = redis.call('ZPOPMIN', set, limit - removed)
+    for i = 1, #popped, 2 do
+      redis.call('DEL', job_key(popped[i]))
+    end
+    removed = removed + #popped / 2
+  end
+end
+if removed < limit then
+  emit('drained', nil, nil, 'count', tonumber(ARGV[4]) + removed, 'actor', ARGV[5], 'role', ARGV[6])
+end
+return removed

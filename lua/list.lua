@@ -1,0 +1,64 @@
+-- list.lua: one page of a queue's jobs in one state, with a stable cursor.
+--
+-- KEYS[1..8] the queue's keys (common.lua)
+-- ARGV[1..2] key base and wake channel (common.lua)
+-- ARGV[3]    state: pending, active, delayed, completed, dead or cancelled
+-- ARGV[4]    "asc" (lowest score first) or "desc" (highest first)
+-- ARGV[5]    cursor score, "" for the first page
+-- ARGV[6]    cursor id: the page starts strictly after (score, id)
+-- ARGV[7]    limit
+--
+-- Pages are ordered by (score, id), the sorted set's own order, and a
+-- cursor is the last (score, id) given, so no job is given twice or
+-- skipped across pages while other jobs come and go: a job that moves
+-- gets a new score, and turns up again only where its new score puts it.
+-- Returns {next_score, next_id, jobs}: next_score is "" on the last page.
+-- Errors: none.
+
+local set = SET_OF[ARGV[3]]
+local asc = ARGV[4] == 'asc'
+local cursor, after, limit = ARGV[5], ARGV[6], tonumber(ARGV[7])
+local range = asc and 'ZRANGEBYSCORE' or 'ZREVRANGEBYSCORE'
+local far = asc and '+inf' or '-inf'
+
+local page = {} -- id, score, id, score, ...
+local function take(members)
+  for i = 1, #members, 2 do
+    if #page / 2 >= limit then
+      return
+    end
+    page[#page + 1] = members[i]
+    page[#page + 1] = members[i + 1]
+  end
+end
+
+if cursor == '' then
+  take(redis.call(range, set, asc and '-inf' or '+inf', far, 'WITHSCORES', 'LIMIT', 0, limit))
+else
+  -- Members of the cursor's own score come in id order (reversed for
+  -- desc); take those past the cursor's id, then the scores beyond.
+  local ties = redis.call(range, set, cursor, cursor, 'WITHSCORES', 'LIMIT', 0, 10000)
+  local past = {}
+  for i = 1, #ties, 2 do
+    if (asc and ties[i] > after) or (not asc and ties[i] < after) then
+      past[#past + 1] = ties[i]
+      past[#past + 1] = ties[i + 1]
+    end
+  end
+  take(past)
+  if #page / 2 < limit then
+    take(redis.call(range, set, '(' .. cursor, far, 'WITHSCORES', 'LIMIT', 0, limit - #page / 2))
+  end
+end
+
+local jobs = {}
+for i = 1, #page, 2 do
+  if redis.call('EXISTS', job_key(page[i])) == 1 then
+    jobs[#jobs + 1] = job_reply(page[i])
+  end
+end
+local next_score, next_id = '', ''
+if #page / 2 >= limit then
+  next_score, next_id = page[#page], page[#page - 1]
+end
+return { next_score, next_id, jobs }

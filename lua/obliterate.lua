@@ -1,0 +1,35 @@
+-- obliterate.lua: one bounded step of deleting a queue and all its keys.
+--
+-- KEYS[1..8] the queue's keys (common.lua)
+-- ARGV[1..2] key base and wake channel (common.lua)
+-- ARGV[3]    limit: at most this many jobs per step
+-- ARGV[4]    "1" to go on although jobs are active (their holders' next
+--            calls are answered EMQGONE), else "0"
+--
+-- Deletes up to limit jobs, rows and all, from the queue's sets; when none
+-- is left it deletes the sets, the meta hash and the event stream, so that
+-- not one key of the queue remains. The service calls it until done.
+-- Fencing survives: a queue made again under the same name starts its
+-- token counter at the server's time (next_token), above any old token.
+-- Returns {done (0/1), removed}.
+-- Errors: EMQSTATE jobs are active and force is not set.
+
+local limit = tonumber(ARGV[3])
+if ARGV[4] ~= '1' and redis.call('ZCARD', ACTIVE) > 0 then
+  return redis.error_reply('EMQSTATE jobs are active in the queue: obliterate with force to delete them too')
+end
+local removed = 0
+for _, set in ipairs({ PENDING, DELAYED, COMPLETED, DEAD, CANCELLED, ACTIVE }) do
+  if removed < limit then
+    local popped = redis.call('ZPOPMIN', set, limit - removed)
+    for i = 1, #popped, 2 do
+      redis.call('DEL', job_key(popped[i]))
+    end
+    removed = removed + #popped / 2
+  end
+end
+if removed < limit then
+  redis.call('DEL', META, PENDING, ACTIVE, DELAYED, COMPLETED, DEAD, CANCELLED, EVENTS)
+  return { 1, removed }
+end
+return { 0, removed }
