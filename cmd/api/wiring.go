@@ -48,6 +48,7 @@ func (s services) handler(cfg config, stopping <-chan struct{}, log *slog.Logger
 		Leases:  lease.NewService(s.rdb, cfg.Prefix, lease.KeepCompleted(cfg.KeepCompleted)),
 		Admin:   s.admin,
 		Sweeper: s.sweeper, Waiters: s.hub, Stopping: stopping,
+		Events:      emqhttp.NewEventLog(s.rdb, cfg.Prefix),
 		Ready:       func(ctx context.Context) error { return s.rdb.Ping(ctx).Err() },
 		Metrics:     s.metrics,
 		CORSOrigins: cfg.CORSOrigins,

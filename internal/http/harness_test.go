@@ -22,6 +22,7 @@ import (
 	"github.com/echo-mq/echo_mq/internal/admin"
 	emqhttp "github.com/echo-mq/echo_mq/internal/http"
 	"github.com/echo-mq/echo_mq/internal/lease"
+	"github.com/echo-mq/echo_mq/internal/metrics"
 	"github.com/echo-mq/echo_mq/internal/redistest"
 	"github.com/echo-mq/echo_mq/internal/stall"
 	"github.com/echo-mq/echo_mq/internal/wake"
@@ -52,14 +53,57 @@ func closeLater(tb testing.TB, c *redis.Client) redis.UniversalClient {
 	return c
 }
 
-// option tunes the Redis client or the handler's Config of a harness.
+// option tunes the Redis client, the lease service or the handler's Config
+// of a harness.
 type option struct {
 	client func(*redis.Options)
 	config func(*emqhttp.Config)
+	lease  []lease.Option
 }
 
 func withClient(f func(*redis.Options)) option  { return option{client: f} }
 func withConfig(f func(*emqhttp.Config)) option { return option{config: f} }
+
+// withLease passes opts to the harness's lease.Service, e.g.
+// lease.KeepCompleted.
+func withLease(opts ...lease.Option) option { return option{lease: opts} }
+
+// withMetrics wires real metrics into the handler, as cmd/api does: request
+// and transition counters, and queue depth read through the harness's
+// admin service on each scrape, served at GET /metrics.
+func withMetrics() option {
+	return withConfig(func(c *emqhttp.Config) {
+		m := metrics.New(depthOver(c.Admin.(*admin.Service)))
+		c.Metrics, c.MetricsHandler = m, m.Handler()
+	})
+}
+
+// depthOver reads queue depth page by page from adm.Queues, stopping once
+// it has more than limit queues (cmd/api's depthOf).
+func depthOver(adm *admin.Service) metrics.DepthFunc {
+	return func(ctx context.Context, limit int) ([]metrics.QueueDepth, error) {
+		var out []metrics.QueueDepth
+		cursor := ""
+		for {
+			infos, next, err := adm.Queues(ctx, cursor, min(limit+1-len(out), 1000))
+			if err != nil {
+				return nil, err
+			}
+			for _, info := range infos {
+				out = append(out, metrics.QueueDepth{Queue: info.Name, Paused: info.Paused, Counts: info.Counts})
+			}
+			if next == "" || len(out) > limit {
+				return out, nil
+			}
+			cursor = next
+		}
+	}
+}
+
+// withCORS allows the browser origins to call the API.
+func withCORS(origins ...string) option {
+	return withConfig(func(c *emqhttp.Config) { c.CORSOrigins = origins })
+}
 
 // forEachBackend runs fn as a parallel subtest per backend, each with a
 // harness of its own under a key prefix of its own.
@@ -100,11 +144,16 @@ func newHarness(tb testing.TB, rdb redis.UniversalClient, opts ...option) *harne
 	go func() { defer close(done); hub.Run(ctx) }()
 	tb.Cleanup(func() { cancel(); <-done })
 	tb.Cleanup(h.stop) // first: a test that failed early leaves no poll waiting
+	var leaseOpts []lease.Option
+	for _, o := range opts {
+		leaseOpts = append(leaseOpts, o.lease...)
+	}
 	cfg := emqhttp.Config{
-		Leases:   lease.NewService(rdb, h.prefix),
+		Leases:   lease.NewService(rdb, h.prefix, leaseOpts...),
 		Admin:    admin.NewService(rdb, h.prefix),
 		Sweeper:  stall.NewService(rdb, h.prefix),
 		Waiters:  hub,
+		Events:   emqhttp.NewEventLog(rdb, h.prefix),
 		Ready:    func(ctx context.Context) error { return rdb.Ping(ctx).Err() },
 		Stopping: h.stopping,
 		Logger:   logger,

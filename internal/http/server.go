@@ -95,6 +95,7 @@ type Config struct {
 	Admin   jobAdmin // *admin.Service
 	Sweeper sweeper  // *stall.Service
 	Waiters waiters  // *wake.Hub
+	Events  eventLog // *EventLog
 	// Metrics records requests and job transitions; nil records nothing.
 	Metrics observer
 	// MetricsHandler serves GET /metrics; nil serves no such route.
@@ -161,6 +162,7 @@ func (s *server) routes() http.Handler {
 		registerJobRoutes(r, s)
 		registerLeaseRoutes(r, s)
 		r.Post("/sweep", s.handleSweep)
+		r.Get("/events", s.handleEvents(s.cfg.Events))
 	})
 	return r
 }

@@ -72,7 +72,7 @@ func (q Queue) WakeChannel() string { return WakeChannelPrefix(q.prefix) + q.nam
 func (q Queue) ScriptKeys() []string {
 	return []string{
 		q.Meta(), q.Set("pending"), q.Set("active"), q.Set("delayed"),
-		q.Set("completed"), q.Set("dead"), q.Set("cancelled"), q.base + "events",
+		q.Set("completed"), q.Set("dead"), q.Set("cancelled"), q.Events(),
 	}
 }
 

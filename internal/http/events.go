@@ -1,0 +1,322 @@
+package http
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-chi/chi/v5/middleware"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/echo-mq/echo_mq/internal/keyspace"
+)
+
+// Timing of an event stream.
+const (
+	eventPoll      = 250 * time.Millisecond // the wait between polls that found nothing
+	eventHeartbeat = 15 * time.Second       // the interval of ": ping" comments
+	eventPage      = 100                    // entries read per poll
+)
+
+// Event is the data of one Server-Sent Event of GET /queues/{queue}/events:
+// one state change of a queue or of one of its jobs.
+type Event struct {
+	Kind   string `json:"kind" enums:"enqueued,claimed,progress,completed,failed,dead,cancel_requested,cancelled,recovered,retried,promoted,due,removed,paused,resumed,drained" example:"completed"`
+	Queue  string `json:"queue" example:"emails"`
+	JobID  string `json:"job_id,omitempty" example:"0190f8a2-7c4e-7d2a-9b1e-3f5c2a1b0c9d"`
+	State  string `json:"state,omitempty" enums:"pending,active,delayed,completed,dead,cancelled" example:"completed"`
+	At     string `json:"at" example:"2026-11-29T19:06:37.123Z"` // the Redis server's time of the change
+	Actor  string `json:"actor,omitempty" example:"alice"`
+	Role   string `json:"role,omitempty" example:"admin"`
+	Reason string `json:"reason,omitempty" example:"superseded"`
+	Error  string `json:"error,omitempty" example:"smtp: connection refused"`
+	Count  *int64 `json:"count,omitempty" example:"12"`
+} // @name Event
+
+// eventLog reads the queues' event streams (*EventLog).
+type eventLog interface {
+	// Read returns up to count entries after afterID, oldest first.
+	Read(ctx context.Context, queue, afterID string, count int64) ([]redis.XMessage, error)
+	// LastID returns the id of the stream's last entry, "0-0" when it is empty.
+	LastID(ctx context.Context, queue string) (string, error)
+}
+
+// EventLog reads the event streams that the scripts write,
+// "<prefix>:{<queue>}:events". It holds no connection between calls.
+type EventLog struct {
+	rdb    redis.UniversalClient
+	prefix string
+}
+
+// NewEventLog returns an EventLog for the keys under prefix.
+func NewEventLog(rdb redis.UniversalClient, prefix string) *EventLog {
+	return &EventLog{rdb: rdb, prefix: prefix}
+}
+
+// Read returns up to count entries of queue's stream strictly after afterID.
+func (l *EventLog) Read(ctx context.Context, queue, afterID string, count int64) ([]redis.XMessage, error) {
+	key := keyspace.NewQueue(l.prefix, queue).Events()
+	return l.rdb.XRangeN(ctx, key, "("+afterID, "+", count).Result()
+}
+
+// LastID returns the id of the last entry of queue's stream, "0-0" when the
+// stream is empty or absent.
+func (l *EventLog) LastID(ctx context.Context, queue string) (string, error) {
+	key := keyspace.NewQueue(l.prefix, queue).Events()
+	last, err := l.rdb.XRevRangeN(ctx, key, "+", "-", 1).Result()
+	if err != nil || len(last) == 0 {
+		return "0-0", err
+	}
+	return last[0].ID, nil
+}
+
+// eventTiming is how often a stream polls and sends heartbeats.
+type eventTiming struct {
+	poll, heartbeat time.Duration
+}
+
+// handleEvents godoc
+//
+//	@Summary		Stream a queue's events
+//	@Description	Server-Sent Events of the queue's state changes, one event per change, in the order Redis made them: `id: <entry id>`, `event: <kind>`, `data: <Event as one line of JSON>`. `at` is the Redis server's time of the change. Without Last-Event-ID or `from`, the stream starts with the changes made after it opened. A reconnecting client sends Last-Event-ID (EventSource does this itself; or the `last_event_id` query parameter) and gets exactly the events after that one, as long as the stream retains them (about the last 10,000 per queue). `from=0` replays every retained event first; `from=<entry id>` or `from=<Unix ms>` starts at that entry or time. A `: ping` comment comes every 15 s. On a Redis error the stream sends an `error` event whose data is a Problem and ends; reconnect with Last-Event-ID. The stream also ends when the service shuts down.
+//	@ID				streamEvents
+//	@Tags			operator
+//	@Param			queue			path	string	true	"queue name"
+//	@Param			Last-Event-ID	header	string	false	"resume strictly after this entry id (<ms>-<seq>)"
+//	@Param			last_event_id	query	string	false	"the same as the Last-Event-ID header, for clients that cannot set it"
+//	@Param			from			query	string	false	"without Last-Event-ID: 0 replays every retained event; an entry id (<ms>-<seq>) or a Unix time in ms starts there"
+//	@Produce		application/problem+json
+//	@Failure		400	{object}	Problem	"EMQINVALID"
+//	@Failure		503	{object}	Problem	"EMQUNAVAILABLE"
+//	@Produce		text/event-stream
+//	@Success		200	{object}	Event	"a stream of events; each one's data is an Event"
+//	@Router			/queues/{queue}/events [get]
+func (s *server) handleEvents(events eventLog) http.HandlerFunc {
+	return s.streamEvents(events, eventTiming{poll: eventPoll, heartbeat: eventHeartbeat})
+}
+
+// streamEvents serves a queue's event stream, polling it with t: a client
+// holds no Redis connection while it waits.
+func (s *server) streamEvents(events eventLog, t eventTiming) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if events == nil {
+			s.writeProblem(w, r, errors.New("the events route has no event log"))
+			return
+		}
+		queue, err := queueParam(r)
+		var after string
+		if err == nil {
+			after, err = resumePoint(r)
+		}
+		if err == nil && after == "" {
+			after, err = events.LastID(r.Context(), queue)
+		}
+		if err != nil {
+			s.writeProblem(w, r, err)
+			return
+		}
+		rc := http.NewResponseController(w)
+		// The server's write timeout is for requests, not for a stream that
+		// lasts: left set, it would cut the stream after a minute.
+		_ = rc.SetWriteDeadline(time.Time{})
+		h := w.Header()
+		h.Set("Content-Type", "text/event-stream")
+		h.Set("Cache-Control", "no-cache")
+		h.Set("X-Accel-Buffering", "no") // nginx: do not buffer the stream
+		w.WriteHeader(http.StatusOK)
+		if rc.Flush() != nil {
+			return
+		}
+		s.pumpEvents(w, rc, r, events, queue, after, t)
+	}
+}
+
+// pumpEvents sends the entries after after as they come, until the client
+// goes away, the service stops or Redis fails.
+func (s *server) pumpEvents(w http.ResponseWriter, rc *http.ResponseController, r *http.Request,
+	events eventLog, queue, after string, t eventTiming) {
+	ctx := r.Context()
+	heartbeat := time.NewTicker(t.heartbeat)
+	defer heartbeat.Stop()
+	wait := time.NewTimer(t.poll)
+	defer wait.Stop()
+	for {
+		msgs, err := events.Read(ctx, queue, after, eventPage)
+		if err != nil {
+			if ctx.Err() == nil {
+				s.sendStreamError(w, rc, r, err)
+			}
+			return
+		}
+		for _, m := range msgs {
+			if writeEvent(w, queue, m) != nil {
+				return
+			}
+			after = m.ID
+		}
+		if len(msgs) > 0 && rc.Flush() != nil {
+			return
+		}
+		if len(msgs) == eventPage && !stopped(ctx, s.cfg.Stopping) {
+			continue // more are there: read on at once
+		}
+		wait.Reset(t.poll)
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.cfg.Stopping:
+			return
+		case <-heartbeat.C:
+			if _, err := fmt.Fprint(w, ": ping\n\n"); err != nil || rc.Flush() != nil {
+				return
+			}
+		case <-wait.C:
+		}
+	}
+}
+
+// stopped reports whether the client went away or the service stops.
+func stopped(ctx context.Context, stopping <-chan struct{}) bool {
+	select {
+	case <-ctx.Done():
+		return true
+	case <-stopping:
+		return true
+	default:
+		return false
+	}
+}
+
+// writeEvent writes m as one Server-Sent Event.
+func writeEvent(w http.ResponseWriter, queue string, m redis.XMessage) error {
+	data, err := oneLineJSON(eventOf(queue, m))
+	if err != nil {
+		return err
+	}
+	kind := ""
+	if k := field(m, "kind"); k != "" && !strings.ContainsAny(k, "\r\n") {
+		kind = "event: " + k + "\n"
+	}
+	_, err = fmt.Fprintf(w, "id: %s\n%sdata: %s\n\n", m.ID, kind, data)
+	return err
+}
+
+// sendStreamError ends a stream with an "error" event whose data is the
+// problem; it carries no id, so the client resumes after the last event.
+func (s *server) sendStreamError(w http.ResponseWriter, rc *http.ResponseController, r *http.Request, err error) {
+	p := newProblem(codeOf(err), "Redis cannot be reached; reconnect with Last-Event-ID")
+	p.Instance = r.URL.Path
+	if p.Code == CodeUnavailable {
+		s.log.Warn("Redis unavailable", "error", err, "path", r.URL.Path)
+	} else {
+		p = newProblem(CodeInternal, "internal error")
+		p.Instance = r.URL.Path
+		s.log.Error("Event stream failed", "error", err, "path", r.URL.Path,
+			"request_id", middleware.GetReqID(r.Context()))
+	}
+	data, _ := oneLineJSON(p)
+	if _, err := fmt.Fprintf(w, "event: error\ndata: %s\n\n", data); err == nil {
+		_ = rc.Flush()
+	}
+}
+
+// eventOf is the API view of stream entry m. Fields the contract does not
+// name are not shown.
+func eventOf(queue string, m redis.XMessage) Event {
+	e := Event{
+		Kind: field(m, "kind"), Queue: queue, JobID: field(m, "job"), State: field(m, "state"),
+		Actor: field(m, "actor"), Role: field(m, "role"), Reason: field(m, "reason"), Error: field(m, "error"),
+	}
+	if ms, _, ok := parseEventID(m.ID); ok && ms <= math.MaxInt64 {
+		e.At = stamp(time.UnixMilli(int64(ms)))
+	}
+	if n, err := strconv.ParseInt(field(m, "count"), 10, 64); err == nil {
+		e.Count = &n
+	}
+	return e
+}
+
+func field(m redis.XMessage, name string) string {
+	v, _ := m.Values[name].(string)
+	return v
+}
+
+// oneLineJSON is v's JSON without its trailing newline: a string's newlines
+// are escaped, so it fits one data line.
+func oneLineJSON(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimRight(buf.Bytes(), "\n"), nil
+}
+
+// resumePoint is the entry id after which the stream starts, from the
+// Last-Event-ID header, else the last_event_id query parameter, else from;
+// "" when none is given. Each one given must be valid.
+func resumePoint(r *http.Request) (string, error) {
+	q := r.URL.Query()
+	header, err1 := eventIDParam("Last-Event-ID", r.Header.Get("Last-Event-ID"))
+	query, err2 := eventIDParam("last_event_id", q.Get("last_event_id"))
+	from, err3 := fromParam(q.Get("from"))
+	if err := cmp.Or(err1, err2, err3); err != nil {
+		return "", err
+	}
+	return cmp.Or(header, query, from), nil
+}
+
+// eventIDParam reads an entry id to resume after; "" when v is empty.
+func eventIDParam(name, v string) (string, error) {
+	if v == "" {
+		return "", nil
+	}
+	ms, seq, ok := parseEventID(v)
+	if !ok {
+		return "", invalid("invalid event id", FieldError{Field: name,
+			Message: "must be an event id: <ms>-<seq>"})
+	}
+	return fmt.Sprintf("%d-%d", ms, seq), nil
+}
+
+// fromParam reads where a stream starts, an entry id or a Unix time in ms,
+// and returns the id just before it; "" when v is empty.
+func fromParam(v string) (string, error) {
+	if v == "" {
+		return "", nil
+	}
+	ms, seq, ok := parseEventID(v)
+	if !ok {
+		var err error
+		ms, err = strconv.ParseUint(v, 10, 64)
+		ok = err == nil
+	}
+	if !ok {
+		return "", invalid("invalid query parameter", FieldError{Field: "from",
+			Message: "must be 0, an event id (<ms>-<seq>) or a Unix time in ms"})
+	}
+	switch {
+	case seq > 0:
+		seq--
+	case ms > 0:
+		ms, seq = ms-1, math.MaxUint64
+	}
+	return fmt.Sprintf("%d-%d", ms, seq), nil
+}
+
+// parseEventID parses a stream entry id, "<ms>-<seq>".
+func parseEventID(id string) (ms, seq uint64, ok bool) {
+	a, b, found := strings.Cut(id, "-")
+	ms, err1 := strconv.ParseUint(a, 10, 64)
+	seq, err2 := strconv.ParseUint(b, 10, 64)
+	return ms, seq, found && err1 == nil && err2 == nil
+}
