@@ -221,6 +221,23 @@ local function leave_active(id)
   redis.call('HDEL', job_key(id), 'lease_expires_at')
 end
 
+-- delete_first deletes up to limit jobs, rows and all, taking each set in
+-- turn from its lowest score, and returns how many it deleted.
+local function delete_first(sets, limit)
+  local deleted = 0
+  for _, set in ipairs(sets) do
+    if deleted >= limit then
+      break
+    end
+    local popped = redis.call('ZPOPMIN', set, limit - deleted)
+    for i = 1, #popped, 2 do
+      redis.call('DEL', job_key(popped[i]))
+    end
+    deleted = deleted + #popped / 2
+  end
+  return deleted
+end
+
 -- TRIM_STEP bounds the completed jobs one complete deletes for retention,
 -- so that no call does unbounded work.
 local TRIM_STEP = 10
@@ -235,10 +252,7 @@ local function trim_completed(keep)
   if excess <= 0 then
     return
   end
-  local old = redis.call('ZPOPMIN', COMPLETED, math.min(excess, TRIM_STEP))
-  for i = 1, #old, 2 do
-    redis.call('DEL', job_key(old[i]))
-  end
+  delete_first({ COMPLETED }, math.min(excess, TRIM_STEP))
 end
 
 -- complete_one finishes the job id held under token, storing result when

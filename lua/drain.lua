@@ -13,16 +13,7 @@
 -- Errors: none.
 
 local limit = tonumber(ARGV[3])
-local removed = 0
-for _, set in ipairs({ PENDING, DELAYED }) do
-  if removed < limit then
-    local popped = redis.call('ZPOPMIN', set, limit - removed)
-    for i = 1, #popped, 2 do
-      redis.call('DEL', job_key(popped[i]))
-    end
-    removed = removed + #popped / 2
-  end
-end
+local removed = delete_first({ PENDING, DELAYED }, limit)
 if removed < limit then
   emit('drained', nil, nil, 'count', tonumber(ARGV[4]) + removed, 'actor', ARGV[5], 'role', ARGV[6])
 end

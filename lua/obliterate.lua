@@ -18,16 +18,7 @@ local limit = tonumber(ARGV[3])
 if ARGV[4] ~= '1' and redis.call('ZCARD', ACTIVE) > 0 then
   return redis.error_reply('EMQSTATE jobs are active in the queue: obliterate with force to delete them too')
 end
-local removed = 0
-for _, set in ipairs({ PENDING, DELAYED, COMPLETED, DEAD, CANCELLED, ACTIVE }) do
-  if removed < limit then
-    local popped = redis.call('ZPOPMIN', set, limit - removed)
-    for i = 1, #popped, 2 do
-      redis.call('DEL', job_key(popped[i]))
-    end
-    removed = removed + #popped / 2
-  end
-end
+local removed = delete_first({ PENDING, DELAYED, COMPLETED, DEAD, CANCELLED, ACTIVE }, limit)
 if removed < limit then
   redis.call('DEL', META, PENDING, ACTIVE, DELAYED, COMPLETED, DEAD, CANCELLED, EVENTS)
   return { 1, removed }
