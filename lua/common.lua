@@ -5,7 +5,7 @@
 -- Every script gets the queue's keys first, in this order, all under the
 -- queue's {queue} hash tag so that the script stays in one Cluster slot:
 --   KEYS[1] meta       HASH  seq (pending order), token (fencing counter),
---                            paused, completed and failed totals
+--                            paused, enqueued, completed and failed totals
 --   KEYS[2] pending    ZSET  score = priority * BAND +/- seq (claim order)
 --   KEYS[3] active     ZSET  score = lease deadline, ms, server clock
 --   KEYS[4] delayed    ZSET  score = run-at, ms
@@ -152,14 +152,15 @@ end
 
 -- next_token draws a fencing token from the queue's counter. A counter
 -- that does not exist yet (a new queue, or one obliterated and made again)
--- starts at the server's time in ms * 1000, so a token is never reused
--- even across an obliterate: the old counter would have had to run faster
--- than 1000 claims per ms to reach it. Tokens stay below 2^53, exact in
--- JSON and Lua numbers.
-local function next_token(now)
+-- starts at the server's time in microseconds, so a token is never reused
+-- even across an obliterate: the old counter would have had to count more
+-- claims than microseconds went by. Tokens stay below 2^53 (until the year
+-- 2255), exact in JSON and Lua numbers.
+local function next_token()
   local token = redis.call('HINCRBY', META, 'token', 1)
   if token == 1 then
-    token = now * 1000 + 1
+    local t = redis.call('TIME')
+    token = tonumber(t[1]) * 1000000 + tonumber(t[2])
     redis.call('HSET', META, 'token', int(token))
   end
   return token
@@ -179,7 +180,7 @@ local function claim(now, count, lease_ms, worker)
     local id = popped[i]
     local key = job_key(id)
     if redis.call('EXISTS', key) == 1 then
-      local token = next_token(now)
+      local token = next_token()
       local deadline = now + lease_ms
       redis.call('HINCRBY', key, 'attempts', 1)
       redis.call('HDEL', key, 'cancel_requested', 'cancel_reason', 'worker')

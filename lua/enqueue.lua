@@ -6,14 +6,17 @@
 --            id, payload (JSON text), priority (0-9), delay_ms (0 = now),
 --            max_attempts, backoff ("type:delay_ms:max_delay_ms" or "")
 --
--- Returns one reply per job, in order: {created, job} where created is 1
--- for a new job and 0 when a job with that id already exists (it is
--- returned as it is, untouched). A new job is pending, or delayed until
+-- Returns {fresh, replies}: fresh is 1 when the queue had no meta hash
+-- before (a new queue, or one obliterated), so that the service adds it to
+-- the queues set; replies has one reply per job, in order: {created, job}
+-- where created is 1 for a new job and 0 when a job with that id already
+-- exists (it is returned as it is, untouched). A new job is pending, or delayed until
 -- now + delay_ms. Wakes one claimer per new job: for a delayed job, so that
 -- a waiting claimer learns its run-at and looks again when it comes due.
 -- Errors: none (the service validates every argument first).
 
 local now = now_ms()
+local fresh = redis.call('EXISTS', META) == 0 and 1 or 0
 local n = tonumber(ARGV[3])
 local replies, created_n = {}, 0
 for i = 0, n - 1 do
@@ -42,5 +45,6 @@ for i = 0, n - 1 do
   end
   replies[#replies + 1] = { created, job_reply(id) }
 end
+redis.call('HINCRBY', META, 'enqueued', created_n)
 wake(created_n)
-return replies
+return { fresh, replies }

@@ -8,6 +8,7 @@
 -- ARGV[6]    cursor id: the page starts strictly after (score, id)
 -- ARGV[7]    limit
 --
+-- Every score in the sets is an integer, and so is a cursor's.
 -- Pages are ordered by (score, id), the sorted set's own order, and a
 -- cursor is the last (score, id) given, so no job is given twice or
 -- skipped across pages while other jobs come and go: a job that moves

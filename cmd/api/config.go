@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/echo-mq/echo_mq/internal/auth"
 	emqhttp "github.com/echo-mq/echo_mq/internal/http"
 	"github.com/echo-mq/echo_mq/internal/keyspace"
 	"github.com/echo-mq/echo_mq/internal/lease"
@@ -27,7 +28,8 @@ type config struct {
 	ShutdownTimeout time.Duration // EMQ_SHUTDOWN_TIMEOUT
 	KeepCompleted   int           // EMQ_KEEP_COMPLETED: 0 keeps all
 	CORSOrigins     []string      // EMQ_CORS_ORIGINS: comma-separated; none: CORS off
-	Metrics         bool          // EMQ_METRICS: serve /metrics
+	Metrics         string        // EMQ_METRICS: "on" (a reader key when keys are set), "open" or "off"
+	Keys            *auth.Keyring // EMQ_API_KEYS: none leaves the API open
 }
 
 // variables are the environment variables the service reads.
@@ -73,8 +75,11 @@ func loadConfig(getenv func(string) string) (config, error) {
 	if c.KeepCompleted, err = strconv.Atoi(env("EMQ_KEEP_COMPLETED", strconv.Itoa(lease.DefaultKeepCompleted))); err != nil || c.KeepCompleted < 0 {
 		fail("EMQ_KEEP_COMPLETED", fmt.Errorf("%q must be a count, 0 for all", getenv("EMQ_KEEP_COMPLETED")))
 	}
-	if c.Metrics, err = strconv.ParseBool(env("EMQ_METRICS", "true")); err != nil {
-		fail("EMQ_METRICS", err)
+	if c.Metrics = env("EMQ_METRICS", "on"); c.Metrics != "on" && c.Metrics != "open" && c.Metrics != "off" {
+		fail("EMQ_METRICS", fmt.Errorf("%q must be on, open or off", c.Metrics))
+	}
+	if c.Keys, err = auth.ParseKeys(getenv("EMQ_API_KEYS")); err != nil {
+		fail("EMQ_API_KEYS", err) // the error never quotes a key
 	}
 	for _, origin := range strings.Split(env("EMQ_CORS_ORIGINS", ""), ",") {
 		if origin = strings.TrimSpace(origin); origin != "" {
@@ -86,9 +91,6 @@ func loadConfig(getenv func(string) string) (config, error) {
 	}
 	if !prefixRE.MatchString(c.Prefix) {
 		fail("EMQ_PREFIX", fmt.Errorf("%q must be 1 to 64 characters of A-Z a-z 0-9 . _ : -", c.Prefix))
-	}
-	if getenv("EMQ_API_KEYS") != "" {
-		fail("EMQ_API_KEYS", fmt.Errorf("API keys are not supported by this version yet; refusing to run open when keys were asked for"))
 	}
 	if len(errs) > 0 {
 		return config{}, fmt.Errorf("bad configuration: %s", strings.Join(errs, "; "))
@@ -122,5 +124,6 @@ func (c config) logAttrs() []any {
 	return []any{"addr", c.Addr, "redis", redisURL, "prefix", c.Prefix,
 		"sweep_interval", c.SweepInterval, "max_stalled", c.MaxStalled,
 		"max_value_bytes", c.MaxValueBytes, "max_body_bytes", c.MaxBodyBytes, "log_level", c.LogLevel,
-		"keep_completed", c.KeepCompleted, "cors_origins", c.CORSOrigins, "metrics", c.Metrics}
+		"keep_completed", c.KeepCompleted, "cors_origins", c.CORSOrigins, "metrics", c.Metrics,
+		"api_keys", c.Keys.Len()}
 }

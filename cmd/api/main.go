@@ -38,7 +38,10 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 	}
 	log := slog.New(slog.NewTextHandler(stdout, &slog.HandlerOptions{Level: cfg.LogLevel}))
 	log.Info("Starting echo_mq", cfg.logAttrs()...)
-	log.Warn("The API is open: no API keys are configured. Bind EMQ_ADDR to loopback or a private network.")
+	if cfg.Keys.Open() {
+		log.Warn("THE API IS OPEN: no EMQ_API_KEYS are configured, so anyone who can reach " + cfg.Addr +
+			" may do anything. Keep EMQ_ADDR on loopback, or set EMQ_API_KEYS=admin:<key>,worker:<key>,reader:<key>.")
+	}
 
 	rdb, closeRedis, err := connect(cfg.RedisURL, log)
 	if err != nil {

@@ -185,7 +185,7 @@ func TestLoadConfigRefusesBadValues(t *testing.T) {
 		"EMQ_MAX_STALLED":    "0",
 		"EMQ_LOG_LEVEL":      "loud",
 		"EMQ_PREFIX":         "a{b}",
-		"EMQ_API_KEYS":       "admin:k",
+		"EMQ_API_KEYS":       "admin:short",
 	}
 	for name, value := range cases {
 		_, err := loadConfig(func(k string) string {

@@ -8,6 +8,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/echo-mq/echo_mq/internal/admin"
+	"github.com/echo-mq/echo_mq/internal/auth"
 	emqhttp "github.com/echo-mq/echo_mq/internal/http"
 	"github.com/echo-mq/echo_mq/internal/lease"
 	"github.com/echo-mq/echo_mq/internal/metrics"
@@ -51,12 +52,18 @@ func (s services) handler(cfg config, stopping <-chan struct{}, log *slog.Logger
 		Events:      emqhttp.NewEventLog(s.rdb, cfg.Prefix),
 		Ready:       func(ctx context.Context) error { return s.rdb.Ping(ctx).Err() },
 		Metrics:     s.metrics,
+		Keys:        cfg.Keys,
+		Replays:     auth.NewRedisReplays(s.rdb, cfg.Prefix),
 		CORSOrigins: cfg.CORSOrigins,
 		MaxStalled:  cfg.MaxStalled, MaxValueBytes: cfg.MaxValueBytes, MaxBodyBytes: cfg.MaxBodyBytes,
 		Logger: log,
 	}
-	if cfg.Metrics {
+	if cfg.Metrics != "off" {
 		hc.MetricsHandler = s.metrics.Handler()
+		hc.MetricsRole = auth.Reader
+		if cfg.Metrics == "open" {
+			hc.MetricsRole = auth.Open
+		}
 	}
 	return emqhttp.NewHandler(hc)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/redis/go-redis/v9"
@@ -113,7 +114,7 @@ func decodeCursor(cursor string) (score, id string, err error) {
 	}
 	raw, err := base64.RawURLEncoding.DecodeString(cursor)
 	score, id, ok := strings.Cut(string(raw), "/")
-	if err != nil || !ok || score == "" || strings.Trim(score, "-0123456789.e+") != "" || !keyspace.ValidJobID(id) {
+	if _, perr := strconv.ParseInt(score, 10, 64); err != nil || perr != nil || !ok || !keyspace.ValidJobID(id) {
 		return "", "", fmt.Errorf("%w: %q", ErrCursor, cursor)
 	}
 	return score, id, nil

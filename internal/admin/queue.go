@@ -97,7 +97,7 @@ func (s *Service) queueInfos(ctx context.Context, names []string) ([]QueueInfo, 
 // SetPaused pauses (or resumes) a queue's claims and answers its info.
 // Active jobs go on: they can still extend, complete and fail.
 func (s *Service) SetPaused(ctx context.Context, queue string, paused bool, by Actor) (QueueInfo, error) {
-	if err := s.queues.Remember(ctx, queue); err != nil {
+	if err := s.queues.Remember(ctx, queue, true); err != nil {
 		return QueueInfo{}, err
 	}
 	q := keyspace.NewQueue(s.prefix, queue)

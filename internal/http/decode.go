@@ -41,12 +41,8 @@ func newValidator() *validator.Validate {
 // Nothing is changed anywhere when it fails.
 func (s *server) decode(r *http.Request, dst any) error {
 	body, err := io.ReadAll(r.Body)
-	var tooLarge *http.MaxBytesError
-	if errors.As(err, &tooLarge) {
-		return &requestError{code: CodeTooLarge, detail: fmt.Sprintf("the body is over the %d-byte limit", tooLarge.Limit)}
-	}
 	if err != nil {
-		return invalid("cannot read the body: " + err.Error())
+		return bodyError(err)
 	}
 	if len(bytes.TrimSpace(body)) == 0 {
 		body = []byte("{}")
@@ -62,6 +58,15 @@ func (s *server) decode(r *http.Request, dst any) error {
 		return invalid("malformed JSON: the body has data after its JSON value")
 	}
 	return s.validate(dst)
+}
+
+// bodyError explains a failure to read a request body: 413 past the limit.
+func bodyError(err error) error {
+	var tooLarge *http.MaxBytesError
+	if errors.As(err, &tooLarge) {
+		return &requestError{code: CodeTooLarge, detail: fmt.Sprintf("the body is over the %d-byte limit", tooLarge.Limit)}
+	}
+	return invalid("cannot read the body: " + err.Error())
 }
 
 // checkMediaType refuses a body that does not say it is JSON.

@@ -517,3 +517,116 @@ func (h *harness) unchanged(tb testing.TB, before map[string]string, what string
 		tb.Errorf("%s changed Redis:\ngot  %v\nwant %v", what, after, before)
 	}
 }
+
+// queueView is a queue as the API shows it.
+type queueView struct {
+	Name   string           `json:"name"`
+	Paused bool             `json:"paused"`
+	Counts map[string]int64 `json:"counts"`
+}
+
+// queuePage is a page of GET /queues.
+type queuePage struct {
+	Queues     []queueView `json:"queues"`
+	NextCursor *string     `json:"next_cursor"`
+}
+
+// jobPage is a page of GET /queues/{queue}/jobs.
+type jobPage struct {
+	Jobs       []jobView `json:"jobs"`
+	NextCursor *string   `json:"next_cursor"`
+}
+
+// streamEntries reads q's event stream straight from Redis (XRANGE), each
+// entry's fields with its id under "id".
+func (h *harness) streamEntries(tb testing.TB, q string) []map[string]string {
+	tb.Helper()
+	msgs, err := h.rdb.XRange(context.Background(), h.key(q, "events"), "-", "+").Result()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	out := make([]map[string]string, len(msgs))
+	for i, m := range msgs {
+		out[i] = map[string]string{"id": m.ID}
+		for k, v := range m.Values {
+			out[i][k] = fmt.Sprint(v)
+		}
+	}
+	return out
+}
+
+// entriesOf keeps the entries of kind ("" for any) about job id ("" for
+// queue-level entries too).
+func entriesOf(entries []map[string]string, kind, id string) []map[string]string {
+	var out []map[string]string
+	for _, e := range entries {
+		if (kind == "" || e["kind"] == kind) && (id == "" || e["job"] == id) {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// keysOf lists the keys of q under the harness prefix that are left in
+// Redis (SCAN "<prefix>:{<queue>}*").
+func (h *harness) keysOf(tb testing.TB, q, suffix string) []string {
+	tb.Helper()
+	ctx := context.Background()
+	var keys []string
+	iter := h.rdb.Scan(ctx, 0, h.prefix+":{"+q+"}"+suffix, 1000).Iterator()
+	for iter.Next(ctx) {
+		keys = append(keys, iter.Val())
+	}
+	if err := iter.Err(); err != nil {
+		tb.Fatal(err)
+	}
+	return keys
+}
+
+// queueOf reads GET /queues/{q} and wants 200.
+func (h *harness) queueOf(tb testing.TB, q string) queueView {
+	tb.Helper()
+	return must[queueView](tb, h.do(tb, "GET", "/queues/"+q, nil), http.StatusOK)
+}
+
+// batchOf is an enqueue batch of ids prefix+from ... prefix+(from+n-1),
+// zero-padded to 5 digits so that id order is number order, each with
+// extra fields (e.g. `,"delay_ms":60000`).
+func batchOf(prefix string, from, n int, extra string) string {
+	jobs := make([]string, n)
+	for i := range jobs {
+		jobs[i] = fmt.Sprintf(`{"id":"%s%05d","payload":%d%s}`, prefix, from+i, from+i, extra)
+	}
+	return `{"jobs":[` + strings.Join(jobs, ",") + `]}`
+}
+
+// enqueueBatch enqueues a batch body on q and wants 200.
+func (h *harness) enqueueBatch(tb testing.TB, q, body string) []jobView {
+	tb.Helper()
+	return must[jobList](tb, h.do(tb, "POST", jobsPath(q)+"/batch", body), http.StatusOK).Jobs
+}
+
+// completeBatch completes the held jobs in one batch complete, with the
+// body's other fields in extra (e.g. `,"claim":{"count":100}`), wants every
+// one completed and returns the next jobs it claimed.
+func (h *harness) completeBatch(tb testing.TB, q string, held []jobView, extra string) []jobView {
+	tb.Helper()
+	items := make([]string, len(held))
+	for i, j := range held {
+		items[i] = fmt.Sprintf(`{"id":%q,"token":%d}`, j.ID, j.Token)
+	}
+	r := h.do(tb, "POST", "/queues/"+q+"/complete", `{"jobs":[`+strings.Join(items, ",")+`]`+extra+`}`)
+	got := must[batchResults](tb, r, http.StatusOK)
+	if len(got.Results) != len(held) {
+		tb.Fatalf("batch complete of %d jobs answered %d results", len(held), len(got.Results))
+	}
+	for i, res := range got.Results {
+		if res.State != "completed" || res.ID != held[i].ID {
+			tb.Fatalf("batch complete result %d = %+v, want %s completed", i, res, held[i].ID)
+		}
+	}
+	if got.Next == nil {
+		return nil
+	}
+	return *got.Next
+}

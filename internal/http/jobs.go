@@ -6,8 +6,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/go-chi/chi/v5"
-
 	"github.com/echo-mq/echo_mq/internal/lease"
 )
 
@@ -35,16 +33,6 @@ type BackoffRequest struct {
 type EnqueueBatchRequest struct {
 	Jobs []EnqueueRequest `json:"jobs" validate:"required,min=1,max=1000,dive"`
 } // @name EnqueueBatchRequest
-
-func registerJobRoutes(r chi.Router, s *server) {
-	r.Post("/jobs", s.handleEnqueue)
-	r.Post("/jobs/batch", s.handleEnqueueBatch)
-	r.Get("/jobs", s.handleJobList)
-	r.Get("/jobs/{id}", s.handleJobGet)
-	r.Delete("/jobs/{id}", s.handleJobRemove)
-	r.Post("/jobs/{id}/retry", s.handleJobRetry)
-	r.Post("/jobs/{id}/promote", s.handleJobPromote)
-}
 
 // newJob checks one enqueue request's sizes and turns it into a lease.NewJob.
 func (s *server) newJob(field string, req EnqueueRequest) (lease.NewJob, error) {

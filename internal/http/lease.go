@@ -6,20 +6,8 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/go-chi/chi/v5"
-
 	"github.com/echo-mq/echo_mq/internal/lease"
 )
-
-func registerLeaseRoutes(r chi.Router, s *server) {
-	r.Post("/claim", s.handleClaim)
-	r.Post("/complete", s.handleCompleteBatch)
-	r.Post("/jobs/{id}/lease", s.handleLeaseExtend)
-	r.Post("/jobs/{id}/complete", s.handleComplete)
-	r.Post("/jobs/{id}/fail", s.handleFail)
-	r.Get("/jobs/{id}/cancellation", s.handleCancellation)
-	r.Post("/jobs/{id}/cancel", s.handleCancel)
-}
 
 func ms(n int64) time.Duration { return time.Duration(n) * time.Millisecond }
 

@@ -4,15 +4,7 @@ import (
 	"net/http"
 
 	"github.com/go-chi/chi/v5/middleware"
-
-	"github.com/echo-mq/echo_mq/internal/admin"
 )
-
-// actorOf is who makes an operator request. Until API keys exist the API is
-// open, and everyone is the anonymous admin.
-func actorOf(r *http.Request) admin.Actor {
-	return admin.Actor{Name: "anonymous", Role: "admin"}
-}
 
 // audit logs an operator action: who, what, on what, when (the log's
 // time). The scripts write the same action to the queue's event stream.

@@ -45,6 +45,8 @@ const (
 	CodeInvalid      = "EMQINVALID"
 	CodeTooLarge     = "EMQTOOLARGE"
 	CodeMediaType    = "EMQMEDIATYPE"
+	CodeUnauthorized = "EMQUNAUTHORIZED"
+	CodeForbidden    = "EMQFORBIDDEN"
 	CodeUnavailable  = "EMQUNAVAILABLE"
 	CodeNotFound     = "EMQNOTFOUND"
 	CodeMethod       = "EMQMETHOD"
@@ -57,16 +59,18 @@ var kinds = map[string]struct {
 	status int
 	title  string
 }{
-	CodeStale:       {http.StatusConflict, "Stale token"},
-	CodeGone:        {http.StatusNotFound, "No such job"},
-	CodeState:       {http.StatusConflict, "Not in this state"},
-	CodeInvalid:     {http.StatusBadRequest, "Invalid request"},
-	CodeTooLarge:    {http.StatusRequestEntityTooLarge, "Request too large"},
-	CodeMediaType:   {http.StatusUnsupportedMediaType, "Unsupported media type"},
-	CodeUnavailable: {http.StatusServiceUnavailable, "Redis unavailable"},
-	CodeNotFound:    {http.StatusNotFound, "No such route"},
-	CodeMethod:      {http.StatusMethodNotAllowed, "Method not allowed"},
-	CodeInternal:    {http.StatusInternalServerError, "Internal error"},
+	CodeStale:        {http.StatusConflict, "Stale token"},
+	CodeGone:         {http.StatusNotFound, "No such job"},
+	CodeState:        {http.StatusConflict, "Not in this state"},
+	CodeInvalid:      {http.StatusBadRequest, "Invalid request"},
+	CodeTooLarge:     {http.StatusRequestEntityTooLarge, "Request too large"},
+	CodeMediaType:    {http.StatusUnsupportedMediaType, "Unsupported media type"},
+	CodeUnauthorized: {http.StatusUnauthorized, "Unauthorized"},
+	CodeForbidden:    {http.StatusForbidden, "Forbidden"},
+	CodeUnavailable:  {http.StatusServiceUnavailable, "Redis unavailable"},
+	CodeNotFound:     {http.StatusNotFound, "No such route"},
+	CodeMethod:       {http.StatusMethodNotAllowed, "Method not allowed"},
+	CodeInternal:     {http.StatusInternalServerError, "Internal error"},
 }
 
 // requestError is a refusal of the request itself, found before any state
@@ -127,6 +131,9 @@ func (s *server) writeProblem(w http.ResponseWriter, r *http.Request, err error)
 	if errors.As(err, &re) {
 		p.Errors = re.fields
 	}
+	if errors.Is(err, admin.ErrCursor) {
+		p.Errors = []FieldError{{Field: "cursor", Message: "is not a cursor this service gave out"}}
+	}
 	switch {
 	case r.Context().Err() != nil:
 		// The client went away mid-call: nobody reads this answer, and it
@@ -139,6 +146,8 @@ func (s *server) writeProblem(w http.ResponseWriter, r *http.Request, err error)
 		p.Detail = "internal error"
 		s.log.Error("Request failed", "error", err, "method", r.Method, "path", r.URL.Path,
 			"request_id", middleware.GetReqID(r.Context()))
+	case code == CodeUnauthorized:
+		w.Header().Set("WWW-Authenticate", `Bearer realm="echo_mq"`)
 	case code == CodeUnavailable:
 		if s.cfg.Metrics != nil {
 			s.cfg.Metrics.RedisError()

@@ -4,19 +4,8 @@ import (
 	"net/http"
 	"strconv"
 
-	"github.com/go-chi/chi/v5"
-
 	"github.com/echo-mq/echo_mq/internal/admin"
 )
-
-func registerQueueRoutes(r chi.Router, s *server) {
-	r.Get("/queues", s.handleQueueList)
-	r.Get("/queues/{queue}", s.handleQueueGet)
-	r.Delete("/queues/{queue}", s.handleQueueObliterate)
-	r.Post("/queues/{queue}/pause", s.handleQueuePause)
-	r.Post("/queues/{queue}/resume", s.handleQueueResume)
-	r.Post("/queues/{queue}/drain", s.handleQueueDrain)
-}
 
 // Queue is a queue as the API shows it.
 type Queue struct {

@@ -31,6 +31,7 @@ import (
 	"github.com/go-playground/validator/v10"
 
 	"github.com/echo-mq/echo_mq/internal/admin"
+	"github.com/echo-mq/echo_mq/internal/auth"
 	"github.com/echo-mq/echo_mq/internal/job"
 	"github.com/echo-mq/echo_mq/internal/lease"
 	"github.com/echo-mq/echo_mq/internal/stall"
@@ -100,6 +101,13 @@ type Config struct {
 	Metrics observer
 	// MetricsHandler serves GET /metrics; nil serves no such route.
 	MetricsHandler http.Handler
+	// Keys are the API keys; nil or empty leaves the API open.
+	Keys *auth.Keyring
+	// Replays remembers request signatures so that each is accepted once.
+	Replays auth.Replays
+	// MetricsRole is the least role that may read /metrics (auth.Open: no
+	// key needed).
+	MetricsRole auth.Role
 	// CORSOrigins are the browser origins allowed to call the API (["*"]
 	// for any); none turns CORS off.
 	CORSOrigins []string
@@ -157,13 +165,7 @@ func (s *server) routes() http.Handler {
 	r.NotFound(notFound)
 	r.MethodNotAllowed(s.methodNotAllowed)
 	registerServiceRoutes(r, s)
-	registerQueueRoutes(r, s)
-	r.Route("/queues/{queue}", func(r chi.Router) {
-		registerJobRoutes(r, s)
-		registerLeaseRoutes(r, s)
-		r.Post("/sweep", s.handleSweep)
-		r.Get("/events", s.handleEvents(s.cfg.Events))
-	})
+	s.registerAPIRoutes(r)
 	return r
 }
 

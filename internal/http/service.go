@@ -20,7 +20,7 @@ func registerServiceRoutes(r chi.Router, s *server) {
 	})
 	r.Get("/docs/*", swaggerUI())
 	if s.cfg.MetricsHandler != nil {
-		r.Method(http.MethodGet, "/metrics", s.cfg.MetricsHandler)
+		r.With(s.authorize(s.cfg.MetricsRole)).Method(http.MethodGet, "/metrics", s.cfg.MetricsHandler)
 	}
 }
 

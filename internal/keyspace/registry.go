@@ -27,9 +27,10 @@ func NewRegistry(rdb redis.UniversalClient, prefix string) *Registry {
 	return &Registry{rdb: rdb, prefix: prefix}
 }
 
-// Remember adds queue to the set, at most once per rememberEvery.
-func (r *Registry) Remember(ctx context.Context, queue string) error {
-	if last, ok := r.seen.Load(queue); ok && time.Since(last.(time.Time)) < rememberEvery {
+// Remember adds queue to the set: at once when fresh (the queue is new to
+// Redis), else at most once per rememberEvery.
+func (r *Registry) Remember(ctx context.Context, queue string, fresh bool) error {
+	if last, ok := r.seen.Load(queue); ok && !fresh && time.Since(last.(time.Time)) < rememberEvery {
 		return nil
 	}
 	if err := r.rdb.SAdd(ctx, QueuesKey(r.prefix), queue).Err(); err != nil {

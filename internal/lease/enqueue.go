@@ -51,9 +51,6 @@ type Enqueued struct {
 // in the same order. Enqueueing an id that exists adds nothing and returns
 // the existing job.
 func (s *Service) Enqueue(ctx context.Context, queue string, jobs []NewJob) ([]Enqueued, error) {
-	if err := s.queues.Remember(ctx, queue); err != nil {
-		return nil, err
-	}
 	args := make([]any, 0, 1+6*len(jobs))
 	args = append(args, len(jobs))
 	for _, nj := range jobs {
@@ -63,7 +60,16 @@ func (s *Service) Enqueue(ctx context.Context, queue string, jobs []NewJob) ([]E
 	if err != nil {
 		return nil, err
 	}
-	items, err := replyList(reply, len(jobs))
+	top, err := replyList(reply, 2)
+	if err != nil {
+		return nil, err
+	}
+	// A queue new to Redis is added to the queues set at once; a known
+	// one now and then, so that the set heals if it was lost.
+	if err := s.queues.Remember(ctx, queue, top[0] == int64(1)); err != nil {
+		return nil, err
+	}
+	items, err := replyList(top[1], len(jobs))
 	if err != nil {
 		return nil, err
 	}

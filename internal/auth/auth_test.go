@@ -1,0 +1,136 @@
+package auth
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+const (
+	readerKey = "reader-key-0123456789"
+	workerKey = "worker-key-0123456789"
+	adminKey  = "admin-key-01234567890"
+)
+
+func keyring(t *testing.T) *Keyring {
+	t.Helper()
+	kr, err := ParseKeys("reader:" + readerKey + ", worker:" + workerKey + ",admin:" + adminKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return kr
+}
+
+func TestParseKeysRefusesBadSpecsWithoutQuotingKeys(t *testing.T) {
+	t.Parallel()
+	for _, spec := range []string{"root:" + adminKey, adminKey, "admin:short-secret", "admin:"} {
+		_, err := ParseKeys(spec)
+		if err == nil {
+			t.Errorf("ParseKeys(%q) accepted it", spec)
+			continue
+		}
+		if strings.Contains(err.Error(), "secret") || strings.Contains(err.Error(), adminKey) {
+			t.Errorf("ParseKeys error %q quotes the key", err)
+		}
+	}
+	if kr, err := ParseKeys(" "); err != nil || !kr.Open() {
+		t.Fatalf("an empty spec gave %v, %v; want an open keyring", kr, err)
+	}
+}
+
+func TestBearerFindsTheKeyAndItsRole(t *testing.T) {
+	t.Parallel()
+	kr := keyring(t)
+	for header, want := range map[string]Role{
+		"Bearer " + readerKey: Reader, "Bearer " + workerKey: Worker, "bearer " + adminKey: Admin,
+	} {
+		key, err := kr.Bearer(header)
+		if err != nil || key.Role != want {
+			t.Errorf("Bearer(%.12s…) = %v, %v; want role %v", header, key.Role, err, want)
+		}
+		if strings.Contains(key.Name, strings.TrimPrefix(strings.ToLower(header), "bearer ")) {
+			t.Errorf("the key's name %q reveals the key", key.Name)
+		}
+	}
+	for header, want := range map[string]error{
+		"": ErrNoKey, "Bearer nope-nope-nope-nope": ErrBadKey, "Basic " + adminKey: ErrBadKey,
+		"Bearer " + adminKey + "x": ErrBadKey, adminKey: ErrBadKey,
+	} {
+		if _, err := kr.Bearer(header); !errors.Is(err, want) {
+			t.Errorf("Bearer(%q) = %v, want %v", header, err, want)
+		}
+	}
+}
+
+// memReplays is an in-memory Replays for the signature tests.
+type memReplays struct {
+	mu   sync.Mutex
+	seen map[string]bool
+}
+
+func (m *memReplays) MarkSeen(_ context.Context, sig string, _ time.Duration) (bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.seen[sig] {
+		return false, nil
+	}
+	m.seen[sig] = true
+	return true, nil
+}
+
+func TestSignedRequests(t *testing.T) {
+	t.Parallel()
+	kr := keyring(t)
+	now := time.Unix(1_800_000_000, 0)
+	body := []byte(`{"payload":{"n":1}}`)
+	sign := func(secret string, at time.Time, body []byte) (string, string) {
+		ts := strconv.FormatInt(at.Unix(), 10)
+		return ts, "sha256=" + hex.EncodeToString(Sign([]byte(secret), ts, body))
+	}
+	replays := &memReplays{seen: map[string]bool{}}
+
+	ts, sig := sign(workerKey, now, body)
+	key, err := kr.Signed(context.Background(), ts, sig, body, now, replays)
+	if err != nil || key.Role != Worker {
+		t.Fatalf("a good signature gave %v, %v; want the worker key", key.Role, err)
+	}
+	if _, err := kr.Signed(context.Background(), ts, sig, body, now, replays); !errors.Is(err, ErrBadSignature) {
+		t.Fatalf("a replay gave %v, want ErrBadSignature", err)
+	}
+	cases := map[string]func() (string, string, []byte){
+		"another body": func() (string, string, []byte) { ts, sig := sign(workerKey, now, body); return ts, sig, []byte(`{}`) },
+		"an unknown key": func() (string, string, []byte) {
+			ts, sig := sign("not-a-key-at-all-123", now, body)
+			return ts, sig, body
+		},
+		"6 minutes old": func() (string, string, []byte) {
+			ts, sig := sign(workerKey, now.Add(-6*time.Minute), body)
+			return ts, sig, body
+		},
+		"6 minutes ahead": func() (string, string, []byte) {
+			ts, sig := sign(workerKey, now.Add(6*time.Minute), body)
+			return ts, sig, body
+		},
+		"no sha256= prefix": func() (string, string, []byte) { ts, sig := sign(workerKey, now, body); return ts, sig[7:], body },
+		"not hex":           func() (string, string, []byte) { ts, _ := sign(workerKey, now, body); return ts, "sha256=zz", body },
+		"timestamp not a number": func() (string, string, []byte) {
+			_, sig := sign(workerKey, now, body)
+			return "soon", sig, body
+		},
+	}
+	for name, make := range cases {
+		ts, sig, b := make()
+		if _, err := kr.Signed(context.Background(), ts, sig, b, now, replays); !errors.Is(err, ErrBadSignature) {
+			t.Errorf("%s: got %v, want ErrBadSignature", name, err)
+		}
+	}
+	ts, sig = sign(adminKey, now.Add(-4*time.Minute), body)
+	if key, err := kr.Signed(context.Background(), ts, sig, body, now, replays); err != nil || key.Role != Admin {
+		t.Fatalf("a 4-minute-old signature gave %v, %v; want it accepted", key.Role, err)
+	}
+}

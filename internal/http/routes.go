@@ -1,0 +1,56 @@
+package http
+
+import (
+	"net/http"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/echo-mq/echo_mq/internal/auth"
+)
+
+// route is one route of the API and the least role that may call it.
+type route struct {
+	method  string
+	pattern string
+	role    auth.Role
+	handle  http.HandlerFunc
+}
+
+// apiRoutes is every route of the queue API, in one table, so that who may
+// call what can be read in one place.
+func (s *server) apiRoutes() []route {
+	const q, job = "/queues/{queue}", "/queues/{queue}/jobs/{id}"
+	return []route{
+		{"GET", "/queues", auth.Reader, s.handleQueueList},
+		{"GET", q, auth.Reader, s.handleQueueGet},
+		{"GET", q + "/jobs", auth.Reader, s.handleJobList},
+		{"GET", job, auth.Reader, s.handleJobGet},
+		{"GET", q + "/events", auth.Reader, s.handleEvents(s.cfg.Events)},
+
+		{"POST", q + "/jobs", auth.Worker, s.handleEnqueue},
+		{"POST", q + "/jobs/batch", auth.Worker, s.handleEnqueueBatch},
+		{"POST", q + "/claim", auth.Worker, s.handleClaim},
+		{"POST", q + "/complete", auth.Worker, s.handleCompleteBatch},
+		{"POST", job + "/lease", auth.Worker, s.handleLeaseExtend},
+		{"POST", job + "/complete", auth.Worker, s.handleComplete},
+		{"POST", job + "/fail", auth.Worker, s.handleFail},
+		{"GET", job + "/cancellation", auth.Worker, s.handleCancellation},
+		{"POST", job + "/cancel", auth.Worker, s.handleCancel},
+
+		{"POST", q + "/sweep", auth.Admin, s.handleSweep},
+		{"POST", q + "/pause", auth.Admin, s.handleQueuePause},
+		{"POST", q + "/resume", auth.Admin, s.handleQueueResume},
+		{"POST", q + "/drain", auth.Admin, s.handleQueueDrain},
+		{"DELETE", q, auth.Admin, s.handleQueueObliterate},
+		{"POST", job + "/retry", auth.Admin, s.handleJobRetry},
+		{"POST", job + "/promote", auth.Admin, s.handleJobPromote},
+		{"DELETE", job, auth.Admin, s.handleJobRemove},
+	}
+}
+
+// registerAPIRoutes mounts every route of apiRoutes behind its role check.
+func (s *server) registerAPIRoutes(r chi.Router) {
+	for _, rt := range s.apiRoutes() {
+		r.With(s.authorize(rt.role)).MethodFunc(rt.method, rt.pattern, rt.handle)
+	}
+}
