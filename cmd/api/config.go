@@ -27,6 +27,7 @@ type config struct {
 	MaxBodyBytes    int           // EMQ_MAX_BODY_BYTES
 	ShutdownTimeout time.Duration // EMQ_SHUTDOWN_TIMEOUT
 	KeepCompleted   int           // EMQ_KEEP_COMPLETED: 0 keeps all
+	MaxWaiters      int           // EMQ_MAX_WAITERS: long polls waiting at once
 	CORSOrigins     []string      // EMQ_CORS_ORIGINS: comma-separated; none: CORS off
 	Metrics         string        // EMQ_METRICS: "on" (a reader key when keys are set), "open" or "off"
 	Keys            *auth.Keyring // EMQ_API_KEYS: none leaves the API open
@@ -36,7 +37,7 @@ type config struct {
 var variables = []string{
 	"EMQ_ADDR", "EMQ_REDIS_URL", "EMQ_PREFIX", "EMQ_SWEEP_INTERVAL", "EMQ_MAX_STALLED",
 	"EMQ_LOG_LEVEL", "EMQ_MAX_VALUE_BYTES", "EMQ_MAX_BODY_BYTES", "EMQ_SHUTDOWN_TIMEOUT", "EMQ_API_KEYS",
-	"EMQ_KEEP_COMPLETED", "EMQ_CORS_ORIGINS", "EMQ_METRICS",
+	"EMQ_KEEP_COMPLETED", "EMQ_CORS_ORIGINS", "EMQ_METRICS", "EMQ_MAX_WAITERS",
 }
 
 var prefixRE = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,64}$`)
@@ -68,6 +69,9 @@ func loadConfig(getenv func(string) string) (config, error) {
 	}
 	if c.MaxValueBytes, err = positiveInt(env("EMQ_MAX_VALUE_BYTES", strconv.Itoa(emqhttp.DefaultMaxValueBytes))); err != nil {
 		fail("EMQ_MAX_VALUE_BYTES", err)
+	}
+	if c.MaxWaiters, err = positiveInt(env("EMQ_MAX_WAITERS", strconv.Itoa(emqhttp.DefaultMaxWaiters))); err != nil {
+		fail("EMQ_MAX_WAITERS", err)
 	}
 	if c.MaxBodyBytes, err = positiveInt(env("EMQ_MAX_BODY_BYTES", strconv.Itoa(emqhttp.DefaultMaxBodyBytes))); err != nil {
 		fail("EMQ_MAX_BODY_BYTES", err)
@@ -125,5 +129,5 @@ func (c config) logAttrs() []any {
 		"sweep_interval", c.SweepInterval, "max_stalled", c.MaxStalled,
 		"max_value_bytes", c.MaxValueBytes, "max_body_bytes", c.MaxBodyBytes, "log_level", c.LogLevel,
 		"keep_completed", c.KeepCompleted, "cors_origins", c.CORSOrigins, "metrics", c.Metrics,
-		"api_keys", c.Keys.Len()}
+		"api_keys", c.Keys.Len(), "max_waiters", c.MaxWaiters}
 }

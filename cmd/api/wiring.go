@@ -56,7 +56,8 @@ func (s services) handler(cfg config, stopping <-chan struct{}, log *slog.Logger
 		Replays:     auth.NewRedisReplays(s.rdb, cfg.Prefix),
 		CORSOrigins: cfg.CORSOrigins,
 		MaxStalled:  cfg.MaxStalled, MaxValueBytes: cfg.MaxValueBytes, MaxBodyBytes: cfg.MaxBodyBytes,
-		Logger: log,
+		MaxWaiters: cfg.MaxWaiters,
+		Logger:     log,
 	}
 	if cfg.Metrics != "off" {
 		hc.MetricsHandler = s.metrics.Handler()

@@ -28,7 +28,7 @@ type ClaimRequest struct {
 //	@Produce		application/problem+json
 //	@Failure		400	{object}	Problem	"EMQINVALID"
 //	@Failure		415	{object}	Problem	"EMQMEDIATYPE"
-//	@Failure		503	{object}	Problem	"EMQUNAVAILABLE"
+//	@Failure		503	{object}	Problem	"EMQUNAVAILABLE, or EMQBUSY: too many claims are waiting"
 //	@Produce		json
 //	@Success		200	{object}	JobList	"the claimed jobs, with their tokens; empty when none"
 //	@Router			/queues/{queue}/claim [post]
@@ -48,6 +48,14 @@ func (s *server) handleClaim(w http.ResponseWriter, r *http.Request) {
 	}
 	if req.LeaseMs != nil {
 		p.Lease = ms(*req.LeaseMs)
+	}
+	if req.WaitMs > 0 {
+		if s.waiting.Add(1) > int64(s.cfg.MaxWaiters) {
+			s.waiting.Add(-1)
+			s.writeProblem(w, r, &requestError{code: CodeBusy, detail: "too many claims are waiting; retry later"})
+			return
+		}
+		defer s.waiting.Add(-1)
 	}
 	claimed, err := s.claimWaiting(r, queue, p, ms(req.WaitMs))
 	if err != nil {

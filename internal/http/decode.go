@@ -49,6 +49,9 @@ func (s *server) decode(r *http.Request, dst any) error {
 	} else if err := checkMediaType(r); err != nil {
 		return err
 	}
+	if depth := jsonDepth(body); depth > MaxJSONDepth {
+		return invalid(fmt.Sprintf("the body nests %d levels deep, more than %d", depth, MaxJSONDepth))
+	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(dst); err != nil {
@@ -58,6 +61,29 @@ func (s *server) decode(r *http.Request, dst any) error {
 		return invalid("malformed JSON: the body has data after its JSON value")
 	}
 	return s.validate(dst)
+}
+
+// jsonDepth is how deeply the JSON text nests objects and arrays, found in
+// one pass over the bytes before anything decodes them.
+func jsonDepth(body []byte) int {
+	depth, deepest, inString, escaped := 0, 0, false, false
+	for _, c := range body {
+		switch {
+		case escaped:
+			escaped = false
+		case inString && c == '\\':
+			escaped = true
+		case c == '"':
+			inString = !inString
+		case inString:
+		case c == '{' || c == '[':
+			depth++
+			deepest = max(deepest, depth)
+		case c == '}' || c == ']':
+			depth--
+		}
+	}
+	return deepest
 }
 
 // bodyError explains a failure to read a request body: 413 past the limit.

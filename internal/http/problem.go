@@ -48,6 +48,7 @@ const (
 	CodeUnauthorized = "EMQUNAUTHORIZED"
 	CodeForbidden    = "EMQFORBIDDEN"
 	CodeUnavailable  = "EMQUNAVAILABLE"
+	CodeBusy         = "EMQBUSY"
 	CodeNotFound     = "EMQNOTFOUND"
 	CodeMethod       = "EMQMETHOD"
 	CodeInternal     = "EMQINTERNAL"
@@ -68,6 +69,7 @@ var kinds = map[string]struct {
 	CodeUnauthorized: {http.StatusUnauthorized, "Unauthorized"},
 	CodeForbidden:    {http.StatusForbidden, "Forbidden"},
 	CodeUnavailable:  {http.StatusServiceUnavailable, "Redis unavailable"},
+	CodeBusy:         {http.StatusServiceUnavailable, "Too many waiting claims"},
 	CodeNotFound:     {http.StatusNotFound, "No such route"},
 	CodeMethod:       {http.StatusMethodNotAllowed, "Method not allowed"},
 	CodeInternal:     {http.StatusInternalServerError, "Internal error"},
@@ -146,6 +148,8 @@ func (s *server) writeProblem(w http.ResponseWriter, r *http.Request, err error)
 		p.Detail = "internal error"
 		s.log.Error("Request failed", "error", err, "method", r.Method, "path", r.URL.Path,
 			"request_id", middleware.GetReqID(r.Context()))
+	case code == CodeBusy:
+		w.Header().Set("Retry-After", retryAfterSecond)
 	case code == CodeUnauthorized:
 		w.Header().Set("WWW-Authenticate", `Bearer realm="echo_mq"`)
 	case code == CodeUnavailable:

@@ -23,6 +23,7 @@ import (
 	"encoding/json"
 	"log/slog"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -42,6 +43,8 @@ import (
 const (
 	DefaultMaxValueBytes = 1 << 20  // payload, result, progress: 1 MiB each
 	DefaultMaxBodyBytes  = 16 << 20 // one request body: 16 MiB
+	DefaultMaxWaiters    = 10_000   // long polls waiting at once
+	MaxJSONDepth         = 64       // nesting of a request body
 )
 
 // leaser is the worker plane the handlers need (*lease.Service).
@@ -120,7 +123,10 @@ type Config struct {
 	MaxStalled    int
 	MaxValueBytes int // DefaultMaxValueBytes
 	MaxBodyBytes  int // DefaultMaxBodyBytes
-	Logger        *slog.Logger
+	// MaxWaiters caps the long polls waiting at once (DefaultMaxWaiters);
+	// past it a claim that would wait is answered 503 EMQBUSY.
+	MaxWaiters int
+	Logger     *slog.Logger
 }
 
 type server struct {
@@ -132,6 +138,7 @@ type server struct {
 	validator *validator.Validate
 	log       *slog.Logger
 	router    chi.Router
+	waiting   atomic.Int64 // long polls waiting now
 }
 
 // NewHandler returns the service's HTTP handler.
@@ -139,6 +146,7 @@ func NewHandler(cfg Config) http.Handler {
 	cfg.MaxValueBytes = cmp.Or(cfg.MaxValueBytes, DefaultMaxValueBytes)
 	cfg.MaxBodyBytes = max(cmp.Or(cfg.MaxBodyBytes, DefaultMaxBodyBytes), cfg.MaxValueBytes+64<<10)
 	cfg.MaxStalled = cmp.Or(cfg.MaxStalled, stall.DefaultMaxStalled)
+	cfg.MaxWaiters = cmp.Or(cfg.MaxWaiters, DefaultMaxWaiters)
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -169,10 +177,15 @@ func (s *server) routes() http.Handler {
 	return r
 }
 
-// limitBody caps every request body; reading past it fails, and decode
-// answers 413.
+// limitBody caps every request body: one that declares a larger
+// Content-Length is refused with 413 before any of it is read; reading past
+// the cap otherwise fails, and decode answers 413.
 func (s *server) limitBody(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ContentLength > int64(s.cfg.MaxBodyBytes) {
+			s.writeProblem(w, r, bodyError(&http.MaxBytesError{Limit: int64(s.cfg.MaxBodyBytes)}))
+			return
+		}
 		r.Body = http.MaxBytesReader(w, r.Body, int64(s.cfg.MaxBodyBytes))
 		next.ServeHTTP(w, r)
 	})
