@@ -19,6 +19,7 @@ import (
 type config struct {
 	Addr            string        // EMQ_ADDR
 	RedisURL        string        // EMQ_REDIS_URL: "" runs the embedded store
+	RedisCAFile     string        // EMQ_REDIS_CA_FILE: CAs to trust for rediss://
 	Prefix          string        // EMQ_PREFIX
 	SweepInterval   time.Duration // EMQ_SWEEP_INTERVAL
 	MaxStalled      int           // EMQ_MAX_STALLED
@@ -37,7 +38,7 @@ type config struct {
 var variables = []string{
 	"EMQ_ADDR", "EMQ_REDIS_URL", "EMQ_PREFIX", "EMQ_SWEEP_INTERVAL", "EMQ_MAX_STALLED",
 	"EMQ_LOG_LEVEL", "EMQ_MAX_VALUE_BYTES", "EMQ_MAX_BODY_BYTES", "EMQ_SHUTDOWN_TIMEOUT", "EMQ_API_KEYS",
-	"EMQ_KEEP_COMPLETED", "EMQ_CORS_ORIGINS", "EMQ_METRICS", "EMQ_MAX_WAITERS",
+	"EMQ_KEEP_COMPLETED", "EMQ_CORS_ORIGINS", "EMQ_METRICS", "EMQ_MAX_WAITERS", "EMQ_REDIS_CA_FILE",
 }
 
 var prefixRE = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,64}$`)
@@ -53,9 +54,10 @@ func loadConfig(getenv func(string) string) (config, error) {
 	var errs []string
 	fail := func(name string, err error) { errs = append(errs, fmt.Sprintf("%s: %v", name, err)) }
 	c := config{
-		Addr:     env("EMQ_ADDR", "127.0.0.1:8080"),
-		RedisURL: env("EMQ_REDIS_URL", ""),
-		Prefix:   env("EMQ_PREFIX", keyspace.DefaultPrefix),
+		Addr:        env("EMQ_ADDR", "127.0.0.1:8080"),
+		RedisURL:    env("EMQ_REDIS_URL", ""),
+		RedisCAFile: env("EMQ_REDIS_CA_FILE", ""),
+		Prefix:      env("EMQ_PREFIX", keyspace.DefaultPrefix),
 	}
 	var err error
 	if c.SweepInterval, err = positiveDuration(env("EMQ_SWEEP_INTERVAL", stall.DefaultInterval.String())); err != nil {

@@ -43,12 +43,13 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 			" may do anything. Keep EMQ_ADDR on loopback, or set EMQ_API_KEYS=admin:<key>,worker:<key>,reader:<key>.")
 	}
 
-	rdb, closeRedis, err := connect(cfg.RedisURL, log)
+	rdb, closeRedis, err := connect(cfg, log)
 	if err != nil {
 		return err
 	}
 	defer closeRedis()
 	pingRedis(ctx, rdb, log)
+	checkRedis(ctx, cfg, rdb, log)
 
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {

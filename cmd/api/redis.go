@@ -1,28 +1,38 @@
 package main
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"log/slog"
 	"net/url"
+	"os"
 	"strings"
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 )
 
-// connect returns a client for redisURL: one node for one URL, a Cluster
-// for several comma-separated seed URLs, and the embedded in-memory store
-// for none. The returned stop closes the client (and the embedded store).
-func connect(redisURL string, log *slog.Logger) (redis.UniversalClient, func(), error) {
-	if redisURL == "" {
+// connect returns a client for cfg.RedisURL: one node for one URL, a
+// Cluster for several comma-separated seed URLs, and the embedded in-memory
+// store for none. A rediss:// URL speaks TLS, trusting the system's CAs or
+// those in cfg.RedisCAFile; a user and password in the URL log in (Redis
+// ACL). The returned stop closes the client (and the embedded store).
+func connect(cfg config, log *slog.Logger) (redis.UniversalClient, func(), error) {
+	if cfg.RedisURL == "" {
 		return embedded(log)
 	}
-	urls := strings.Split(redisURL, ",")
+	roots, err := caPool(cfg.RedisCAFile)
+	if err != nil {
+		return nil, nil, err
+	}
+	urls := strings.Split(cfg.RedisURL, ",")
 	if len(urls) == 1 {
 		opts, err := redis.ParseURL(strings.TrimSpace(urls[0]))
 		if err != nil {
 			return nil, nil, fmt.Errorf("EMQ_REDIS_URL: %w", err)
 		}
+		trust(opts.TLSConfig, roots)
 		rdb := redis.NewClient(opts)
 		return rdb, func() { _ = rdb.Close() }, nil
 	}
@@ -30,8 +40,32 @@ func connect(redisURL string, log *slog.Logger) (redis.UniversalClient, func(), 
 	if err != nil {
 		return nil, nil, err
 	}
+	trust(opts.TLSConfig, roots)
 	rdb := redis.NewClusterClient(opts)
 	return rdb, func() { _ = rdb.Close() }, nil
+}
+
+// caPool reads the PEM certificates of file; nil (the system's) for "".
+func caPool(file string) (*x509.CertPool, error) {
+	if file == "" {
+		return nil, nil
+	}
+	pem, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("EMQ_REDIS_CA_FILE: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("EMQ_REDIS_CA_FILE: no PEM certificate in %s", file)
+	}
+	return pool, nil
+}
+
+// trust makes a TLS config (nil for a plain redis:// URL) trust roots.
+func trust(tlsConfig *tls.Config, roots *x509.CertPool) {
+	if tlsConfig != nil && roots != nil {
+		tlsConfig.RootCAs = roots
+	}
 }
 
 // clusterOptions takes the seed nodes of a Cluster from several URLs. The
