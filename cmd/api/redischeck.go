@@ -1,0 +1,78 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// checkRedis reads, once at start-up, the Redis settings that decide
+// whether jobs survive: the eviction policy and persistence. It warns about
+// a setting that loses jobs and never stops the service: where CONFIG is
+// not allowed (a managed Redis, an ACL user without it) or Redis does not
+// answer yet, it says it could not check and goes on. The embedded store
+// (no EMQ_REDIS_URL) is skipped: it already says that nothing persists.
+func checkRedis(ctx context.Context, cfg config, rdb redis.UniversalClient, log *slog.Logger) {
+	if cfg.RedisURL == "" {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if cc, ok := rdb.(*redis.ClusterClient); ok {
+		err := cc.ForEachMaster(ctx, func(ctx context.Context, node *redis.Client) error {
+			checkNode(ctx, node, log.With("node", node.Options().Addr))
+			return nil
+		})
+		if err != nil {
+			log.Info("Could not check the Redis Cluster's eviction and persistence settings", "error", err)
+		}
+		return
+	}
+	checkNode(ctx, rdb, log)
+}
+
+// checkNode checks one Redis node's eviction policy and persistence.
+func checkNode(ctx context.Context, rdb redis.Cmdable, log *slog.Logger) {
+	settings, err := configGet(ctx, rdb, "maxmemory-policy", "appendonly", "save")
+	if err != nil {
+		log.Info("Could not check Redis's eviction and persistence settings (CONFIG GET is refused or failed); "+
+			"make sure maxmemory-policy is noeviction and persistence is on", "error", err)
+		return
+	}
+	if policy := settings["maxmemory-policy"]; policy != "noeviction" {
+		log.Warn("Redis's maxmemory-policy is not noeviction: when Redis is full it evicts keys, and evicted job rows lose jobs silently. "+
+			"Set maxmemory-policy noeviction (enqueues then fail with an error instead).", "maxmemory_policy", policy)
+	}
+	aof := settings["appendonly"] == "yes"
+	snapshots := strings.TrimSpace(settings["save"]) != ""
+	switch {
+	case !aof && !snapshots:
+		log.Warn("Redis persistence is off (appendonly no, no save points): a Redis restart loses every job. "+
+			"Set appendonly yes (appendfsync everysec or always).", "appendonly", settings["appendonly"], "save", settings["save"])
+	case !aof:
+		log.Info("Redis persists by RDB snapshots only: a Redis crash loses the jobs changed since the last snapshot. "+
+			"appendonly yes keeps them.", "save", settings["save"])
+	}
+}
+
+// configGet reads each CONFIG parameter on its own (Redis before 7 takes
+// one per call), and fails if one is refused or missing from the answer.
+func configGet(ctx context.Context, rdb redis.Cmdable, params ...string) (map[string]string, error) {
+	out := make(map[string]string, len(params))
+	for _, p := range params {
+		got, err := rdb.ConfigGet(ctx, p).Result()
+		if err != nil {
+			return nil, fmt.Errorf("CONFIG GET %s: %w", p, err)
+		}
+		v, ok := got[p]
+		if !ok {
+			return nil, fmt.Errorf("CONFIG GET %s: no value in the answer", p)
+		}
+		out[p] = v
+	}
+	return out, nil
+}
