@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/echo-mq/echo_mq/internal/lease"
-	"github.com/echo-mq/echo_mq/internal/wake"
 )
 
 // ClaimRequest asks for jobs, waiting up to WaitMs for one to come.
@@ -66,8 +65,14 @@ func (s *server) handleClaim(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, JobList{Jobs: claimedOf(claimed.Jobs)})
 }
 
-// minRecheck is the shortest a long poll sleeps before it looks again.
-const minRecheck = 5 * time.Millisecond
+// minRecheck is the shortest a long poll sleeps before it looks again;
+// errorRecheck is how long it waits to look again when Redis, back from an
+// outage, still refuses (go-redis retries a refused pool about once a
+// second).
+const (
+	minRecheck   = 5 * time.Millisecond
+	errorRecheck = 250 * time.Millisecond
+)
 
 // claimWaiting claims, and when nothing is there waits up to wait for a
 // wake from the queue's wake channel, or for the earliest delayed job to
@@ -75,9 +80,18 @@ const minRecheck = 5 * time.Millisecond
 // empty when wait passes, the client goes away or the service stops.
 func (s *server) claimWaiting(r *http.Request, queue string, p lease.ClaimParams, wait time.Duration) (lease.Claimed, error) {
 	deadline := time.Now().Add(wait)
-	for {
+	for first := true; ; first = false {
 		waiter := s.waiters.Register(queue)
 		claimed, err := s.leases.Claim(r.Context(), queue, p)
+		if err != nil && !first && unavailable(err) && time.Now().Add(errorRecheck).Before(deadline) {
+			// The poll was waiting when Redis went away: it waits on
+			// until Redis is back, rather than fail.
+			waiter.Done()
+			if !s.sleep(r, nil, time.Now().Add(errorRecheck)) {
+				return lease.Claimed{}, nil
+			}
+			continue
+		}
 		if err != nil || len(claimed.Jobs) > 0 || !time.Now().Before(deadline) {
 			waiter.Done()
 			return claimed, err
@@ -90,7 +104,7 @@ func (s *server) claimWaiting(r *http.Request, queue string, p lease.ClaimParams
 				wakeAt = due
 			}
 		}
-		awake := s.sleep(r, waiter, wakeAt)
+		awake := s.sleep(r, waiter.C, wakeAt)
 		waiter.Done()
 		if !awake {
 			return lease.Claimed{}, nil
@@ -98,13 +112,13 @@ func (s *server) claimWaiting(r *http.Request, queue string, p lease.ClaimParams
 	}
 }
 
-// sleep waits until waiter is woken or wakeAt comes, and reports false
+// sleep waits until woken (nil: never) or wakeAt comes, and reports false
 // instead when the client goes away or the service stops.
-func (s *server) sleep(r *http.Request, waiter *wake.Waiter, wakeAt time.Time) bool {
+func (s *server) sleep(r *http.Request, woken <-chan struct{}, wakeAt time.Time) bool {
 	timer := time.NewTimer(time.Until(wakeAt))
 	defer timer.Stop()
 	select {
-	case <-waiter.C:
+	case <-woken:
 		return true
 	case <-timer.C:
 		return true
