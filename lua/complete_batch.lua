@@ -9,7 +9,8 @@
 --            how many completed jobs the queue keeps (0: all)
 --
 -- Each job is completed exactly as complete.lua does it; one job's refusal
--- does not stop the others.
+-- does not stop the others. Next jobs are claimed only when at least one
+-- job was newly completed: a repeated batch claims nothing more.
 -- Returns {results, next}: results in order, each {1, job} or {0, code,
 -- id} with code EMQGONE or EMQSTALE; next the newly claimed job replies.
 -- Errors: none (refusals are per job, in results).
@@ -17,12 +18,13 @@
 local now = now_ms()
 local n = tonumber(ARGV[3])
 local keep = tonumber(ARGV[4 + n * 4 + 3])
-local results = {}
+local results, fresh = {}, false
 for i = 0, n - 1 do
   local at = 4 + i * 4
   local id = ARGV[at]
   local job, code = complete_one(id, ARGV[at + 1], ARGV[at + 2], ARGV[at + 3], now, keep)
-  if job then -- a repeat is answered like the first time, here too
+  if job then -- a repeat (code true) is answered like the first time
+    fresh = fresh or not code
     results[#results + 1] = { 1, job }
   else
     results[#results + 1] = { 0, code, id }
@@ -31,7 +33,7 @@ end
 local at = 4 + n * 4
 local next_jobs = {}
 local count = tonumber(ARGV[at])
-if count > 0 then
+if count > 0 and fresh then
   next_jobs = claim(now, count, tonumber(ARGV[at + 1]), ARGV[at + 2])
 end
 return { results, next_jobs }

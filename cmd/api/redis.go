@@ -30,9 +30,10 @@ func connect(cfg config, log *slog.Logger) (redis.UniversalClient, func(), error
 	if len(urls) == 1 {
 		opts, err := redis.ParseURL(strings.TrimSpace(urls[0]))
 		if err != nil {
-			return nil, nil, fmt.Errorf("EMQ_REDIS_URL: %w", err)
+			return nil, nil, errBadURL // its text may hold the password
 		}
 		trust(opts.TLSConfig, roots)
+		opts.MaxRetries = noRetries
 		rdb := redis.NewClient(opts)
 		return rdb, func() { _ = rdb.Close() }, nil
 	}
@@ -41,9 +42,17 @@ func connect(cfg config, log *slog.Logger) (redis.UniversalClient, func(), error
 		return nil, nil, err
 	}
 	trust(opts.TLSConfig, roots)
+	opts.MaxRetries = noRetries
 	rdb := redis.NewClusterClient(opts)
 	return rdb, func() { _ = rdb.Close() }, nil
 }
+
+// noRetries turns off go-redis's resending of a command whose answer was
+// lost (a read timeout): a claim or a batch complete run twice would lease
+// jobs nobody sees, and a retry or promote run twice would answer 409 after
+// it succeeded. The error reaches the client as 503 instead, and the client
+// decides; every verb a worker retries is safe to repeat (rule 5).
+const noRetries = -1
 
 // caPool reads the PEM certificates of file; nil (the system's) for "".
 func caPool(file string) (*x509.CertPool, error) {
@@ -74,20 +83,20 @@ func trust(tlsConfig *tls.Config, roots *x509.CertPool) {
 func clusterOptions(urls []string) (*redis.ClusterOptions, error) {
 	first, err := url.Parse(strings.TrimSpace(urls[0]))
 	if err != nil {
-		return nil, fmt.Errorf("EMQ_REDIS_URL seed 1: %w", err)
+		return nil, errBadURL
 	}
 	query := first.Query()
 	for i, u := range urls[1:] {
-		opts, err := redis.ParseURL(strings.TrimSpace(u))
-		if err != nil {
-			return nil, fmt.Errorf("EMQ_REDIS_URL seed %d: %w", i+2, err)
+		if _, err := redis.ParseURL(strings.TrimSpace(u)); err != nil {
+			return nil, fmt.Errorf("EMQ_REDIS_URL seed %d: %w", i+2, errBadURL)
 		}
+		opts, _ := redis.ParseURL(strings.TrimSpace(u))
 		query.Add("addr", opts.Addr)
 	}
 	first.RawQuery = query.Encode()
 	opts, err := redis.ParseClusterURL(first.String())
 	if err != nil {
-		return nil, fmt.Errorf("EMQ_REDIS_URL: %w", err)
+		return nil, errBadURL
 	}
 	return opts, nil
 }
@@ -101,16 +110,23 @@ func embedded(log *slog.Logger) (redis.UniversalClient, func(), error) {
 	}
 	log.Warn("NO EMQ_REDIS_URL: running on an embedded in-memory store. NOTHING PERSISTS: every job is lost when the process stops. Set EMQ_REDIS_URL=redis://host:6379 for real use.",
 		"embedded_addr", mr.Addr())
-	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr(), MaxRetries: noRetries})
 	return rdb, func() { _ = rdb.Close(); mr.Close() }, nil
 }
 
-// maskURLs hides the passwords of comma-separated Redis URLs.
+// errBadURL refuses an EMQ_REDIS_URL without quoting it: it may hold a
+// password.
+var errBadURL = fmt.Errorf("EMQ_REDIS_URL is not a valid redis:// or rediss:// URL (escape special characters in the password)")
+
+// maskURLs hides the passwords of comma-separated Redis URLs; a URL that
+// does not parse is not shown at all.
 func maskURLs(urls string) string {
 	parts := strings.Split(urls, ",")
 	for i, p := range parts {
 		if u, err := url.Parse(strings.TrimSpace(p)); err == nil {
 			parts[i] = u.Redacted()
+		} else {
+			parts[i] = "<unparseable>"
 		}
 	}
 	return strings.Join(parts, ",")

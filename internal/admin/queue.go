@@ -109,8 +109,11 @@ func (s *Service) SetPaused(ctx context.Context, queue string, paused bool, by A
 }
 
 // Drain removes a queue's pending and delayed jobs, in bounded steps, and
-// answers how many it removed. Active jobs are left to finish.
+// answers how many it removed. Active jobs are left to finish. Once begun it
+// runs to the end even if the caller goes away, so that no drain stops half
+// done without its event.
 func (s *Service) Drain(ctx context.Context, queue string, by Actor) (int, error) {
+	ctx = context.WithoutCancel(ctx)
 	q := keyspace.NewQueue(s.prefix, queue)
 	total := 0
 	for {
@@ -128,8 +131,10 @@ func (s *Service) Drain(ctx context.Context, queue string, by Actor) (int, error
 // Obliterate deletes a queue and every key of it, in bounded steps, and
 // answers how many jobs it deleted. With jobs active it refuses with
 // job.ErrState unless force; forced, the holders' next calls are answered
-// job.ErrGone.
+// job.ErrGone. Once begun it runs to the end even if the caller goes away,
+// and jobs claimed between its steps are deleted too.
 func (s *Service) Obliterate(ctx context.Context, queue string, force bool) (int, error) {
+	ctx = context.WithoutCancel(ctx)
 	q := keyspace.NewQueue(s.prefix, queue)
 	total := 0
 	for {
@@ -143,5 +148,12 @@ func (s *Service) Obliterate(ctx context.Context, queue string, force bool) (int
 		}
 		force = true // once deleting has begun, jobs claimed meanwhile go too
 	}
-	return total, s.queues.Forget(ctx, queue)
+	if err := s.queues.Forget(ctx, queue); err != nil {
+		return total, err
+	}
+	// An enqueue that raced the last step made the queue anew: keep it known.
+	if exists, err := s.rdb.Exists(ctx, q.Meta()).Result(); err != nil || exists == 0 {
+		return total, err
+	}
+	return total, s.queues.Remember(ctx, queue, true)
 }

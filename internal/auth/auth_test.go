@@ -88,18 +88,19 @@ func TestSignedRequests(t *testing.T) {
 	kr := keyring(t)
 	now := time.Unix(1_800_000_000, 0)
 	body := []byte(`{"payload":{"n":1}}`)
+	req := func(body []byte) Request { return Request{Method: "POST", Target: "/queues/hooks/jobs", Body: body} }
 	sign := func(secret string, at time.Time, body []byte) (string, string) {
 		ts := strconv.FormatInt(at.Unix(), 10)
-		return ts, "sha256=" + hex.EncodeToString(Sign([]byte(secret), ts, body))
+		return ts, "sha256=" + hex.EncodeToString(Sign([]byte(secret), ts, req(body)))
 	}
 	replays := &memReplays{seen: map[string]bool{}}
 
 	ts, sig := sign(workerKey, now, body)
-	key, err := kr.Signed(context.Background(), ts, sig, body, now, replays)
+	key, err := kr.Signed(context.Background(), ts, sig, req(body), now, replays)
 	if err != nil || key.Role != Worker {
 		t.Fatalf("a good signature gave %v, %v; want the worker key", key.Role, err)
 	}
-	if _, err := kr.Signed(context.Background(), ts, sig, body, now, replays); !errors.Is(err, ErrBadSignature) {
+	if _, err := kr.Signed(context.Background(), ts, sig, req(body), now, replays); !errors.Is(err, ErrBadSignature) {
 		t.Fatalf("a replay gave %v, want ErrBadSignature", err)
 	}
 	cases := map[string]func() (string, string, []byte){
@@ -123,14 +124,19 @@ func TestSignedRequests(t *testing.T) {
 			return "soon", sig, body
 		},
 	}
+	ts, sig = sign(workerKey, now, body)
+	other := Request{Method: "DELETE", Target: "/queues/victim?force=true", Body: body}
+	if _, err := kr.Signed(context.Background(), ts, sig, other, now, replays); !errors.Is(err, ErrBadSignature) {
+		t.Errorf("a signature used on another route: got %v, want ErrBadSignature", err)
+	}
 	for name, make := range cases {
 		ts, sig, b := make()
-		if _, err := kr.Signed(context.Background(), ts, sig, b, now, replays); !errors.Is(err, ErrBadSignature) {
+		if _, err := kr.Signed(context.Background(), ts, sig, req(b), now, replays); !errors.Is(err, ErrBadSignature) {
 			t.Errorf("%s: got %v, want ErrBadSignature", name, err)
 		}
 	}
 	ts, sig = sign(adminKey, now.Add(-4*time.Minute), body)
-	if key, err := kr.Signed(context.Background(), ts, sig, body, now, replays); err != nil || key.Role != Admin {
+	if key, err := kr.Signed(context.Background(), ts, sig, req(body), now, replays); err != nil || key.Role != Admin {
 		t.Fatalf("a 4-minute-old signature gave %v, %v; want it accepted", key.Role, err)
 	}
 }

@@ -26,14 +26,23 @@ type Replays interface {
 	MarkSeen(ctx context.Context, sig string, ttl time.Duration) (bool, error)
 }
 
-// Signed finds the key that signed body. The signature is
+// Request is what a signature covers: the method, the target (the path
+// and query as sent, e.g. "/queues/hooks/jobs?x=1"), and the body.
+type Request struct {
+	Method string
+	Target string
+	Body   []byte
+}
+
+// Signed finds the key that signed req. The signature is
 //
 //	X-EMQ-Timestamp: <Unix seconds>
-//	X-EMQ-Signature: sha256=<hex of HMAC-SHA256(key, timestamp + "." + body)>
+//	X-EMQ-Signature: sha256=<hex of HMAC-SHA256(key, timestamp.METHOD.target.body)>
 //
-// The timestamp must be within SignatureWindow of now, and a signature is
+// so that a signature is good for one request only, not another route. The
+// timestamp must be within SignatureWindow of now, and a signature is
 // accepted once (replays tells). Every key is tried, in constant time.
-func (kr *Keyring) Signed(ctx context.Context, timestamp, signature string, body []byte, now time.Time, replays Replays) (Key, error) {
+func (kr *Keyring) Signed(ctx context.Context, timestamp, signature string, req Request, now time.Time, replays Replays) (Key, error) {
 	sent, err := strconv.ParseInt(timestamp, 10, 64)
 	if err != nil || now.Sub(time.Unix(sent, 0)).Abs() > SignatureWindow {
 		return Key{}, ErrBadSignature
@@ -44,7 +53,7 @@ func (kr *Keyring) Signed(ctx context.Context, timestamp, signature string, body
 	}
 	found := -1
 	for i, k := range kr.keys {
-		if hmac.Equal(given, Sign(k.secret, timestamp, body)) {
+		if hmac.Equal(given, Sign(k.secret, timestamp, req)) {
 			found = i
 		}
 	}
@@ -61,13 +70,13 @@ func (kr *Keyring) Signed(ctx context.Context, timestamp, signature string, body
 	return kr.keys[found], nil
 }
 
-// Sign is the HMAC-SHA256 of timestamp + "." + body under secret: what a
-// webhook sender puts, hex-encoded after "sha256=", in X-EMQ-Signature.
-func Sign(secret []byte, timestamp string, body []byte) []byte {
+// Sign is the HMAC-SHA256 under secret of timestamp, method, target and
+// body joined by ".": what a webhook sender puts, hex-encoded after
+// "sha256=", in X-EMQ-Signature.
+func Sign(secret []byte, timestamp string, req Request) []byte {
 	mac := hmac.New(sha256.New, secret)
-	mac.Write([]byte(timestamp))
-	mac.Write([]byte("."))
-	mac.Write(body)
+	mac.Write([]byte(timestamp + "." + req.Method + "." + req.Target + "."))
+	mac.Write(req.Body)
 	return mac.Sum(nil)
 }
 

@@ -24,6 +24,10 @@ var anonymous = auth.Key{Name: "anonymous", Role: auth.Admin}
 func (s *server) authorize(role auth.Role) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if role == auth.Open {
+				next.ServeHTTP(w, r)
+				return
+			}
 			key, err := s.authenticate(r)
 			if err != nil {
 				s.writeProblem(w, r, err)
@@ -56,7 +60,8 @@ func (s *server) authenticate(r *http.Request) (auth.Key, error) {
 		return auth.Key{}, bodyError(err)
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
-	key, err := keys.Signed(r.Context(), r.Header.Get("X-EMQ-Timestamp"), sig, body, time.Now(), s.cfg.Replays)
+	signed := auth.Request{Method: r.Method, Target: r.URL.RequestURI(), Body: body}
+	key, err := keys.Signed(r.Context(), r.Header.Get("X-EMQ-Timestamp"), sig, signed, time.Now(), s.cfg.Replays)
 	return key, unauthorized(err)
 }
 

@@ -95,12 +95,36 @@ func TestEveryRouteChecksItsRole(t *testing.T) {
 	t.Logf("%d requests tried across %d routes", tried, len(routes))
 }
 
+func TestOpenMetricsNeedNoKey(t *testing.T) {
+	t.Parallel()
+	rdb := redistest.Client(t)
+	kr, err := auth.ParseKeys("admin:" + testKeys[auth.Admin])
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics := func(role auth.Role) int {
+		h := NewHandler(Config{Keys: kr, Ready: func(context.Context) error { return rdb.Ping(context.Background()).Err() },
+			MetricsHandler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {}), MetricsRole: role})
+		return send(h, "GET", "/metrics", "", "").Code
+	}
+	if got := metrics(auth.Open); got != http.StatusOK {
+		t.Errorf("open /metrics without a key: %d, want 200", got)
+	}
+	if got := metrics(auth.Reader); got != http.StatusUnauthorized {
+		t.Errorf("/metrics for readers without a key: %d, want 401", got)
+	}
+}
+
 func TestASignedRequestIsAcceptedOnce(t *testing.T) {
 	t.Parallel()
 	h, _ := keyedHandler(t)
 	body := `{"id":"hook-1","payload":{"event":"push"}}`
 	ts := strconv.FormatInt(time.Now().Unix(), 10)
-	sig := "sha256=" + hex.EncodeToString(auth.Sign([]byte(testKeys[auth.Worker]), ts, []byte(body)))
+	signed := func(target, body string) string {
+		req := auth.Request{Method: "POST", Target: target, Body: []byte(body)}
+		return "sha256=" + hex.EncodeToString(auth.Sign([]byte(testKeys[auth.Worker]), ts, req))
+	}
+	sig := signed("/queues/hooks/jobs", body)
 	post := func(sig string) *httptest.ResponseRecorder {
 		req := httptest.NewRequest("POST", "/queues/hooks/jobs", strings.NewReader(body))
 		req.Header.Set("Content-Type", "application/json")
@@ -116,9 +140,11 @@ func TestASignedRequestIsAcceptedOnce(t *testing.T) {
 	if rec := post(sig); rec.Code != http.StatusUnauthorized {
 		t.Fatalf("the same signed request again: %d, want 401 (a replay)", rec.Code)
 	}
-	bad := "sha256=" + hex.EncodeToString(auth.Sign([]byte(testKeys[auth.Worker]), ts, []byte(`{}`)))
-	if rec := post(bad); rec.Code != http.StatusUnauthorized {
+	if rec := post(signed("/queues/hooks/jobs", `{}`)); rec.Code != http.StatusUnauthorized {
 		t.Fatalf("a signature of another body: %d, want 401", rec.Code)
+	}
+	if rec := post(signed("/queues/other/jobs", body)); rec.Code != http.StatusUnauthorized {
+		t.Fatalf("a signature for another route: %d, want 401", rec.Code)
 	}
 }
 

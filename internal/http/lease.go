@@ -289,7 +289,9 @@ func (s *server) handleFail(w http.ResponseWriter, r *http.Request) {
 		s.writeProblem(w, r, err)
 		return
 	}
-	s.transition(queue, failKind[j.State], 1)
+	if kind, ok := failKind[j.State]; ok { // a repeat may find the job held again
+		s.transition(queue, kind, 1)
+	}
 	writeJSON(w, http.StatusOK, jobOf(j))
 }
 

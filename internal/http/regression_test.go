@@ -1,6 +1,7 @@
 package http_test
 
 import (
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -94,5 +95,24 @@ func TestUnknownDocsFileIsAProblem(t *testing.T) {
 		if r := h.do(t, "GET", "/docs/swagger-ui.css", nil); r.Status != http.StatusOK {
 			t.Fatalf("GET /docs/swagger-ui.css: %d, want 200", r.Status)
 		}
+	})
+}
+
+func TestRepeatedBatchCompleteClaimsNothingMore(t *testing.T) {
+	t.Parallel()
+	forEachBackend(t, func(t *testing.T, h *harness) {
+		q := redistest.Queue(t)
+		h.add(t, q, "a", "b", "c")
+		a := h.claimOne(t, q, "a", 30_000)
+		body := fmt.Sprintf(`{"jobs":[{"id":"a","token":%d}],"claim":{"count":1}}`, a.Token)
+		first := must[batchResults](t, h.do(t, "POST", "/queues/"+q+"/complete", body), http.StatusOK)
+		again := must[batchResults](t, h.do(t, "POST", "/queues/"+q+"/complete", body), http.StatusOK)
+		if first.Next == nil || len(*first.Next) != 1 || again.Next == nil || len(*again.Next) != 0 {
+			t.Fatalf("next %v then %v, want one job then none", first.Next, again.Next)
+		}
+		if again.Results[0].State != "completed" {
+			t.Fatalf("the repeat answered %+v, want the completed job", again.Results[0])
+		}
+		h.wantState(t, q, "c", "pending")
 	})
 }
