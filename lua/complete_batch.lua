@@ -9,8 +9,10 @@
 --            how many completed jobs the queue keeps (0: all)
 --
 -- Each job is completed exactly as complete.lua does it; one job's refusal
--- does not stop the others. Next jobs are claimed only when at least one
--- job was newly completed: a repeated batch claims nothing more.
+-- does not stop the others. Next jobs are claimed unless some job's
+-- complete was a repeat: a batch sent again after a lost answer claims
+-- nothing more (as complete.lua), while a batch whose jobs were all stale
+-- still gets work.
 -- Returns {results, next}: results in order, each {1, job} or {0, code,
 -- id} with code EMQGONE or EMQSTALE; next the newly claimed job replies.
 -- Errors: none (refusals are per job, in results).
@@ -18,13 +20,16 @@
 local now = now_ms()
 local n = tonumber(ARGV[3])
 local keep = tonumber(ARGV[4 + n * 4 + 3])
-local results, fresh = {}, false
+local results, repeated, done_here = {}, false, {}
 for i = 0, n - 1 do
   local at = 4 + i * 4
   local id = ARGV[at]
   local job, code = complete_one(id, ARGV[at + 1], ARGV[at + 2], ARGV[at + 3], now, keep)
   if job then -- a repeat (code true) is answered like the first time
-    fresh = fresh or not code
+    -- A repeat of a complete made earlier in this same batch is no sign
+    -- of a batch sent again.
+    repeated = repeated or (code == true and not done_here[id])
+    done_here[id] = true
     results[#results + 1] = { 1, job }
   else
     results[#results + 1] = { 0, code, id }
@@ -33,7 +38,7 @@ end
 local at = 4 + n * 4
 local next_jobs = {}
 local count = tonumber(ARGV[at])
-if count > 0 and fresh then
+if count > 0 and not repeated then
   next_jobs = claim(now, count, tonumber(ARGV[at + 1]), ARGV[at + 2])
 end
 return { results, next_jobs }
