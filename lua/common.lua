@@ -24,10 +24,11 @@
 -- cancel_requested ("1" when set), cancel_reason, worker, backoff
 -- ("type:delay_ms:max_delay_ms", absent for the default), created_at,
 -- run_at, started_at, lease_expires_at, finished_at (ms), token (the current
--- claim's fencing token) and outcome ("complete:<token>" or "fail:<token>":
--- the last report a holder made, kept across later claims, so that a holder
--- repeating its report is answered as the first time even when the job has
--- moved on since). Absent fields mean zero, false or never.
+-- claim's fencing token) and outcomes (" complete:<token> fail:<token> ":
+-- the last OUTCOMES_KEPT reports holders made, newest first, kept across
+-- later claims, so that a holder repeating its report is answered as the
+-- first time even when the job has moved on since). Absent fields mean
+-- zero, false or never.
 
 local META, PENDING, ACTIVE, DELAYED = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local COMPLETED, DEAD, CANCELLED, EVENTS = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
@@ -197,17 +198,33 @@ local function claim(now, count, lease_ms, worker)
   return jobs
 end
 
+-- OUTCOMES_KEPT is how many holders' reports a job remembers.
+local OUTCOMES_KEPT = 8
+
+-- record_outcome remembers that the holder of token reported verb.
+local function record_outcome(id, verb, token)
+  local old = redis.call('HGET', job_key(id), 'outcomes') or ' '
+  local kept, n = ' ' .. verb .. ':' .. token .. ' ', 1
+  for entry in string.gmatch(old, '%S+') do
+    if n >= OUTCOMES_KEPT then
+      break
+    end
+    kept, n = kept .. entry .. ' ', n + 1
+  end
+  redis.call('HSET', job_key(id), 'outcomes', kept)
+end
+
 -- fence checks a holder's call on job id under token. It returns
 -- 'repeat' when the holder already reported verb under this token (answer
 -- the job as it is), or an error code: EMQGONE when there is no such job,
 -- EMQSTALE when token is not the current one or the job is no longer
 -- active under it; nil when the call may go ahead.
 local function fence(id, token, verb)
-  local row = redis.call('HMGET', job_key(id), 'state', 'token', 'outcome')
+  local row = redis.call('HMGET', job_key(id), 'state', 'token', 'outcomes')
   if not row[1] then
     return 'EMQGONE'
   end
-  if verb and row[3] == verb .. ':' .. token then
+  if verb and row[3] and string.find(row[3], ' ' .. verb .. ':' .. token .. ' ', 1, true) then
     return 'repeat'
   end
   if row[2] ~= token or row[1] ~= 'active' then
@@ -269,7 +286,7 @@ local function complete_one(id, token, has_result, result, now, keep)
   end
   leave_active(id)
   finish(id, 'completed', now)
-  redis.call('HSET', job_key(id), 'outcome', 'complete:' .. token)
+  record_outcome(id, 'complete', token)
   if has_result == '1' then
     redis.call('HSET', job_key(id), 'result', result)
   end

@@ -46,7 +46,8 @@ local now = now_ms()
 local f = redis.call('HMGET', JOB, 'cancel_requested', 'attempts', 'max_attempts', 'backoff')
 local attempts, max_attempts = tonumber(f[2] or '0'), tonumber(f[3] or '1')
 leave_active(id)
-redis.call('HSET', JOB, 'last_error', ARGV[5], 'outcome', 'fail:' .. token)
+redis.call('HSET', JOB, 'last_error', ARGV[5])
+record_outcome(id, 'fail', token)
 
 if f[1] then
   finish(id, 'cancelled', now)

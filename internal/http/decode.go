@@ -44,7 +44,7 @@ func (s *server) decode(r *http.Request, dst any) error {
 	if err != nil {
 		return bodyError(err)
 	}
-	if len(bytes.TrimSpace(body)) == 0 {
+	if len(bytes.Trim(body, " \t\r\n")) == 0 { // JSON's whitespace, no other
 		body = []byte("{}")
 	} else if err := checkMediaType(r); err != nil {
 		return err

@@ -87,7 +87,7 @@ func FromHash(queue, id string, row map[string]string) (Job, error) {
 	return j, nil
 }
 
-// set stores one field of the row; unknown fields (backoff, outcome) stay
+// set stores one field of the row; unknown fields (backoff, outcomes) stay
 // inside the scripts.
 func (j *Job) set(field, value string) error {
 	var err error

@@ -1,0 +1,1152 @@
+package lease_test
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"math"
+	"reflect"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/echo-mq/echo_mq/internal/admin"
+	"github.com/echo-mq/echo_mq/internal/job"
+	"github.com/echo-mq/echo_mq/internal/keyspace"
+	"github.com/echo-mq/echo_mq/internal/lease"
+	"github.com/echo-mq/echo_mq/internal/redistest"
+	"github.com/echo-mq/echo_mq/internal/stall"
+)
+
+// FuzzStateMachine drives the scripts with random programs: sequences of
+// verbs by three workers (and an operator) on one queue and a pool of four
+// job ids, so that ids collide and tokens go stale. After every verb it
+// reads the queue straight from Redis and checks
+//
+//   - the outcome the verb must have by DESIGN.md, predicted from the state
+//     before it (the fence above all: a call under a token that is not the
+//     job's current one is refused with ErrStale or ErrGone, except a
+//     repeated complete or fail, which is answered as the first time; the
+//     test remembers each report itself, so rule 5 is held to DESIGN.md,
+//     not to what the row happens to keep);
+//   - that a refused verb changed nothing;
+//   - the invariants: a job is in exactly the set its state names; it is
+//     active iff it has a lease; run_at iff delayed; finished_at iff
+//     finished; no set holds an id without a row; the token counter never
+//     goes back and every claim's token is above every earlier one, across
+//     removals and an obliterate too; counts match the sets and the meta
+//     totals match what the verbs did.
+//
+// No execution sleeps: a lease lapses by the "lapse" verb, which sets the
+// job's deadline in the active set to the past. Each byte pair of the input
+// is one verb (see smMachine.step); at most smMaxOps run. Without -fuzz
+// the seeds below and testdata/fuzz/FuzzStateMachine run as a test.
+func FuzzStateMachine(f *testing.F) {
+	for _, seed := range smSeeds {
+		f.Add(seed)
+	}
+	rdb := redistest.Client(f)
+	svc := smServices{
+		rdb:    rdb,
+		leases: lease.NewService(rdb, smPrefix, lease.KeepCompleted(smKeep)),
+		stall:  stall.NewService(rdb, smPrefix),
+		admin:  admin.NewService(rdb, smPrefix),
+	}
+	f.Fuzz(func(t *testing.T, program []byte) {
+		m := newSMMachine(t, svc)
+		defer m.cleanup()
+		for i := 0; i+1 < len(program) && i/2 < smMaxOps; i += 2 {
+			m.step(program[i], program[i+1])
+		}
+	})
+}
+
+const (
+	smPrefix = "emqfuzz"
+	smMaxOps = 40
+	smKeep   = 3 // completed jobs kept per queue: small, so that retention trims
+)
+
+// smIDs is the pool of job ids a program works on.
+var smIDs = [4]string{"j0", "j1", "j2", "j3"}
+
+// smQueues makes each execution's queue name unique.
+var smQueues atomic.Uint64
+
+// The verbs of a program. A step is two bytes: the first picks the verb
+// (low 4 bits) and the worker (high bits mod 3), the second the job id (low
+// 2 bits) and the verb's variant (the rest).
+const (
+	smOpEnqueue = iota
+	smOpClaim
+	smOpExtend
+	smOpComplete
+	smOpFail
+	smOpCancel
+	smOpRemove
+	smOpSweep
+	smOpLapse
+	smOpRetry
+	smOpPromote
+	smOpPause
+	smOpDrain
+	smOpCancellation
+	smOpCompleteBatch
+	smOpMisc // promote due jobs, or obliterate the queue
+	smVerbs
+)
+
+type smServices struct {
+	rdb    redis.UniversalClient
+	leases *lease.Service
+	stall  *stall.Service
+	admin  *admin.Service
+}
+
+// smSnapshot is a queue as Redis holds it: its six sets, its job rows (of
+// the pool's ids) and its meta hash.
+type smSnapshot struct {
+	sets map[string]map[string]float64 // state -> id -> score
+	rows map[string]map[string]string  // id -> row; existing rows only
+	meta map[string]string
+}
+
+func (s smSnapshot) row(id string) (map[string]string, bool) {
+	r, has := s.rows[id]
+	return r, has
+}
+
+// byScore lists the ids of a set in its order: by score, then id.
+func (s smSnapshot) byScore(state string) []string {
+	set := s.sets[state]
+	ids := slices.Collect(maps.Keys(set))
+	sort.Slice(ids, func(i, j int) bool {
+		if set[ids[i]] != set[ids[j]] {
+			return set[ids[i]] < set[ids[j]]
+		}
+		return ids[i] < ids[j]
+	})
+	return ids
+}
+
+// smMachine runs one program on one queue and knows what the workers know.
+type smMachine struct {
+	t     *testing.T
+	svc   smServices
+	ctx   context.Context
+	queue string
+	keys  keyspace.Queue
+
+	last     smSnapshot          // the queue after the last verb
+	fresh    bool                // last was read after the running verb
+	held     [3]map[string]int64 // per worker: id -> token of its latest claim of it
+	issued   []int64             // every token a claim gave, in order
+	maxToken int64
+	// reported is what DESIGN.md's rule 5 needs, kept apart from Redis:
+	// id -> token -> the report ("complete", "fail") that succeeded under it.
+	// Forgotten when the row goes (a removed job's token holds nothing).
+	reported map[string]map[int64]string
+	// The meta totals the verbs so far must have left.
+	enqueued, completed, failed int64
+	log                         []string
+}
+
+func newSMMachine(t *testing.T, svc smServices) *smMachine {
+	q := fmt.Sprintf("sm-%d", smQueues.Add(1))
+	m := &smMachine{t: t, svc: svc, ctx: context.Background(), queue: q, keys: keyspace.NewQueue(smPrefix, q),
+		reported: map[string]map[int64]string{}}
+	for w := range m.held {
+		m.held[w] = map[string]int64{}
+	}
+	m.last = m.read()
+	return m
+}
+
+// cleanup deletes the queue's keys, so that the fuzzing Redis stays small.
+func (m *smMachine) cleanup() {
+	keys := append(m.keys.ScriptKeys(), m.keys.Job(smIDs[0]), m.keys.Job(smIDs[1]), m.keys.Job(smIDs[2]), m.keys.Job(smIDs[3]))
+	m.svc.rdb.Del(m.ctx, keys...)
+	m.svc.rdb.SRem(m.ctx, keyspace.QueuesKey(smPrefix), m.queue)
+}
+
+// fatalf fails the execution, showing the program so far.
+func (m *smMachine) fatalf(format string, args ...any) {
+	m.t.Helper()
+	m.t.Fatalf("%s\nqueue %s, verbs so far:\n  %s", fmt.Sprintf(format, args...), m.queue, strings.Join(m.log, "\n  "))
+}
+
+func (m *smMachine) logf(format string, args ...any) {
+	m.log = append(m.log, fmt.Sprintf(format, args...))
+}
+
+// read takes a snapshot of the queue in one round trip.
+func (m *smMachine) read() smSnapshot {
+	m.t.Helper()
+	var sets []*redis.ZSliceCmd
+	var rows []*redis.MapStringStringCmd
+	var meta *redis.MapStringStringCmd
+	_, err := m.svc.rdb.Pipelined(m.ctx, func(p redis.Pipeliner) error {
+		for _, state := range admin.States {
+			sets = append(sets, p.ZRangeWithScores(m.ctx, m.keys.Set(state), 0, -1))
+		}
+		for _, id := range smIDs {
+			rows = append(rows, p.HGetAll(m.ctx, m.keys.Job(id)))
+		}
+		meta = p.HGetAll(m.ctx, m.keys.Meta())
+		return nil
+	})
+	if err != nil {
+		m.fatalf("read: %v", err)
+	}
+	s := smSnapshot{sets: map[string]map[string]float64{}, rows: map[string]map[string]string{}, meta: meta.Val()}
+	for i, state := range admin.States {
+		s.sets[state] = map[string]float64{}
+		for _, z := range sets[i].Val() {
+			s.sets[state][z.Member.(string)] = z.Score
+		}
+	}
+	for i, id := range smIDs {
+		if row := rows[i].Val(); len(row) > 0 {
+			s.rows[id] = row
+		}
+	}
+	return s
+}
+
+// serverMs is the Redis server's clock, the one the scripts use.
+func (m *smMachine) serverMs() int64 {
+	m.t.Helper()
+	now, err := m.svc.rdb.Time(m.ctx).Result()
+	if err != nil {
+		m.fatalf("TIME: %v", err)
+	}
+	return now.UnixMilli()
+}
+
+// step runs one verb, then checks the queue.
+func (m *smMachine) step(a, b byte) {
+	m.t.Helper()
+	verb, w := int(a)%smVerbs, int(a)/smVerbs%3
+	id, v := smIDs[b&3], int(b>>2)
+	before := m.last
+	m.fresh = false
+	switch verb {
+	case smOpEnqueue:
+		m.enqueue(id, v)
+	case smOpClaim:
+		m.claim(w, v)
+	case smOpExtend:
+		m.extend(w, id, v)
+	case smOpComplete:
+		m.complete(w, id, v)
+	case smOpFail:
+		m.fail(w, id, v)
+	case smOpCancel:
+		m.cancel(w, id, v)
+	case smOpRemove:
+		m.remove(id, v)
+	case smOpSweep:
+		m.sweep(v)
+	case smOpLapse:
+		m.lapse(id)
+	case smOpRetry:
+		m.retry(id)
+	case smOpPromote:
+		m.promote(id)
+	case smOpPause:
+		m.pause()
+	case smOpDrain:
+		m.drain()
+	case smOpCancellation:
+		m.cancellation(w, id, v)
+	case smOpCompleteBatch:
+		m.completeBatch(w, v)
+	case smOpMisc:
+		if v%4 == 3 {
+			m.obliterate(v)
+		} else {
+			m.promoteDue()
+		}
+	}
+	if !m.fresh { // the verb did not read the queue itself
+		m.last = m.read()
+	}
+	for id := range m.reported {
+		if _, exists := m.last.row(id); !exists {
+			delete(m.reported, id)
+		}
+	}
+	m.checkInvariants(before, m.last)
+}
+
+// after reads the queue after a verb; the step checks the invariants.
+func (m *smMachine) after() smSnapshot {
+	m.t.Helper()
+	m.last, m.fresh = m.read(), true
+	return m.last
+}
+
+// smOutcome is how a verb ended, by the error it returned.
+type smOutcome string
+
+const (
+	smOK    smOutcome = "ok"
+	smStale smOutcome = "stale"
+	smGone  smOutcome = "gone"
+	smState smOutcome = "state"
+)
+
+func (m *smMachine) outcomeOf(err error) smOutcome {
+	m.t.Helper()
+	switch {
+	case err == nil:
+		return smOK
+	case errors.Is(err, job.ErrStale):
+		return smStale
+	case errors.Is(err, job.ErrGone):
+		return smGone
+	case errors.Is(err, job.ErrState):
+		return smState
+	}
+	m.fatalf("unexpected error: %v", err)
+	return ""
+}
+
+// want fails the execution unless err is the outcome predicted.
+func (m *smMachine) want(what string, err error, want smOutcome) smOutcome {
+	m.t.Helper()
+	got := m.outcomeOf(err)
+	m.logf("%s -> %s", what, got)
+	if got != want {
+		m.fatalf("%s: got %s (%v), want %s", what, got, err, want)
+	}
+	return got
+}
+
+// unchanged fails the execution unless the queue is as before a refused verb.
+func (m *smMachine) unchanged(what string, before smSnapshot) {
+	m.t.Helper()
+	if after := m.after(); !reflect.DeepEqual(after, before) {
+		m.fatalf("%s was refused but changed the queue:\nbefore %+v\nafter  %+v", what, before, after)
+	}
+}
+
+// fenced predicts a holder's call on id under tok from the row before it.
+// verb is "complete" or "fail" for the calls a holder may repeat, "" for
+// the others.
+func smFenced(row map[string]string, exists bool, tok int64, verb string) (want smOutcome, repeat bool) {
+	ts := strconv.FormatInt(tok, 10)
+	switch {
+	case !exists:
+		return smGone, false
+	case verb != "" && strings.Contains(row["outcomes"], " "+verb+":"+ts+" "):
+		return smOK, true
+	case row["token"] != ts || row["state"] != job.StateActive:
+		return smStale, false
+	}
+	return smOK, false
+}
+
+// report predicts a holder's complete or fail from the row before it, as
+// smFenced does, and then holds it to DESIGN.md's rule 5: a report repeated
+// under a token whose same report succeeded is answered as the first time
+// (the job as it is, nothing changed), whatever happened to the job since,
+// while its row exists.
+func (m *smMachine) report(what, id string, tok int64, verb string) (want smOutcome, repeat bool) {
+	m.t.Helper()
+	row, exists := m.last.row(id)
+	want, repeat = smFenced(row, exists, tok, verb)
+	if exists && m.reported[id][tok] == verb && !repeat {
+		m.logf("%s -> ? (rule 5: its %s under token %d succeeded before; the row says outcomes %q)", what, verb, tok, row["outcomes"])
+		return smOK, true
+	}
+	return want, repeat
+}
+
+// remember records a report that succeeded (not a repeat) under tok.
+func (m *smMachine) remember(id string, tok int64, verb string) {
+	if m.reported[id] == nil {
+		m.reported[id] = map[int64]string{}
+	}
+	m.reported[id][tok] = verb
+}
+
+// tokenFor picks the token worker w names on a call about id by v%8: its
+// own (0-4), another worker's for the id (5), any token given so far (6), or
+// one never given (7).
+func (m *smMachine) tokenFor(w int, id string, v int) (int64, string) {
+	switch v % 8 {
+	case 5:
+		for o := 1; o < 3; o++ {
+			if tok, has := m.held[(w+o)%3][id]; has {
+				return tok, fmt.Sprintf("w%d's", (w+o)%3)
+			}
+		}
+	case 6:
+	case 7:
+		return m.maxToken + 1, "unissued"
+	default:
+		if tok, has := m.held[w][id]; has {
+			return tok, "own"
+		}
+	}
+	if len(m.issued) > 0 {
+		return m.issued[v%len(m.issued)], "issued"
+	}
+	return 1, "never issued"
+}
+
+func smNum(row map[string]string, field string) int64 {
+	n, _ := strconv.ParseInt(row[field], 10, 64)
+	return n
+}
+
+func (m *smMachine) enqueue(id string, v int) {
+	m.t.Helper()
+	nj := lease.NewJob{ID: id, Payload: []byte(fmt.Sprintf(`{"v":%d}`, v))}
+	switch v % 6 {
+	case 1:
+		nj.Delay = time.Hour
+	case 2:
+		nj.MaxAttempts = 1
+	case 3:
+		nj.Delay = time.Millisecond // due almost at once: a claim promotes it
+	case 4:
+		nj.Priority = 3
+		nj.Backoff = &lease.Backoff{Delay: 0, MaxDelay: 0} // fixed 0: a retry is pending at once
+	case 5:
+		nj.MaxAttempts = 2
+		nj.Backoff = &lease.Backoff{Exponential: true, Delay: time.Minute, MaxDelay: time.Hour}
+	}
+	before := m.last
+	out, err := m.svc.leases.Enqueue(m.ctx, m.queue, []lease.NewJob{nj})
+	what := fmt.Sprintf("enqueue %s variant %d", id, v%6)
+	m.want(what, err, smOK)
+	_, exists := before.row(id)
+	if out[0].Created == exists {
+		m.fatalf("%s: created = %v, but the job existed before: %v", what, out[0].Created, exists)
+	}
+	if exists {
+		m.unchanged(what+" (existing)", before)
+		return
+	}
+	m.enqueued++
+	row, _ := m.after().row(id)
+	wantState := job.StatePending
+	if nj.Delay > 0 {
+		wantState = job.StateDelayed
+	}
+	if row["state"] != wantState || out[0].Job.State != wantState {
+		m.fatalf("%s: state %q (answered %q), want %s", what, row["state"], out[0].Job.State, wantState)
+	}
+	wantMax := nj.MaxAttempts
+	if wantMax == 0 {
+		wantMax = lease.DefaultMaxAttempts
+	}
+	if smNum(row, "max_attempts") != int64(wantMax) {
+		m.fatalf("%s: max_attempts %s, want %d", what, row["max_attempts"], wantMax)
+	}
+}
+
+func (m *smMachine) claim(w, v int) {
+	m.t.Helper()
+	p := lease.ClaimParams{Count: 1 + v%2, Lease: time.Minute, Worker: fmt.Sprintf("w%d", w)}
+	if v&2 != 0 {
+		p.Lease = 100 * time.Millisecond // short: it may lapse on a slow machine, and the checks allow it
+	}
+	before := m.last
+	c, err := m.svc.leases.Claim(m.ctx, m.queue, p)
+	m.want(fmt.Sprintf("w%d claim count %d lease %v", w, p.Count, p.Lease), err, smOK)
+	m.checkClaimed(w, "claim", before, p.Count, c.Jobs)
+}
+
+// checkClaimed checks jobs that a claim of up to count gave worker w on the
+// queue as it was before, and has w remember their tokens.
+func (m *smMachine) checkClaimed(w int, what string, before smSnapshot, count int, jobs []job.Job) {
+	m.t.Helper()
+	pending, delayed := before.byScore(job.StatePending), len(before.sets[job.StateDelayed])
+	lo, hi := min(count, len(pending)), min(count, len(pending)+delayed)
+	if before.meta["paused"] != "" {
+		lo, hi = 0, 0
+	}
+	after := m.after()
+	var got []string
+	for _, j := range jobs {
+		got = append(got, j.ID)
+		m.logf("  w%d holds %s under token %d", w, j.ID, j.Token)
+	}
+	if len(jobs) < lo || len(jobs) > hi {
+		m.fatalf("%s gave %v, want %d to %d jobs (pending %v, %d delayed, paused %q)", what, got, lo, hi, pending, delayed, before.meta["paused"])
+	}
+	if delayed == 0 && !slices.Equal(got, pending[:len(jobs)]) {
+		m.fatalf("%s gave %v, want the first of pending in claim order %v", what, got, pending)
+	}
+	for _, j := range jobs { // priority first: no waiting job of a lower priority number is passed over
+		for _, id := range pending {
+			if left, _ := after.row(id); left["state"] == job.StatePending && smNum(left, "priority") < int64(j.Priority) {
+				m.fatalf("%s gave %s of priority %d, passing over %s of priority %s", what, j.ID, j.Priority, id, left["priority"])
+			}
+		}
+	}
+	seen := map[string]bool{}
+	for _, j := range jobs {
+		_, wasPending := before.sets[job.StatePending][j.ID]
+		_, wasDelayed := before.sets[job.StateDelayed][j.ID]
+		if _, held := before.sets[job.StateActive][j.ID]; held || seen[j.ID] || !(wasPending || wasDelayed) {
+			m.fatalf("%s gave %s, which was not waiting (held %v, twice %v)", what, j.ID, held, seen[j.ID])
+		}
+		seen[j.ID] = true
+		if j.Token <= m.maxToken {
+			m.fatalf("%s gave %s token %d, not above every earlier token (%d): tokens must only increase", what, j.ID, j.Token, m.maxToken)
+		}
+		m.maxToken = j.Token
+		m.issued = append(m.issued, j.Token)
+		m.held[w][j.ID] = j.Token
+		row, _ := after.row(j.ID)
+		prev, _ := before.row(j.ID)
+		if j.State != job.StateActive || row["state"] != job.StateActive || smNum(row, "token") != j.Token {
+			m.fatalf("%s gave %s as %s token %d; its row says %s token %s", what, j.ID, j.State, j.Token, row["state"], row["token"])
+		}
+		if smNum(row, "attempts") != smNum(prev, "attempts")+1 || row["cancel_requested"] != "" {
+			m.fatalf("%s: %s has attempts %s (was %s), cancel_requested %q: want one more attempt and no cancel", what, j.ID, row["attempts"], prev["attempts"], row["cancel_requested"])
+		}
+	}
+}
+
+func (m *smMachine) extend(w int, id string, v int) {
+	m.t.Helper()
+	tok, whose := m.tokenFor(w, id, v)
+	before := m.last
+	row, exists := before.row(id)
+	want, _ := smFenced(row, exists, tok, "")
+	ext, err := m.svc.leases.Extend(m.ctx, m.queue, id, lease.ExtendParams{Token: tok, Lease: time.Minute})
+	what := fmt.Sprintf("w%d extend %s with %s token %d", w, id, whose, tok)
+	if m.want(what, err, want) != smOK {
+		m.unchanged(what, before)
+		return
+	}
+	after, _ := m.after().row(id)
+	deadline := ext.LeaseExpiresAt.UnixMilli()
+	if after["state"] != job.StateActive || smNum(after, "lease_expires_at") != deadline ||
+		m.last.sets[job.StateActive][id] != float64(deadline) {
+		m.fatalf("%s: row %v, active score %v; want active with lease %d", what, after, m.last.sets[job.StateActive][id], deadline)
+	}
+	if ext.CancelRequested != (row["cancel_requested"] == "1") || ext.CancelReason != row["cancel_reason"] {
+		m.fatalf("%s: answered cancel %v %q, the row has %q %q", what, ext.CancelRequested, ext.CancelReason, row["cancel_requested"], row["cancel_reason"])
+	}
+}
+
+func (m *smMachine) complete(w int, id string, v int) {
+	m.t.Helper()
+	tok, whose := m.tokenFor(w, id, v)
+	var next *lease.ClaimParams
+	if v/8%2 == 1 {
+		next = &lease.ClaimParams{Count: 1 + v/16%2, Lease: time.Minute, Worker: fmt.Sprintf("w%d", w)}
+	}
+	before := m.last
+	what := fmt.Sprintf("w%d complete %s with %s token %d (claim next %v)", w, id, whose, tok, next != nil)
+	want, repeat := m.report(what, id, tok, "complete")
+	done, claimed, err := m.svc.leases.Complete(m.ctx, m.queue, id, tok, []byte(`{"by":"w"}`), next)
+	if m.want(what, err, want) != smOK {
+		m.unchanged(what, before)
+		return
+	}
+	if repeat {
+		if len(claimed) != 0 || done.ID != id {
+			m.fatalf("%s: a repeat answered %s and claimed %d more, want the job and nothing more", what, done.ID, len(claimed))
+		}
+		m.unchanged(what+" (a repeat)", before)
+		return
+	}
+	m.completed++
+	m.remember(id, tok, "complete")
+	if done.State != job.StateCompleted {
+		m.fatalf("%s: answered state %s, want completed", what, done.State)
+	}
+	count := 0
+	if next != nil {
+		count = next.Count
+	}
+	m.checkClaimed(w, what+": next", before, count, claimed)
+	m.wantFinished(what, id, job.StateCompleted)
+}
+
+// wantFinished fails unless job id is in state now, or (completed only) was
+// deleted by retention.
+func (m *smMachine) wantFinished(what, id, state string) {
+	m.t.Helper()
+	row, exists := m.last.row(id)
+	if state == job.StateCompleted && !exists {
+		return // trimmed: retention keeps only smKeep completed jobs
+	}
+	if row["state"] != state {
+		m.fatalf("%s: %s is %q, want %s", what, id, row["state"], state)
+	}
+}
+
+func (m *smMachine) fail(w int, id string, v int) {
+	m.t.Helper()
+	tok, whose := m.tokenFor(w, id, v)
+	p := lease.FailParams{Token: tok, Error: fmt.Sprintf("boom %d", v)}
+	mode := v / 8 % 4
+	var retryIn time.Duration
+	switch mode {
+	case 0:
+		p.RetryIn = &retryIn // retry now
+	case 1:
+		p.Fatal = true
+	case 3:
+		retryIn = time.Hour
+		p.RetryIn = &retryIn
+	} // 2: the job's backoff
+	before := m.last
+	row := before.rows[id]
+	what := fmt.Sprintf("w%d fail %s with %s token %d (mode %d)", w, id, whose, tok, mode)
+	want, repeat := m.report(what, id, tok, "fail")
+	j, err := m.svc.leases.Fail(m.ctx, m.queue, id, p)
+	if m.want(what, err, want) != smOK {
+		m.unchanged(what, before)
+		return
+	}
+	if repeat {
+		m.unchanged(what+" (a repeat)", before)
+		return
+	}
+	m.remember(id, tok, "fail")
+	var wantState string
+	attempts, maxAttempts := smNum(row, "attempts"), smNum(row, "max_attempts")
+	switch {
+	case row["cancel_requested"] == "1":
+		wantState = job.StateCancelled
+	case p.Fatal:
+		wantState = job.StateDead
+		m.failed++
+	case attempts >= maxAttempts: // out of attempts
+		wantState = job.StateDead
+		m.failed++
+	case p.RetryIn != nil && retryIn > 0:
+		wantState = job.StateDelayed
+	case p.RetryIn != nil:
+		wantState = job.StatePending
+	case smBackoffMs(row["backoff"], attempts) > 0:
+		wantState = job.StateDelayed
+	default: // a backoff of 0
+		wantState = job.StatePending
+	}
+	after, _ := m.after().row(id)
+	if j.State != wantState || after["state"] != wantState || after["last_error"] != p.Error ||
+		!strings.HasPrefix(after["outcomes"], " fail:"+strconv.FormatInt(tok, 10)+" ") {
+		m.fatalf("%s: answered %s, row %v; want %s with last_error %q", what, j.State, after, wantState, p.Error)
+	}
+}
+
+// backoffMs is fail.lua's retry delay after attempts under spec ("" for the
+// default, exponential from a second, capped at an hour).
+func smBackoffMs(spec string, attempts int64) int64 {
+	if spec == "" {
+		spec = "exponential:1000:3600000"
+	}
+	parts := strings.Split(spec, ":")
+	delay, _ := strconv.ParseFloat(parts[1], 64)
+	limit, _ := strconv.ParseFloat(parts[2], 64)
+	if parts[0] == "exponential" {
+		delay *= math.Pow(2, float64(max(attempts-1, 0)))
+	}
+	return int64(min(delay, limit))
+}
+
+func (m *smMachine) cancel(w int, id string, v int) {
+	m.t.Helper()
+	p := lease.CancelParams{}
+	whose := "no"
+	if v%2 == 1 {
+		p.Token, whose = m.tokenFor(w, id, v/2)
+	}
+	if v%3 != 0 {
+		p.Reason = fmt.Sprintf("reason %d", v)
+	}
+	before := m.last
+	row, exists := before.row(id)
+	st := row["state"]
+	want, wantRequested := smOK, false
+	switch {
+	case !exists:
+		want = smGone
+	case st == job.StateCompleted || st == job.StateDead:
+		want = smState
+	case st == job.StateCancelled:
+	case p.Token != 0 && (st != job.StateActive || row["token"] != strconv.FormatInt(p.Token, 10)):
+		want = smStale
+	case st == job.StateActive:
+		wantRequested = true
+	}
+	j, requested, err := m.svc.leases.Cancel(m.ctx, m.queue, id, p)
+	what := fmt.Sprintf("w%d cancel %s with %s token %d", w, id, whose, p.Token)
+	if m.want(what, err, want) != smOK {
+		m.unchanged(what, before)
+		return
+	}
+	if requested != wantRequested {
+		m.fatalf("%s: requested = %v, want %v (state was %s)", what, requested, wantRequested, st)
+	}
+	if st == job.StateCancelled {
+		m.unchanged(what+" (already cancelled)", before)
+		return
+	}
+	after, _ := m.after().row(id)
+	if wantRequested {
+		if after["state"] != job.StateActive || after["cancel_requested"] != "1" || (p.Reason != "" && after["cancel_reason"] != p.Reason) {
+			m.fatalf("%s: row %v, want active with the cancel requested", what, after)
+		}
+		return
+	}
+	if j.State != job.StateCancelled || after["state"] != job.StateCancelled {
+		m.fatalf("%s: answered %s, row %v; want cancelled", what, j.State, after)
+	}
+}
+
+func (m *smMachine) remove(id string, v int) {
+	m.t.Helper()
+	force := v%2 == 1
+	before := m.last
+	row, exists := before.row(id)
+	want := smOK
+	switch {
+	case !exists:
+		want = smGone
+	case row["state"] == job.StateActive && !force:
+		want = smState
+	}
+	err := m.svc.admin.Remove(m.ctx, m.queue, id, force, admin.Actor{Name: "fuzz", Role: "admin"})
+	what := fmt.Sprintf("remove %s force %v", id, force)
+	if m.want(what, err, want) != smOK {
+		m.unchanged(what, before)
+		return
+	}
+	if _, still := m.after().row(id); still {
+		m.fatalf("%s: the row is still there", what)
+	}
+}
+
+func (m *smMachine) sweep(v int) {
+	m.t.Helper()
+	maxStalled := 1 + v%3
+	before := m.last
+	t0 := m.serverMs()
+	s, err := m.svc.stall.Sweep(m.ctx, m.queue, stall.SweepParams{MaxStalled: maxStalled})
+	t1 := m.serverMs()
+	what := fmt.Sprintf("sweep max_stalled %d", maxStalled)
+	m.want(what, err, smOK)
+	m.logf("  swept %+v", s)
+	after := m.after()
+	moved := map[string]string{}
+	for to, ids := range map[string][]string{job.StatePending: s.Recovered, job.StateDead: s.Dead, job.StateCancelled: s.Cancelled} {
+		for _, id := range ids {
+			if moved[id] != "" {
+				m.fatalf("%s listed %s twice", what, id)
+			}
+			moved[id] = to
+		}
+	}
+	for id, deadline := range before.sets[job.StateActive] {
+		if deadline <= float64(t0) && moved[id] == "" {
+			m.fatalf("%s left %s, whose lease lapsed at %v before %d", what, id, deadline, t0)
+		}
+		if deadline > float64(t1) && moved[id] != "" {
+			m.fatalf("%s took %s, whose lease runs to %v after %d", what, id, deadline, t1)
+		}
+	}
+	for id, to := range moved {
+		row, _ := before.row(id)
+		if _, was := before.sets[job.StateActive][id]; !was {
+			m.fatalf("%s took %s, which was not active", what, id)
+		}
+		stalled := smNum(row, "stalled") + 1
+		want := job.StatePending
+		switch {
+		case row["cancel_requested"] == "1":
+			want = job.StateCancelled
+		case stalled >= int64(maxStalled):
+			want = job.StateDead
+			m.failed++
+		}
+		now, _ := after.row(id)
+		if to != want || now["state"] != want || smNum(now, "stalled") != stalled {
+			m.fatalf("%s moved %s to %s (row %v), want %s with stalled %d", what, id, to, now, want, stalled)
+		}
+		if want == job.StateDead && now["last_error"] != "stalled" {
+			m.fatalf("%s dead-lettered %s with last_error %q, want stalled", what, id, now["last_error"])
+		}
+	}
+}
+
+// lapse makes the lease of id lapse now, as if its holder went quiet: its
+// deadline in the active set goes to the past (only if it is active).
+func (m *smMachine) lapse(id string) {
+	m.t.Helper()
+	if err := m.svc.rdb.ZAddXX(m.ctx, m.keys.Set(job.StateActive), redis.Z{Score: 0, Member: id}).Err(); err != nil {
+		m.fatalf("lapse %s: %v", id, err)
+	}
+	m.logf("lapse %s", id)
+	m.after()
+}
+
+func (m *smMachine) retry(id string) {
+	m.t.Helper()
+	before := m.last
+	row, exists := before.row(id)
+	want := smOK
+	switch {
+	case !exists:
+		want = smGone
+	case row["state"] != job.StateDead && row["state"] != job.StateCancelled:
+		want = smState
+	}
+	j, err := m.svc.admin.Retry(m.ctx, m.queue, id, admin.Actor{Name: "fuzz", Role: "admin"})
+	what := "retry " + id
+	if m.want(what, err, want) != smOK {
+		m.unchanged(what, before)
+		return
+	}
+	after, _ := m.after().row(id)
+	if j.State != job.StatePending || after["state"] != job.StatePending || after["attempts"] != "" || after["stalled"] != "" || after["cancel_requested"] != "" {
+		m.fatalf("%s: answered %s, row %v; want pending with no attempts, stalls or cancel", what, j.State, after)
+	}
+}
+
+func (m *smMachine) promote(id string) {
+	m.t.Helper()
+	before := m.last
+	row, exists := before.row(id)
+	want := smOK
+	switch {
+	case !exists:
+		want = smGone
+	case row["state"] != job.StateDelayed:
+		want = smState
+	}
+	j, err := m.svc.admin.Promote(m.ctx, m.queue, id, admin.Actor{Name: "fuzz", Role: "admin"})
+	what := "promote " + id
+	if m.want(what, err, want) != smOK {
+		m.unchanged(what, before)
+		return
+	}
+	if after, _ := m.after().row(id); j.State != job.StatePending || after["state"] != job.StatePending {
+		m.fatalf("%s: answered %s, row %v; want pending", what, j.State, after)
+	}
+}
+
+func (m *smMachine) pause() {
+	m.t.Helper()
+	paused := m.last.meta["paused"] == ""
+	info, err := m.svc.admin.SetPaused(m.ctx, m.queue, paused, admin.Actor{Name: "fuzz", Role: "admin"})
+	what := fmt.Sprintf("set paused %v", paused)
+	m.want(what, err, smOK)
+	if info.Paused != paused || (m.after().meta["paused"] != "") != paused {
+		m.fatalf("%s: answered paused %v, meta %v", what, info.Paused, m.last.meta)
+	}
+}
+
+func (m *smMachine) drain() {
+	m.t.Helper()
+	before := m.last
+	n, err := m.svc.admin.Drain(m.ctx, m.queue, admin.Actor{Name: "fuzz", Role: "admin"})
+	m.want("drain", err, smOK)
+	waiting := append(before.byScore(job.StatePending), before.byScore(job.StateDelayed)...)
+	after := m.after()
+	if n != len(waiting) {
+		m.fatalf("drain removed %d, want the %d waiting jobs %v", n, len(waiting), waiting)
+	}
+	for _, id := range waiting {
+		if _, still := after.row(id); still {
+			m.fatalf("drain left the row of %s", id)
+		}
+	}
+	for id, row := range before.rows {
+		if !slices.Contains(waiting, id) && !reflect.DeepEqual(after.rows[id], row) {
+			m.fatalf("drain changed %s, which was not waiting: %v -> %v", id, row, after.rows[id])
+		}
+	}
+}
+
+func (m *smMachine) cancellation(w int, id string, v int) {
+	m.t.Helper()
+	tok, whose := m.tokenFor(w, id, v)
+	before := m.last
+	row, exists := before.row(id)
+	want, _ := smFenced(row, exists, tok, "")
+	c, err := m.svc.leases.Cancellation(m.ctx, m.queue, id, tok)
+	what := fmt.Sprintf("w%d cancellation %s with %s token %d", w, id, whose, tok)
+	m.want(what, err, want)
+	if want == smOK && (c.Requested != (row["cancel_requested"] == "1") || c.Reason != row["cancel_reason"]) {
+		m.fatalf("%s: answered %+v, the row has %q %q", what, c, row["cancel_requested"], row["cancel_reason"])
+	}
+	m.unchanged(what, before)
+}
+
+func (m *smMachine) completeBatch(w int, v int) {
+	m.t.Helper()
+	var batch []lease.Completion
+	for _, id := range smIDs {
+		if tok, held := m.held[w][id]; held {
+			batch = append(batch, lease.Completion{ID: id, Token: tok})
+		}
+	}
+	if v%2 == 1 && len(batch) > 0 {
+		batch = append(batch, batch[0]) // the same job twice: the second is a repeat
+	}
+	if v%4 >= 2 || len(batch) == 0 {
+		id := smIDs[v/4%4]
+		tok, _ := m.tokenFor(w, id, v/16)
+		batch = append(batch, lease.Completion{ID: id, Token: tok})
+	}
+	var next *lease.ClaimParams
+	if v&8 != 0 {
+		next = &lease.ClaimParams{Count: 2, Lease: time.Minute}
+	}
+	before := m.last
+	// Predict each item on the rows as the items before it left them.
+	sim := map[string]map[string]string{}
+	for id, row := range before.rows {
+		sim[id] = maps.Clone(row)
+	}
+	wants, repeats := make([]smOutcome, len(batch)), make([]bool, len(batch))
+	for i, c := range batch {
+		row, exists := sim[c.ID]
+		want, repeat := smFenced(row, exists, c.Token, "complete")
+		if exists && m.reported[c.ID][c.Token] == "complete" { // rule 5, as in report
+			want, repeat = smOK, true
+		}
+		wants[i], repeats[i] = want, repeat
+		if want == smOK && !repeat {
+			row["state"] = job.StateCompleted
+			row["outcomes"] = " complete:" + strconv.FormatInt(c.Token, 10) + cmp.Or(row["outcomes"], " ")
+			m.completed++
+			m.remember(c.ID, c.Token, "complete")
+		}
+	}
+	out, claimed, err := m.svc.leases.CompleteBatch(m.ctx, m.queue, batch, next)
+	what := fmt.Sprintf("w%d complete batch %+v (claim next %v)", w, batch, next != nil)
+	m.want(what, err, smOK)
+	if len(out) != len(batch) {
+		m.fatalf("%s: %d outcomes for %d jobs", what, len(out), len(batch))
+	}
+	// A batch that repeats a complete made before it (sent again after a
+	// lost answer) claims nothing next, as complete.lua; a repeat of a
+	// complete made earlier in the same batch does not count.
+	repeated, doneHere := false, map[string]bool{}
+	for i, o := range out {
+		got := m.outcomeOf(o.Err)
+		trimmed := got == smGone && sim[batch[i].ID]["state"] == job.StateCompleted
+		if got != wants[i] && !trimmed {
+			m.fatalf("%s: job %d (%s token %d) got %s (%v), want %s", what, i, batch[i].ID, batch[i].Token, got, o.Err, wants[i])
+		}
+		if got == smOK {
+			repeated = repeated || repeats[i] && !doneHere[batch[i].ID]
+			doneHere[batch[i].ID] = true
+		}
+	}
+	count := 0
+	if next != nil && !repeated {
+		count = next.Count
+	}
+	m.checkClaimed(w, what+": next", before, count, claimed)
+	for id, row := range sim {
+		if row["state"] == job.StateCompleted {
+			m.wantFinished(what, id, job.StateCompleted)
+		}
+	}
+}
+
+func (m *smMachine) promoteDue() {
+	m.t.Helper()
+	before := m.last
+	t0 := m.serverMs()
+	n, err := m.svc.stall.PromoteDue(m.ctx, m.queue, 1000)
+	m.want("promote due", err, smOK)
+	after := m.after()
+	due := 0
+	for id, runAt := range before.sets[job.StateDelayed] {
+		_, still := after.sets[job.StateDelayed][id]
+		if runAt <= float64(t0) {
+			due++
+			if still {
+				m.fatalf("promote due left %s, due at %v before %d", id, runAt, t0)
+			}
+		}
+	}
+	if n < due || n > len(before.sets[job.StateDelayed]) {
+		m.fatalf("promote due moved %d, want %d to %d", n, due, len(before.sets[job.StateDelayed]))
+	}
+}
+
+func (m *smMachine) obliterate(v int) {
+	m.t.Helper()
+	force := v&16 != 0
+	before := m.last
+	want := smOK
+	if !force && len(before.sets[job.StateActive]) > 0 {
+		want = smState
+	}
+	_, err := m.svc.admin.Obliterate(m.ctx, m.queue, force)
+	what := fmt.Sprintf("obliterate force %v", force)
+	if m.want(what, err, want) != smOK {
+		m.unchanged(what, before)
+		return
+	}
+	after := m.after()
+	if len(after.rows) != 0 || len(after.meta) != 0 {
+		m.fatalf("%s left rows %v and meta %v", what, after.rows, after.meta)
+	}
+	m.enqueued, m.completed, m.failed = 0, 0, 0
+}
+
+var smFinished = map[string]bool{job.StateCompleted: true, job.StateDead: true, job.StateCancelled: true}
+
+// checkInvariants checks what must hold after every verb.
+func (m *smMachine) checkInvariants(before, s smSnapshot) {
+	m.t.Helper()
+	for st, members := range s.sets {
+		for id := range members {
+			if !slices.Contains(smIDs[:], id) {
+				m.fatalf("the %s set holds %q, an id nobody enqueued", st, id)
+			}
+			row, exists := s.row(id)
+			if !exists {
+				m.fatalf("the %s set holds %s, which has no row", st, id)
+			}
+			if row["state"] != st {
+				m.fatalf("the %s set holds %s, whose row says %q", st, id, row["state"])
+			}
+		}
+	}
+	metaToken := smNum(s.meta, "token")
+	for id, row := range s.rows {
+		st := row["state"]
+		var in []string
+		for _, set := range admin.States {
+			if _, has := s.sets[set][id]; has {
+				in = append(in, set)
+			}
+		}
+		if len(in) != 1 || in[0] != st {
+			m.fatalf("%s is %q but in the sets %v, want exactly its state's", id, st, in)
+		}
+		_, lease := row["lease_expires_at"]
+		if (st == job.StateActive) != lease {
+			m.fatalf("%s is %s with lease_expires_at %q: active iff it has a lease", id, st, row["lease_expires_at"])
+		}
+		if _, runAt := row["run_at"]; (st == job.StateDelayed) != runAt {
+			m.fatalf("%s is %s with run_at %q: run_at iff delayed", id, st, row["run_at"])
+		}
+		if _, at := row["finished_at"]; smFinished[st] != at {
+			m.fatalf("%s is %s with finished_at %q: finished_at iff finished", id, st, row["finished_at"])
+		}
+		if row["cancel_requested"] != "" && st != job.StateActive && st != job.StateCompleted && st != job.StateCancelled {
+			m.fatalf("%s is %s with a cancel request pending", id, st)
+		}
+		if tok := smNum(row, "token"); st == job.StateActive && (tok <= 0 || tok > metaToken) {
+			m.fatalf("%s is active under token %s, the counter is at %d", id, row["token"], metaToken)
+		}
+		if _, err := job.FromHash(m.queue, id, row); err != nil {
+			m.fatalf("the row of %s does not parse: %v", id, err)
+		}
+	}
+	_, counted := s.meta["token"]
+	if prev := smNum(before.meta, "token"); counted && metaToken < prev {
+		m.fatalf("the token counter went back from %d to %d", prev, metaToken)
+	}
+	if counted && metaToken < m.maxToken {
+		m.fatalf("the token counter %d is below token %d that a claim gave", metaToken, m.maxToken)
+	}
+	for field, want := range map[string]int64{"enqueued": m.enqueued, "completed": m.completed, "failed": m.failed} {
+		if got := smNum(s.meta, field); got != want {
+			m.fatalf("meta %s = %d, want %d by the verbs that ran", field, got, want)
+		}
+	}
+	info, err := m.svc.admin.Queue(m.ctx, m.queue)
+	if err != nil {
+		m.fatalf("Queue: %v", err)
+	}
+	for _, st := range admin.States {
+		if info.Counts[st] != int64(len(s.sets[st])) {
+			m.fatalf("Queue counts %v, but the %s set holds %d", info.Counts, st, len(s.sets[st]))
+		}
+	}
+	if info.Paused != (s.meta["paused"] != "") {
+		m.fatalf("Queue paused = %v, meta %v", info.Paused, s.meta)
+	}
+}
+
+// smProgram spells a seed: each op is a verb, a worker, a job (0-3) and a
+// variant.
+func smProgram(ops ...[4]int) []byte {
+	var p []byte
+	for _, o := range ops {
+		p = append(p, byte(o[0]+smVerbs*o[1]), byte(o[2]|o[3]<<2))
+	}
+	return p
+}
+
+// smSeeds are hand-written programs, one per story DESIGN.md tells.
+var smSeeds = [][]byte{
+	// A job's life, a repeated complete, and a late fail.
+	smProgram(
+		[4]int{smOpEnqueue, 0, 0, 0}, [4]int{smOpClaim, 0, 0, 0}, [4]int{smOpExtend, 0, 0, 0},
+		[4]int{smOpCancellation, 0, 0, 0}, [4]int{smOpComplete, 0, 0, 0}, [4]int{smOpComplete, 0, 0, 0},
+		[4]int{smOpFail, 0, 0, 0}),
+	// A lapsed lease: extendable until swept; then the old holder is stale.
+	smProgram(
+		[4]int{smOpEnqueue, 0, 0, 0}, [4]int{smOpClaim, 0, 0, 0}, [4]int{smOpLapse, 0, 0, 0},
+		[4]int{smOpExtend, 0, 0, 0}, [4]int{smOpLapse, 0, 0, 0}, [4]int{smOpSweep, 0, 0, 1},
+		[4]int{smOpExtend, 0, 0, 0}, [4]int{smOpClaim, 1, 0, 0}, [4]int{smOpComplete, 0, 0, 0},
+		[4]int{smOpFail, 0, 0, 0}, [4]int{smOpComplete, 1, 0, 0}),
+	// Cancels: an active job's holder learns it and fails; a delayed one at once.
+	smProgram(
+		[4]int{smOpEnqueue, 0, 0, 0}, [4]int{smOpEnqueue, 0, 1, 1}, [4]int{smOpClaim, 0, 0, 0},
+		[4]int{smOpCancel, 1, 0, 2}, [4]int{smOpExtend, 0, 0, 0}, [4]int{smOpFail, 0, 0, 0},
+		[4]int{smOpCancel, 1, 1, 0}, [4]int{smOpCancel, 0, 0, 1}, [4]int{smOpRetry, 0, 0, 0},
+		[4]int{smOpRetry, 0, 1, 0}, [4]int{smOpClaim, 2, 0, 1}, [4]int{smOpCancel, 2, 0, 1}),
+	// Removed and enqueued again: the old token never holds the new job.
+	smProgram(
+		[4]int{smOpEnqueue, 0, 0, 0}, [4]int{smOpClaim, 0, 0, 0}, [4]int{smOpRemove, 0, 0, 0},
+		[4]int{smOpRemove, 0, 0, 1}, [4]int{smOpEnqueue, 0, 0, 0}, [4]int{smOpClaim, 1, 0, 0},
+		[4]int{smOpComplete, 0, 0, 0}, [4]int{smOpExtend, 0, 0, 0}, [4]int{smOpComplete, 1, 0, 0}),
+	// A poison job: one attempt, stalls, dead-lettered, retried, fails fatally.
+	smProgram(
+		[4]int{smOpEnqueue, 0, 0, 2}, [4]int{smOpClaim, 0, 0, 0}, [4]int{smOpLapse, 0, 0, 0},
+		[4]int{smOpSweep, 0, 0, 0}, [4]int{smOpRetry, 0, 0, 0}, [4]int{smOpClaim, 1, 0, 0},
+		[4]int{smOpFail, 1, 0, 8}, [4]int{smOpFail, 1, 0, 8}, [4]int{smOpRetry, 0, 0, 0}),
+	// Pause, batch completes with a repeat, drain, obliterate, and claim again.
+	smProgram(
+		[4]int{smOpEnqueue, 0, 0, 0}, [4]int{smOpEnqueue, 0, 1, 0}, [4]int{smOpEnqueue, 0, 2, 4},
+		[4]int{smOpEnqueue, 0, 3, 1}, [4]int{smOpPause, 0, 0, 0}, [4]int{smOpClaim, 0, 0, 1},
+		[4]int{smOpPause, 0, 0, 0}, [4]int{smOpClaim, 0, 0, 1}, [4]int{smOpClaim, 1, 0, 1},
+		[4]int{smOpCompleteBatch, 0, 0, 1}, [4]int{smOpCompleteBatch, 0, 0, 3}, [4]int{smOpDrain, 0, 0, 0},
+		[4]int{smOpMisc, 0, 0, 3}, [4]int{smOpMisc, 0, 0, 19}, [4]int{smOpEnqueue, 0, 0, 0},
+		[4]int{smOpClaim, 2, 0, 0}, [4]int{smOpComplete, 1, 0, 0}),
+	// Retries by backoff and by promote; completes that claim the next.
+	smProgram(
+		[4]int{smOpEnqueue, 0, 0, 5}, [4]int{smOpEnqueue, 0, 1, 3}, [4]int{smOpEnqueue, 0, 2, 0},
+		[4]int{smOpClaim, 0, 0, 0}, [4]int{smOpFail, 0, 0, 16}, [4]int{smOpPromote, 0, 0, 0},
+		[4]int{smOpMisc, 0, 0, 0}, [4]int{smOpClaim, 1, 0, 1}, [4]int{smOpComplete, 1, 0, 10},
+		[4]int{smOpComplete, 1, 1, 10}, [4]int{smOpComplete, 1, 2, 10}, [4]int{smOpComplete, 1, 3, 10}),
+	// Out of attempts: a retry-now fail of the last attempt is dead.
+	smProgram(
+		[4]int{smOpEnqueue, 0, 0, 2}, [4]int{smOpClaim, 0, 0, 0}, [4]int{smOpFail, 0, 0, 0},
+		[4]int{smOpRetry, 0, 0, 0}, [4]int{smOpClaim, 1, 0, 0}, [4]int{smOpFail, 1, 0, 24},
+		[4]int{smOpEnqueue, 0, 1, 0}, [4]int{smOpClaim, 2, 1, 0}, [4]int{smOpFail, 2, 1, 16},
+		[4]int{smOpPromote, 0, 1, 0}, [4]int{smOpClaim, 2, 1, 0}, [4]int{smOpFail, 2, 1, 0},
+		[4]int{smOpClaim, 2, 1, 0}, [4]int{smOpFail, 2, 1, 0}, [4]int{smOpEnqueue, 0, 2, 4},
+		[4]int{smOpClaim, 1, 2, 0}, [4]int{smOpFail, 1, 2, 16}),
+	// Raw bytes, for the mutator to start from.
+	[]byte("\x00\x00\x01\x00\x02\x01\x03\x05\x04\x02\x05\x03\x06\x07\x07\x01\x08\x02\x09\x03\x0a\x00\x0b\x00\x0c\x00\x0d\x01\x0e\x03\x0f\x0f"),
+}
