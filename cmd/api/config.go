@@ -27,6 +27,7 @@ type config struct {
 	MaxValueBytes   int           // EMQ_MAX_VALUE_BYTES: payload, result, progress
 	MaxBodyBytes    int           // EMQ_MAX_BODY_BYTES
 	ShutdownTimeout time.Duration // EMQ_SHUTDOWN_TIMEOUT
+	HeaderTimeout   time.Duration // EMQ_HEADER_TIMEOUT: to read a request's headers
 	KeepCompleted   int           // EMQ_KEEP_COMPLETED: 0 keeps all
 	MaxWaiters      int           // EMQ_MAX_WAITERS: long polls waiting at once
 	CORSOrigins     []string      // EMQ_CORS_ORIGINS: comma-separated; none: CORS off
@@ -37,7 +38,7 @@ type config struct {
 // variables are the environment variables the service reads.
 var variables = []string{
 	"EMQ_ADDR", "EMQ_REDIS_URL", "EMQ_PREFIX", "EMQ_SWEEP_INTERVAL", "EMQ_MAX_STALLED",
-	"EMQ_LOG_LEVEL", "EMQ_MAX_VALUE_BYTES", "EMQ_MAX_BODY_BYTES", "EMQ_SHUTDOWN_TIMEOUT", "EMQ_API_KEYS",
+	"EMQ_LOG_LEVEL", "EMQ_MAX_VALUE_BYTES", "EMQ_MAX_BODY_BYTES", "EMQ_SHUTDOWN_TIMEOUT", "EMQ_API_KEYS", "EMQ_HEADER_TIMEOUT",
 	"EMQ_KEEP_COMPLETED", "EMQ_CORS_ORIGINS", "EMQ_METRICS", "EMQ_MAX_WAITERS", "EMQ_REDIS_CA_FILE",
 }
 
@@ -62,6 +63,9 @@ func loadConfig(getenv func(string) string) (config, error) {
 	var err error
 	if c.SweepInterval, err = positiveDuration(env("EMQ_SWEEP_INTERVAL", stall.DefaultInterval.String())); err != nil {
 		fail("EMQ_SWEEP_INTERVAL", err)
+	}
+	if c.HeaderTimeout, err = positiveDuration(env("EMQ_HEADER_TIMEOUT", "10s")); err != nil {
+		fail("EMQ_HEADER_TIMEOUT", err)
 	}
 	if c.ShutdownTimeout, err = positiveDuration(env("EMQ_SHUTDOWN_TIMEOUT", "15s")); err != nil {
 		fail("EMQ_SHUTDOWN_TIMEOUT", err)

@@ -67,7 +67,7 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 	stopping := make(chan struct{})
 	srv := &http.Server{
 		Handler:           svc.handler(cfg, stopping, log),
-		ReadHeaderTimeout: 10 * time.Second,
+		ReadHeaderTimeout: cfg.HeaderTimeout, // a client that trickles headers is cut off
 		ReadTimeout:       60 * time.Second,
 		WriteTimeout:      60 * time.Second, // a long poll waits 30 s at most
 		IdleTimeout:       120 * time.Second,

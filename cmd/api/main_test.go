@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
+	"net"
 	"net/http"
 	"os"
 	"regexp"
@@ -239,5 +241,29 @@ func TestClusterOptionsKeepsEverySeedAndTheFirstURLsSettings(t *testing.T) {
 	}
 	if opts.Username != "u" || opts.Password != "pw" || opts.DialTimeout != 2*time.Second {
 		t.Fatalf("got user %q, dial timeout %v; want the first URL's settings", opts.Username, opts.DialTimeout)
+	}
+}
+
+// TestSlowHeadersAreCutOff opens a connection that trickles a request's
+// headers and never ends them: the server must close it after
+// EMQ_HEADER_TIMEOUT rather than hold it forever.
+func TestSlowHeadersAreCutOff(t *testing.T) {
+	t.Parallel()
+	base, _, stop := startService(t, map[string]string{
+		"EMQ_REDIS_URL": "redis://" + redistest.Addr(), "EMQ_HEADER_TIMEOUT": "200ms"})
+	defer stop()
+	conn, err := net.Dial("tcp", strings.TrimPrefix(base, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.Write([]byte("GET /healthz HTTP/1.1\r\nHost: x\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	start := time.Now()
+	_, err = io.ReadAll(conn) // ends when the server closes the connection
+	if err != nil || time.Since(start) > 4*time.Second {
+		t.Fatalf("the connection was still open after %v (%v), want it closed after the header timeout", time.Since(start), err)
 	}
 }
