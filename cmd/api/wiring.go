@@ -69,25 +69,16 @@ func (s services) handler(cfg config, stopping <-chan struct{}, log *slog.Logger
 	return emqhttp.NewHandler(hc)
 }
 
-// depthOf reads queue depths for a metrics scrape from the queues set,
-// page by page, stopping once it has more than limit (the collector then
+// depthOf reads queue depths for a metrics scrape: the first limit queues
+// of the queues set, and one more when there are more (the collector then
 // says the list was cut).
 func depthOf(adm *admin.Service) metrics.DepthFunc {
 	return func(ctx context.Context, limit int) ([]metrics.QueueDepth, error) {
-		var out []metrics.QueueDepth
-		cursor := ""
-		for {
-			infos, next, err := adm.Queues(ctx, cursor, min(limit+1-len(out), 1000))
-			if err != nil {
-				return nil, err
-			}
-			for _, info := range infos {
-				out = append(out, metrics.QueueDepth{Queue: info.Name, Paused: info.Paused, Counts: info.Counts})
-			}
-			if next == "" || len(out) > limit {
-				return out, nil
-			}
-			cursor = next
+		infos, err := adm.FirstQueues(ctx, limit+1) // one more says the list was cut
+		out := make([]metrics.QueueDepth, len(infos))
+		for i, info := range infos {
+			out[i] = metrics.QueueDepth{Queue: info.Name, Paused: info.Paused, Counts: info.Counts}
 		}
+		return out, err
 	}
 }

@@ -64,6 +64,26 @@ func (s *Service) Queues(ctx context.Context, cursor string, limit int) ([]Queue
 	return infos, strconv.FormatUint(next, 10), nil
 }
 
+// FirstQueues reads up to n known queues with their counts, page by page
+// through the queues set (fewer when there are fewer). Metrics use it to
+// bound a scrape's cost.
+func (s *Service) FirstQueues(ctx context.Context, n int) ([]QueueInfo, error) {
+	var out []QueueInfo
+	cursor := ""
+	for len(out) < n {
+		infos, next, err := s.Queues(ctx, cursor, min(n-len(out), 1000))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, infos...)
+		if next == "" {
+			break
+		}
+		cursor = next
+	}
+	return out, nil
+}
+
 // queueInfos reads the counts of queues in one pipeline.
 func (s *Service) queueInfos(ctx context.Context, names []string) ([]QueueInfo, error) {
 	type pending struct {

@@ -82,21 +82,12 @@ func withMetrics() option {
 // it has more than limit queues (cmd/api's depthOf).
 func depthOver(adm *admin.Service) metrics.DepthFunc {
 	return func(ctx context.Context, limit int) ([]metrics.QueueDepth, error) {
-		var out []metrics.QueueDepth
-		cursor := ""
-		for {
-			infos, next, err := adm.Queues(ctx, cursor, min(limit+1-len(out), 1000))
-			if err != nil {
-				return nil, err
-			}
-			for _, info := range infos {
-				out = append(out, metrics.QueueDepth{Queue: info.Name, Paused: info.Paused, Counts: info.Counts})
-			}
-			if next == "" || len(out) > limit {
-				return out, nil
-			}
-			cursor = next
+		infos, err := adm.FirstQueues(ctx, limit+1) // one more says the list was cut
+		out := make([]metrics.QueueDepth, len(infos))
+		for i, info := range infos {
+			out[i] = metrics.QueueDepth{Queue: info.Name, Paused: info.Paused, Counts: info.Counts}
 		}
+		return out, err
 	}
 }
 
