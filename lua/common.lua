@@ -28,7 +28,10 @@
 -- the last OUTCOMES_KEPT reports holders made, newest first, kept across
 -- later claims, so that a holder repeating its report is answered as the
 -- first time even when the job has moved on since). Absent fields mean
--- zero, false or never.
+-- zero, false or never, and an absent max_attempts DEFAULT_MAX_ATTEMPTS:
+-- a row holds only what differs from those, so that a pending job's row is
+-- a few small fields and Redis keeps it as one listpack (see the README's
+-- "Redis settings" for hash-max-listpack-value).
 
 local META, PENDING, ACTIVE, DELAYED = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local COMPLETED, DEAD, CANCELLED, EVENTS = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
@@ -40,6 +43,10 @@ local SET_OF = {
   pending = PENDING, active = ACTIVE, delayed = DELAYED,
   completed = COMPLETED, dead = DEAD, cancelled = CANCELLED,
 }
+
+-- DEFAULT_MAX_ATTEMPTS is the attempt budget of a row without max_attempts
+-- (job.DefaultMaxAttempts in Go).
+local DEFAULT_MAX_ATTEMPTS = 3
 
 -- BAND is the width of one priority band of pending scores: a job of
 -- priority p scores p * BAND + seq, so lower priorities come first and

@@ -4,7 +4,8 @@
 -- ARGV[1..2] key base and wake channel (common.lua)
 -- ARGV[3]    n, the number of jobs; then 6 ARGV per job:
 --            id, payload (JSON text), priority (0-9), delay_ms (0 = now),
---            max_attempts, backoff ("type:delay_ms:max_delay_ms" or "")
+--            max_attempts ("" for DEFAULT_MAX_ATTEMPTS), backoff
+--            ("type:delay_ms:max_delay_ms" or "")
 --
 -- Returns {fresh, replies}: fresh is 1 when the queue had no meta hash
 -- before (a new queue, or one obliterated), so that the service adds it to
@@ -28,8 +29,15 @@ for i = 0, n - 1 do
   if redis.call('EXISTS', key) == 0 then
     created = 1
     created_n = created_n + 1
-    redis.call('HSET', key, 'payload', payload, 'priority', priority,
-      'max_attempts', max_attempts, 'created_at', int(now))
+    -- Only what differs from a default is stored (see common.lua): a
+    -- small row stays one listpack.
+    redis.call('HSET', key, 'payload', payload, 'created_at', int(now))
+    if priority ~= '0' then
+      redis.call('HSET', key, 'priority', priority)
+    end
+    if max_attempts ~= '' then
+      redis.call('HSET', key, 'max_attempts', max_attempts)
+    end
     if backoff ~= '' then
       redis.call('HSET', key, 'backoff', backoff)
     end

@@ -44,7 +44,7 @@ end
 
 local now = now_ms()
 local f = redis.call('HMGET', JOB, 'cancel_requested', 'attempts', 'max_attempts', 'backoff')
-local attempts, max_attempts = tonumber(f[2] or '0'), tonumber(f[3] or '1')
+local attempts, max_attempts = tonumber(f[2] or '0'), tonumber(f[3] or DEFAULT_MAX_ATTEMPTS)
 leave_active(id)
 redis.call('HSET', JOB, 'last_error', ARGV[5])
 record_outcome(id, 'fail', token)

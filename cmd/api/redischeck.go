@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"strings"
 	"time"
 
@@ -11,8 +12,9 @@ import (
 )
 
 // checkRedis reads, once at start-up, the Redis settings that decide
-// whether jobs survive: the eviction policy and persistence. It warns about
-// a setting that loses jobs and never stops the service: where CONFIG is
+// whether jobs survive (the eviction policy and persistence) and how much
+// memory a job costs (the listpack limit). It warns about a setting that
+// loses jobs, notes one that wastes memory, and never stops the service: where CONFIG is
 // not allowed (a managed Redis, an ACL user without it) or Redis does not
 // answer yet, it says it could not check and goes on. The embedded store
 // (no EMQ_REDIS_URL) is skipped: it already says that nothing persists.
@@ -35,8 +37,10 @@ func checkRedis(ctx context.Context, cfg config, rdb redis.UniversalClient, log 
 	checkNode(ctx, rdb, log)
 }
 
-// checkNode checks one Redis node's eviction policy and persistence.
+// checkNode checks one Redis node's eviction policy, persistence and
+// listpack limit.
 func checkNode(ctx context.Context, rdb redis.Cmdable, log *slog.Logger) {
+	checkListpack(ctx, rdb, log)
 	settings, err := configGet(ctx, rdb, "maxmemory-policy", "appendonly", "save")
 	if err != nil {
 		log.Info("Could not check Redis's eviction and persistence settings (CONFIG GET is refused or failed); "+
@@ -75,4 +79,31 @@ func configGet(ctx context.Context, rdb redis.Cmdable, params ...string) (map[st
 		out[p] = v
 	}
 	return out, nil
+}
+
+// recommendedListpackValue is the hash-max-listpack-value the README
+// recommends: a job row whose every value (payload, result, error) is at
+// most this long stays one compact listpack.
+const recommendedListpackValue = 1024
+
+// checkListpack notes a hash-max-listpack-value below the recommended one:
+// Redis then keeps the row of a job whose payload is longer (the default
+// limit is 64 bytes) as a hash table, about twice the memory. It is a note,
+// not a warning: nothing is lost. Redis before 7 calls the setting
+// hash-max-ziplist-value.
+func checkListpack(ctx context.Context, rdb redis.Cmdable, log *slog.Logger) {
+	var limit string
+	for _, name := range []string{"hash-max-listpack-value", "hash-max-ziplist-value"} {
+		if got, err := configGet(ctx, rdb, name); err == nil {
+			limit = got[name]
+			break
+		}
+	}
+	n, err := strconv.Atoi(limit)
+	if err != nil || n >= recommendedListpackValue {
+		return // not readable (the other checks say so), or large enough
+	}
+	log.Info(fmt.Sprintf("Redis keeps a job row as a compact listpack only while each value is at most hash-max-listpack-value (%d) bytes: "+
+		"rows with longer payloads take about twice the memory. Set hash-max-listpack-value %d to keep rows up to 1 KB compact.",
+		n, recommendedListpackValue), "hash_max_listpack_value", n)
 }

@@ -17,6 +17,7 @@ const (
 	persistenceWarning = "a Redis restart loses every job"
 	snapshotsNote      = "RDB snapshots only"
 	couldNotCheck      = "Could not check"
+	listpackNote       = "Set hash-max-listpack-value 1024"
 )
 
 // checkLog runs checkRedis against redisURL (the embedded store for "")
@@ -68,7 +69,9 @@ func TestCheckRedisWarnsAboutSettingsThatLoseJobs(t *testing.T) {
 		{"noeviction without persistence", nil,
 			map[string]string{evictionWarning: "", persistenceWarning: "WARN"}},
 		{"noeviction with AOF", []string{"--maxmemory-policy", "noeviction", "--appendonly", "yes", "--appendfsync", "everysec"},
-			map[string]string{evictionWarning: "", persistenceWarning: "", snapshotsNote: "", couldNotCheck: ""}},
+			map[string]string{evictionWarning: "", persistenceWarning: "", snapshotsNote: "", couldNotCheck: "", listpackNote: "INFO"}},
+		{"the recommended settings", []string{"--appendonly", "yes", "--hash-max-listpack-value", "1024"},
+			map[string]string{evictionWarning: "", persistenceWarning: "", couldNotCheck: "", listpackNote: ""}},
 		{"RDB save points only", []string{"--save", "3600 1"},
 			map[string]string{evictionWarning: "", persistenceWarning: "", snapshotsNote: "INFO"}},
 		{"CONFIG renamed away", []string{"--rename-command", "CONFIG", ""},

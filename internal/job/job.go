@@ -19,6 +19,11 @@ const (
 	StateCancelled = "cancelled"
 )
 
+// DefaultMaxAttempts is a job's attempt budget when its enqueue gave none.
+// A row stores max_attempts only when it differs (common.lua), so this
+// value is part of the row format: changing it changes stored jobs too.
+const DefaultMaxAttempts = 3
+
 // Job is one job as its row in Redis holds it. Zero times are absent.
 type Job struct {
 	ID              string
@@ -50,7 +55,7 @@ func Parse(queue string, reply any) (Job, error) {
 	if !ok || len(items)%2 != 1 {
 		return Job{}, fmt.Errorf("job reply: unexpected %T of length %d", reply, len(items))
 	}
-	j := Job{Queue: queue, ID: str(items[0])}
+	j := Job{Queue: queue, ID: str(items[0]), MaxAttempts: DefaultMaxAttempts}
 	for i := 1; i < len(items); i += 2 {
 		if err := j.set(str(items[i]), str(items[i+1])); err != nil {
 			return Job{}, fmt.Errorf("job %s: field %s: %w", j.ID, str(items[i]), err)
@@ -78,7 +83,7 @@ func ParseList(queue string, reply any) ([]Job, error) {
 
 // FromHash reads a job from its row as HGETALL returns it to Go.
 func FromHash(queue, id string, row map[string]string) (Job, error) {
-	j := Job{Queue: queue, ID: id}
+	j := Job{Queue: queue, ID: id, MaxAttempts: DefaultMaxAttempts}
 	for field, value := range row {
 		if err := j.set(field, value); err != nil {
 			return Job{}, fmt.Errorf("job %s: field %s: %w", id, field, err)

@@ -76,7 +76,7 @@ func BenchmarkSweepAmongActive(b *testing.B) {
 			f := newFixture(b)
 			ctx := context.Background()
 			if active > 0 {
-				f.enqueueN(b, active)
+				f.fill(b, active, nil)
 				if _, err := f.leases.Claim(ctx, f.queue, lease.ClaimParams{Count: 100, Lease: time.Hour}); err != nil {
 					b.Fatal(err)
 				}
@@ -88,7 +88,7 @@ func BenchmarkSweepAmongActive(b *testing.B) {
 			}
 			for b.Loop() {
 				b.StopTimer()
-				f.enqueueN(b, 10)
+				f.fill(b, 10, nil)
 				if _, err := f.leases.Claim(ctx, f.queue, lease.ClaimParams{Count: 10, Lease: 100 * time.Millisecond}); err != nil {
 					b.Fatal(err)
 				}
@@ -111,20 +111,5 @@ func BenchmarkSweepAmongActive(b *testing.B) {
 				b.StartTimer()
 			}
 		})
-	}
-}
-
-// enqueueN adds n jobs in batches of 1000.
-func (f fixture) enqueueN(tb testing.TB, n int) {
-	tb.Helper()
-	for n > 0 {
-		batch := make([]lease.NewJob, min(n, 1000))
-		for i := range batch {
-			batch[i] = lease.NewJob{Payload: []byte(`{}`)}
-		}
-		if _, err := f.leases.Enqueue(context.Background(), f.queue, batch); err != nil {
-			tb.Fatal(err)
-		}
-		n -= len(batch)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/google/uuid"
@@ -93,12 +94,13 @@ func enqueueArgs(nj NewJob) []any {
 	if nj.ID == "" {
 		nj.ID = uuid.Must(uuid.NewV7()).String()
 	}
-	if nj.MaxAttempts == 0 {
-		nj.MaxAttempts = DefaultMaxAttempts
+	maxAttempts := "" // the default, not stored
+	if nj.MaxAttempts != 0 && nj.MaxAttempts != DefaultMaxAttempts {
+		maxAttempts = strconv.Itoa(nj.MaxAttempts)
 	}
 	backoff := ""
 	if nj.Backoff != nil {
 		backoff = nj.Backoff.String()
 	}
-	return []any{nj.ID, string(nj.Payload), nj.Priority, millis(nj.Delay), nj.MaxAttempts, backoff}
+	return []any{nj.ID, string(nj.Payload), nj.Priority, millis(nj.Delay), maxAttempts, backoff}
 }

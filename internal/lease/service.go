@@ -15,7 +15,7 @@ import (
 // Defaults of the worker plane, as DESIGN.md gives them.
 const (
 	DefaultLease         = 30 * time.Second
-	DefaultMaxAttempts   = 3
+	DefaultMaxAttempts   = job.DefaultMaxAttempts
 	DefaultKeepCompleted = 10_000
 )
 

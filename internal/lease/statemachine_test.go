@@ -409,6 +409,14 @@ func smNum(row map[string]string, field string) int64 {
 	return n
 }
 
+// smMaxAttempts reads a row's attempt budget: absent is the default.
+func smMaxAttempts(row map[string]string) int64 {
+	if _, ok := row["max_attempts"]; !ok {
+		return lease.DefaultMaxAttempts
+	}
+	return smNum(row, "max_attempts")
+}
+
 func (m *smMachine) enqueue(id string, v int) {
 	m.t.Helper()
 	nj := lease.NewJob{ID: id, Payload: []byte(fmt.Sprintf(`{"v":%d}`, v))}
@@ -451,8 +459,12 @@ func (m *smMachine) enqueue(id string, v int) {
 	if wantMax == 0 {
 		wantMax = lease.DefaultMaxAttempts
 	}
-	if smNum(row, "max_attempts") != int64(wantMax) {
-		m.fatalf("%s: max_attempts %s, want %d", what, row["max_attempts"], wantMax)
+	if smMaxAttempts(row) != int64(wantMax) || out[0].Job.MaxAttempts != wantMax {
+		m.fatalf("%s: max_attempts %q (answered %d), want %d", what, row["max_attempts"], out[0].Job.MaxAttempts, wantMax)
+	}
+	_, stored := row["max_attempts"]
+	if stored != (wantMax != lease.DefaultMaxAttempts) {
+		m.fatalf("%s: max_attempts stored %v for %d: a row stores only what differs from the default", what, stored, wantMax)
 	}
 }
 
@@ -622,7 +634,7 @@ func (m *smMachine) fail(w int, id string, v int) {
 	}
 	m.remember(id, tok, "fail")
 	var wantState string
-	attempts, maxAttempts := smNum(row, "attempts"), smNum(row, "max_attempts")
+	attempts, maxAttempts := smNum(row, "attempts"), smMaxAttempts(row)
 	switch {
 	case row["cancel_requested"] == "1":
 		wantState = job.StateCancelled

@@ -1,0 +1,89 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// extendLoad holds jobs leases and renews them at a fixed total rate, as
+// many workers checkpointing long jobs would: the extend figure is its
+// latency at that rate, not a throughput.
+type extendLoad struct {
+	jobs, goroutines int
+	rate             float64 // extends per second, all goroutines together
+	warmup, duration time.Duration
+}
+
+// runExtend enqueues and claims e.jobs jobs, then extends their leases
+// round-robin at e.rate for warmup + duration, and measures the duration.
+func runExtend(ctx context.Context, d driver, queue string, e extendLoad) (outcome, error) {
+	held, err := holdJobs(ctx, d, queue, e.jobs)
+	if err != nil {
+		return outcome{}, err
+	}
+	l := &load{d: d, queue: queue}
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
+	var wg sync.WaitGroup
+	interval := time.Duration(float64(time.Second) * float64(e.goroutines) / e.rate)
+	for g := range e.goroutines {
+		mine := held[g*len(held)/e.goroutines : (g+1)*len(held)/e.goroutines]
+		wg.Go(func() { l.extendEvery(ctx, mine, interval) })
+	}
+	time.Sleep(e.warmup)
+	l.measuring.Store(true)
+	start := time.Now()
+	time.Sleep(e.duration)
+	l.measuring.Store(false)
+	elapsed := time.Since(start)
+	stop()
+	wg.Wait()
+	out := outcome{routes: l.lat.stats(), errors: l.errs.Load()}
+	for _, r := range out.routes {
+		out.jobsPerSec = float64(r.calls) / elapsed.Seconds() // extends/s achieved
+	}
+	if p := l.firstErr.Load(); p != nil {
+		out.firstErr = *p
+	}
+	return out, nil
+}
+
+// holdJobs enqueues n jobs and claims every one of them with a long lease.
+func holdJobs(ctx context.Context, d driver, queue string, n int) ([]ticket, error) {
+	for left := n; left > 0; left -= 100 {
+		if err := d.enqueue(ctx, queue, min(left, 100)); err != nil {
+			return nil, err
+		}
+	}
+	var held []ticket
+	for len(held) < n {
+		got, err := d.claim(ctx, queue, min(n-len(held), 100), time.Second)
+		if err != nil {
+			return nil, err
+		}
+		if len(got) == 0 {
+			return nil, fmt.Errorf("claimed %d of %d jobs, then none", len(held), n)
+		}
+		held = append(held, got...)
+	}
+	return held, nil
+}
+
+// extendEvery renews the leases of held, one per tick, round-robin.
+func (l *load) extendEvery(ctx context.Context, held []ticket, interval time.Duration) {
+	lat := latencies{}
+	defer l.lat.merge(lat)
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	for i := 0; ; i++ {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		t := held[i%len(held)]
+		l.timed(ctx, lat, "extend", func() error { return l.d.extend(ctx, l.queue, t, time.Minute) })
+	}
+}

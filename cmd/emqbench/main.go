@@ -1,0 +1,159 @@
+// Command emqbench measures echo_mq end to end. It drives a running service
+// through its HTTP API only, producers and workers at once, in the shapes
+// of issue 5 (single: one request per step; next: complete with claim-next;
+// batch: batch enqueue, claim many, batch complete with claim-next; extend:
+// lease renewals at a fixed rate), and runs the same shapes through the
+// service's own script layer straight to Redis (no HTTP) in the same run,
+// so that the cost of the HTTP hop reads as a ratio on a noisy machine.
+//
+//	go run ./cmd/emqbench -url http://127.0.0.1:8080 -redis redis://127.0.0.1:6379
+//
+// bench/run starts a redis-server and the service on free ports and runs it.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// options are the command's flags.
+type options struct {
+	url, key, redisURL, prefix string
+	shapes                     string
+	set                        settings
+	extend                     extendLoad
+	servicePID                 int
+}
+
+func parseFlags(args []string) (options, error) {
+	var o options
+	fs := flag.NewFlagSet("emqbench", flag.ContinueOnError)
+	fs.StringVar(&o.url, "url", "http://127.0.0.1:8080", "the service's base URL")
+	fs.StringVar(&o.key, "key", os.Getenv("EMQ_BENCH_KEY"), "an admin API key, when the service has keys (or EMQ_BENCH_KEY)")
+	fs.StringVar(&o.redisURL, "redis", "", "the service's Redis, for the no-HTTP baseline (empty: no baseline)")
+	fs.StringVar(&o.prefix, "prefix", "emq", "the service's key prefix (EMQ_PREFIX)")
+	fs.StringVar(&o.shapes, "shapes", "single,next,batch,extend", "shapes to run, in order")
+	fs.IntVar(&o.set.producers, "producers", 8, "enqueueing goroutines")
+	fs.IntVar(&o.set.workers, "workers", 50, "claiming and completing goroutines")
+	fs.IntVar(&o.set.enqueueBatch, "batch", 100, "jobs per enqueue request in the batch shape")
+	fs.IntVar(&o.set.claimCount, "claim", 16, "jobs per claim in the batch shape")
+	fs.Int64Var(&o.set.backlog, "backlog", 20_000, "producers wait while this many jobs are enqueued and not completed")
+	fs.DurationVar(&o.set.warmup, "warmup", 2*time.Second, "time before measuring, per run")
+	fs.DurationVar(&o.set.duration, "duration", 10*time.Second, "time measured, per run")
+	fs.Float64Var(&o.extend.rate, "extend-rate", 5000, "extends per second in the extend shape")
+	fs.IntVar(&o.extend.jobs, "extend-jobs", 1000, "leases held and renewed in the extend shape")
+	fs.IntVar(&o.extend.goroutines, "extend-goroutines", 50, "renewing goroutines in the extend shape")
+	fs.IntVar(&o.servicePID, "service-pid", 0, "the service's pid, to report its memory (Linux)")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	o.extend.warmup, o.extend.duration = o.set.warmup, o.set.duration
+	if o.set.producers < 1 || o.set.workers < 1 || o.set.enqueueBatch < 1 || o.set.claimCount < 1 || o.extend.goroutines < 1 || o.extend.rate <= 0 {
+		return o, fmt.Errorf("producers, workers, batch, claim, extend-goroutines and extend-rate must be positive")
+	}
+	return o, nil
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "emqbench:", err)
+		os.Exit(1)
+	}
+}
+
+// via is one driver under the name the table shows.
+type via struct {
+	name string
+	d    driver
+}
+
+func run(ctx context.Context, args []string, stdout io.Writer) error {
+	o, err := parseFlags(args)
+	if err != nil {
+		return err
+	}
+	conns := max(o.set.producers+o.set.workers, o.extend.goroutines)
+	drivers := []via{{"http", newHTTPDriver(strings.TrimRight(o.url, "/"), o.key, conns)}}
+	var rdb redis.UniversalClient
+	if o.redisURL != "" {
+		opts, err := redis.ParseURL(o.redisURL)
+		if err != nil {
+			return fmt.Errorf("-redis: %w", err)
+		}
+		opts.PoolSize = conns
+		rdb = redis.NewClient(opts)
+		defer rdb.Close()
+		drivers = append(drivers, via{"direct", newDirectDriver(rdb, o.prefix)})
+	}
+	fmt.Fprintf(stdout, "emqbench: %s, producers %d, workers %d, batch %d, claim %d, warmup %s, measured %s per run\n\n",
+		o.url, o.set.producers, o.set.workers, o.set.enqueueBatch, o.set.claimCount, o.set.warmup, o.set.duration)
+	table := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(table, "shape\tvia\tjobs/s\troute\tcalls/s\tp50 ms\tp99 ms\terrors\t")
+	for _, name := range strings.Split(o.shapes, ",") {
+		perVia := map[string]float64{}
+		for _, v := range drivers {
+			queue := fmt.Sprintf("bench-%s-%s-%d", name, v.name, time.Now().UnixNano())
+			out, err := runOne(ctx, v.d, queue, strings.TrimSpace(name), o)
+			if cerr := v.d.cleanup(context.Background(), queue); err == nil {
+				err = cerr
+			}
+			if err != nil {
+				return fmt.Errorf("%s via %s: %w", name, v.name, err)
+			}
+			perVia[v.name] = out.jobsPerSec
+			printOutcome(table, name, v.name, out, o.set.duration)
+			if out.firstErr != nil {
+				fmt.Fprintf(os.Stderr, "emqbench: %s via %s: first error: %v\n", name, v.name, out.firstErr)
+			}
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+		}
+		if direct := perVia["direct"]; direct > 0 {
+			fmt.Fprintf(table, "%s\thttp/direct\t%.2f\t\t\t\t\t\t\n", name, perVia["http"]/direct)
+		}
+		table.Flush()
+	}
+	table.Flush()
+	reportMemory(ctx, stdout, o.servicePID, rdb)
+	return nil
+}
+
+// runOne runs one shape through one driver on a fresh queue.
+func runOne(ctx context.Context, d driver, queue, name string, o options) (outcome, error) {
+	switch shape(name) {
+	case single, next, batch:
+		return runShape(ctx, d, queue, shape(name), o.set), nil
+	case "extend":
+		return runExtend(ctx, d, queue, o.extend)
+	}
+	return outcome{}, fmt.Errorf("unknown shape %q (single, next, batch, extend)", name)
+}
+
+func printOutcome(w io.Writer, name, via string, out outcome, window time.Duration) {
+	rate := fmt.Sprintf("%.0f", out.jobsPerSec)
+	if name == "extend" {
+		rate = "-"
+	}
+	for i, r := range out.routes {
+		shown := [3]string{name, via, rate}
+		if i > 0 {
+			shown = [3]string{"", "", ""}
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%.0f\t%.2f\t%.2f\t%d\t\n", shown[0], shown[1], shown[2], r.route,
+			float64(r.calls)/window.Seconds(), ms(r.p50), ms(r.p99), out.errors)
+	}
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
