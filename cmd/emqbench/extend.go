@@ -40,7 +40,7 @@ func runExtend(ctx context.Context, d driver, queue string, e extendLoad) (outco
 	elapsed := time.Since(start)
 	stop()
 	wg.Wait()
-	out := outcome{routes: l.lat.stats(), errors: l.errs.Load()}
+	out := outcome{routes: l.lat.stats(), errors: l.errs.Load(), total: l.completed.Load()}
 	for _, r := range out.routes {
 		out.jobsPerSec = float64(r.calls) / elapsed.Seconds() // extends/s achieved
 	}
@@ -84,6 +84,8 @@ func (l *load) extendEvery(ctx context.Context, held []ticket, interval time.Dur
 		case <-tick.C:
 		}
 		t := held[i%len(held)]
-		l.timed(ctx, lat, "extend", func() error { return l.d.extend(ctx, l.queue, t, time.Minute) })
+		if l.timed(ctx, lat, "extend", func() error { return l.d.extend(ctx, l.queue, t, time.Minute) }) {
+			l.completed.Add(1)
+		}
 	}
 }

@@ -99,12 +99,16 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	fmt.Fprintf(stdout, "emqbench: %s, producers %d, workers %d, batch %d, claim %d, warmup %s, measured %s per run\n\n",
 		o.url, o.set.producers, o.set.workers, o.set.enqueueBatch, o.set.claimCount, o.set.warmup, o.set.duration)
 	table := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(table, "shape\tvia\tjobs/s\troute\tcalls/s\tp50 ms\tp99 ms\terrors\t")
+	fmt.Fprintln(table, "shape\tvia\tjobs/s\tredis µs/job\troute\tcalls/s\tp50 ms\tp99 ms\terrors\t")
 	for _, name := range strings.Split(o.shapes, ",") {
 		perVia := map[string]float64{}
 		for _, v := range drivers {
 			queue := fmt.Sprintf("bench-%s-%s-%d", name, v.name, time.Now().UnixNano())
+			busy := redisBusy(ctx, rdb)
 			out, err := runOne(ctx, v.d, queue, strings.TrimSpace(name), o)
+			if before, after := busy, redisBusy(ctx, rdb); before >= 0 && after >= 0 && out.total > 0 {
+				out.redisPerJob = float64(after-before) / float64(out.total)
+			}
 			if cerr := v.d.cleanup(context.Background(), queue); err == nil {
 				err = cerr
 			}
@@ -121,7 +125,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 			}
 		}
 		if direct := perVia["direct"]; direct > 0 {
-			fmt.Fprintf(table, "%s\thttp/direct\t%.2f\t\t\t\t\t\t\n", name, perVia["http"]/direct)
+			fmt.Fprintf(table, "%s\thttp/direct\t%.2f\t\t\t\t\t\t\t\n", name, perVia["http"]/direct)
 		}
 		table.Flush()
 	}
@@ -146,12 +150,16 @@ func printOutcome(w io.Writer, name, via string, out outcome, window time.Durati
 	if name == "extend" {
 		rate = "-"
 	}
+	busy := "-"
+	if out.redisPerJob > 0 {
+		busy = fmt.Sprintf("%.1f", out.redisPerJob)
+	}
 	for i, r := range out.routes {
-		shown := [3]string{name, via, rate}
+		shown := [4]string{name, via, rate, busy}
 		if i > 0 {
-			shown = [3]string{"", "", ""}
+			shown = [4]string{}
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%.0f\t%.2f\t%.2f\t%d\t\n", shown[0], shown[1], shown[2], r.route,
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%.0f\t%.2f\t%.2f\t%d\t\n", shown[0], shown[1], shown[2], shown[3], r.route,
 			float64(r.calls)/window.Seconds(), ms(r.p50), ms(r.p99), out.errors)
 	}
 }

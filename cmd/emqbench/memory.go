@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 
 	"github.com/redis/go-redis/v9"
@@ -54,4 +55,30 @@ func infoField(info, name string) string {
 		}
 	}
 	return "?"
+}
+
+// redisBusy is how many microseconds Redis has spent running commands
+// since it started (the sum of INFO commandstats' usec), or -1 unknown.
+func redisBusy(ctx context.Context, rdb redis.UniversalClient) int64 {
+	if rdb == nil {
+		return -1
+	}
+	info, err := rdb.Info(ctx, "commandstats").Result()
+	if err != nil {
+		return -1
+	}
+	var total int64
+	for _, line := range strings.Split(info, "\n") {
+		_, stats, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if !ok || !strings.HasPrefix(line, "cmdstat_") {
+			continue
+		}
+		for _, kv := range strings.Split(stats, ",") {
+			if v, ok := strings.CutPrefix(kv, "usec="); ok {
+				n, _ := strconv.ParseInt(v, 10, 64)
+				total += n
+			}
+		}
+	}
+	return total
 }

@@ -29,10 +29,12 @@ type settings struct {
 
 // outcome is what one run of one shape through one driver measured.
 type outcome struct {
-	jobsPerSec float64
-	routes     []routeStats
-	errors     int64
-	firstErr   error
+	jobsPerSec  float64
+	total       int64   // jobs completed (extends made) in the whole run, warm-up too
+	redisPerJob float64 // Redis's busy µs per job over the whole run (0: unknown)
+	routes      []routeStats
+	errors      int64
+	firstErr    error
 }
 
 // load is one run in progress: producers and workers on one queue at once.
@@ -69,7 +71,8 @@ func runShape(ctx context.Context, d driver, queue string, sh shape, set setting
 	l.measuring.Store(false)
 	stop()
 	wg.Wait()
-	out := outcome{jobsPerSec: float64(done) / elapsed.Seconds(), routes: l.lat.stats(), errors: l.errs.Load()}
+	out := outcome{jobsPerSec: float64(done) / elapsed.Seconds(), total: l.completed.Load(),
+		routes: l.lat.stats(), errors: l.errs.Load()}
 	if p := l.firstErr.Load(); p != nil {
 		out.firstErr = *p
 	}

@@ -3,6 +3,7 @@ package http_test
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -12,10 +13,12 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+	"github.com/redis/go-redis/v9"
 
 	emqhttp "github.com/echo-mq/echo_mq/internal/http"
 	"github.com/echo-mq/echo_mq/internal/redistest"
@@ -463,4 +466,40 @@ func TestOperatorEventsInOrder(t *testing.T) {
 			t.Errorf("operator events %v, want %v", operator, want)
 		}
 	})
+}
+
+// TestClientThatLeavesIsNotAServerError: a client that gives up while its
+// call waits on Redis is counted and logged as 499 (nginx's "client closed
+// request"), not as a 503 warning that would page someone about Redis.
+func TestClientThatLeavesIsNotAServerError(t *testing.T) {
+	t.Parallel()
+	server := redistest.StartServer(t)
+	rdb := closeLater(t, redis.NewClient(&redis.Options{Addr: server.Addr, MaxRetries: -1}))
+	var logs lockedBuffer
+	h := newHarness(t, rdb, withMetrics(), withConfig(func(c *emqhttp.Config) {
+		c.Logger = slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	}))
+	q := redistest.Queue(t)
+	// Redis holds every command for 2 s; the client leaves after 100 ms.
+	if err := rdb.Do(context.Background(), "CLIENT", "PAUSE", 2000, "ALL").Err(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	req := httptest.NewRequestWithContext(ctx, "POST", jobsPath(q), strings.NewReader(`{"payload":1}`))
+	req.Header.Set("Content-Type", "application/json")
+	h.handler.ServeHTTP(httptest.NewRecorder(), req)
+	if err := rdb.Do(context.Background(), "CLIENT", "UNPAUSE").Err(); err != nil {
+		t.Fatal(err)
+	}
+
+	requests := metricSeries(h.scrapeMetrics(t), "emq_http_requests_total")
+	if got := requests["method=POST,route=/queues/{queue}/jobs,status=499"]; got != 1 {
+		t.Errorf("requests counted %v, want one POST with status 499", requests)
+	}
+	for _, rec := range logs.records(t) {
+		if rec["level"] == "WARN" || rec["level"] == "ERROR" {
+			t.Errorf("a client leaving logged %v", rec)
+		}
+	}
 }

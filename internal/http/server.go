@@ -192,25 +192,34 @@ func (s *server) limitBody(next http.Handler) http.Handler {
 }
 
 // logRequests logs one line per request: method, route pattern, status,
-// duration and request id. Never a token or a key: the query string and
+// duration and request id, at debug level (warn for a 5xx). Never a token or a key: the query string and
 // headers are not logged.
 func (s *server) logRequests(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		ww := middleware.NewWrapResponseWriter(w, r.ProtoMajor)
 		next.ServeHTTP(ww, r)
-		route := chi.RouteContext(r.Context()).RoutePattern()
+		route, status, took := chi.RouteContext(r.Context()).RoutePattern(), ww.Status(), time.Since(start)
+		if r.Context().Err() != nil && status >= 500 {
+			status = statusClientClosed // the client left: not the service's failure
+		}
 		if s.cfg.Metrics != nil {
-			s.cfg.Metrics.ObserveRequest(r.Method, route, ww.Status(), time.Since(start))
+			s.cfg.Metrics.ObserveRequest(r.Method, route, status, took)
 		}
 		level := slog.LevelDebug
-		if ww.Status() >= 500 {
+		if status >= 500 {
 			level = slog.LevelWarn
 		}
-		s.log.Log(r.Context(), level, "Request", "method", r.Method, "route", route,
-			"status", ww.Status(), "duration", time.Since(start), "request_id", middleware.GetReqID(r.Context()))
+		if s.log.Enabled(r.Context(), level) { // no formatting for a line nobody keeps
+			s.log.Log(r.Context(), level, "Request", "method", r.Method, "route", route,
+				"status", status, "duration", took, "request_id", middleware.GetReqID(r.Context()))
+		}
 	})
 }
+
+// statusClientClosed is the status logs and metrics give a request whose
+// client went away before the answer (nginx's 499): its 503 was never read.
+const statusClientClosed = 499
 
 // transition counts n jobs of queue going through kind, for /metrics.
 func (s *server) transition(queue, kind string, n int) {
