@@ -112,17 +112,22 @@ local function wake(n)
   end
 end
 
--- push_pending makes a job pending: at the back of its priority band, or
--- at the front when front is true (a job recovered from a stall).
-local function push_pending(id, front)
-  local key = job_key(id)
-  local priority = tonumber(redis.call('HGET', key, 'priority') or '0')
+-- add_pending puts job id in the pending set: at the back of its priority
+-- band, or at the front when front is true (a job recovered from a stall).
+-- It does not touch the row.
+local function add_pending(id, priority, front)
   local seq = redis.call('HINCRBY', META, 'seq', 1)
   local score = priority * BAND + seq
   if front then
     score = priority * BAND - seq
   end
   redis.call('ZADD', PENDING, int(score), id)
+end
+
+-- push_pending makes an existing job pending (add_pending, and its row).
+local function push_pending(id, front)
+  local key = job_key(id)
+  add_pending(id, tonumber(redis.call('HGET', key, 'priority') or '0'), front)
   redis.call('HSET', key, 'state', 'pending')
   redis.call('HDEL', key, 'run_at')
 end
@@ -192,11 +197,12 @@ local function claim(now, count, lease_ms, worker)
       local deadline = now + lease_ms
       redis.call('HINCRBY', key, 'attempts', 1)
       redis.call('HDEL', key, 'cancel_requested', 'cancel_reason', 'worker')
-      redis.call('HSET', key, 'state', 'active', 'token', int(token),
-        'started_at', int(now), 'lease_expires_at', int(deadline))
+      local fields = { 'state', 'active', 'token', int(token),
+        'started_at', int(now), 'lease_expires_at', int(deadline) }
       if worker ~= '' then
-        redis.call('HSET', key, 'worker', worker)
+        fields[#fields + 1], fields[#fields + 2] = 'worker', worker
       end
+      redis.call('HSET', key, unpack(fields))
       redis.call('ZADD', ACTIVE, int(deadline), id)
       emit('claimed', id, 'active', 'worker', worker)
       jobs[#jobs + 1] = job_reply(id)
@@ -208,24 +214,26 @@ end
 -- OUTCOMES_KEPT is how many holders' reports a job remembers.
 local OUTCOMES_KEPT = 8
 
--- record_outcome remembers that the holder of token reported verb.
-local function record_outcome(id, verb, token)
-  local old = redis.call('HGET', job_key(id), 'outcomes') or ' '
+-- outcomes_after is a row's outcomes field once the holder of token has
+-- reported verb: old (the field as it was, or nil) with the report put
+-- first and the oldest dropped beyond OUTCOMES_KEPT.
+local function outcomes_after(old, verb, token)
   local kept, n = ' ' .. verb .. ':' .. token .. ' ', 1
-  for entry in string.gmatch(old, '%S+') do
+  for entry in string.gmatch(old or '', '%S+') do
     if n >= OUTCOMES_KEPT then
       break
     end
     kept, n = kept .. entry .. ' ', n + 1
   end
-  redis.call('HSET', job_key(id), 'outcomes', kept)
+  return kept
 end
 
 -- fence checks a holder's call on job id under token. It returns
 -- 'repeat' when the holder already reported verb under this token (answer
 -- the job as it is), or an error code: EMQGONE when there is no such job,
 -- EMQSTALE when token is not the current one or the job is no longer
--- active under it; nil when the call may go ahead.
+-- active under it; nil when the call may go ahead, and then, second, the
+-- row's outcomes field (for outcomes_after).
 local function fence(id, token, verb)
   local row = redis.call('HMGET', job_key(id), 'state', 'token', 'outcomes')
   if not row[1] then
@@ -237,7 +245,7 @@ local function fence(id, token, verb)
   if row[2] ~= token or row[1] ~= 'active' then
     return 'EMQSTALE'
   end
-  return nil
+  return nil, row[3] or nil
 end
 
 -- leave_active takes a job out of the active set and drops its lease.
@@ -285,18 +293,24 @@ end
 -- reply and whether the call was a repeat of a complete that succeeded
 -- (answered with the job as it is), or nil and an error code.
 local function complete_one(id, token, has_result, result, now, keep)
-  local code = fence(id, token, 'complete')
+  local code, outcomes = fence(id, token, 'complete')
   if code == 'repeat' then
     return job_reply(id), true
   elseif code then
     return nil, code
   end
-  leave_active(id)
-  finish(id, 'completed', now)
-  record_outcome(id, 'complete', token)
+  -- leave_active, finish and the outcome in one HSET and one HDEL: this
+  -- runs once per completed job, the service's hottest path.
+  local key = job_key(id)
+  redis.call('ZREM', ACTIVE, id)
+  redis.call('ZADD', COMPLETED, int(now), id)
+  local fields = { 'state', 'completed', 'finished_at', int(now),
+    'outcomes', outcomes_after(outcomes, 'complete', token) }
   if has_result == '1' then
-    redis.call('HSET', job_key(id), 'result', result)
+    fields[#fields + 1], fields[#fields + 2] = 'result', result
   end
+  redis.call('HSET', key, unpack(fields))
+  redis.call('HDEL', key, 'lease_expires_at')
   redis.call('HINCRBY', META, 'completed', 1)
   emit('completed', id, 'completed')
   local reply = job_reply(id)

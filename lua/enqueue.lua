@@ -16,6 +16,13 @@
 -- a waiting claimer learns its run-at and looks again when it comes due.
 -- Errors: none (the service validates every argument first).
 
+-- put adds field and value to a row being built, unless value is false.
+local function put(row, field, value)
+  if value then
+    row[#row + 1], row[#row + 2] = field, value
+  end
+end
+
 local now = now_ms()
 local fresh = redis.call('EXISTS', META) == 0 and 1 or 0
 local n = tonumber(ARGV[3])
@@ -29,29 +36,28 @@ for i = 0, n - 1 do
   if redis.call('EXISTS', key) == 0 then
     created = 1
     created_n = created_n + 1
-    -- Only what differs from a default is stored (see common.lua): a
-    -- small row stays one listpack.
-    redis.call('HSET', key, 'payload', payload, 'created_at', int(now))
-    if priority ~= '0' then
-      redis.call('HSET', key, 'priority', priority)
-    end
-    if max_attempts ~= '' then
-      redis.call('HSET', key, 'max_attempts', max_attempts)
-    end
-    if backoff ~= '' then
-      redis.call('HSET', key, 'backoff', backoff)
-    end
-    if delay_ms > 0 then
-      local run_at = now + delay_ms
-      redis.call('HSET', key, 'state', 'delayed', 'run_at', int(run_at))
-      redis.call('ZADD', DELAYED, int(run_at), id)
-      emit('enqueued', id, 'delayed')
+    -- Only what differs from a default is stored (see common.lua), so a
+    -- small row stays one listpack; it is written in one HSET and is the
+    -- reply as it is.
+    local state = delay_ms > 0 and 'delayed' or 'pending'
+    local row = { 'payload', payload, 'created_at', int(now), 'state', state }
+    put(row, 'priority', priority ~= '0' and priority)
+    put(row, 'max_attempts', max_attempts ~= '' and max_attempts)
+    put(row, 'backoff', backoff ~= '' and backoff)
+    if state == 'delayed' then
+      local run_at = int(now + delay_ms)
+      put(row, 'run_at', run_at)
+      redis.call('ZADD', DELAYED, run_at, id)
     else
-      push_pending(id, false)
-      emit('enqueued', id, 'pending')
+      add_pending(id, tonumber(priority), false)
     end
+    redis.call('HSET', key, unpack(row))
+    emit('enqueued', id, state)
+    table.insert(row, 1, id)
+    replies[#replies + 1] = { created, row }
+  else
+    replies[#replies + 1] = { created, job_reply(id) }
   end
-  replies[#replies + 1] = { created, job_reply(id) }
 end
 redis.call('HINCRBY', META, 'enqueued', created_n)
 wake(created_n)

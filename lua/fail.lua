@@ -35,7 +35,7 @@ local function backoff_ms(spec, attempts)
 end
 
 local id, token = ARGV[3], ARGV[4]
-local code = fence(id, token, 'fail')
+local code, outcomes = fence(id, token, 'fail')
 if code == 'repeat' then
   return job_reply(id)
 elseif code then
@@ -46,8 +46,7 @@ local now = now_ms()
 local f = redis.call('HMGET', JOB, 'cancel_requested', 'attempts', 'max_attempts', 'backoff')
 local attempts, max_attempts = tonumber(f[2] or '0'), tonumber(f[3] or DEFAULT_MAX_ATTEMPTS)
 leave_active(id)
-redis.call('HSET', JOB, 'last_error', ARGV[5])
-record_outcome(id, 'fail', token)
+redis.call('HSET', JOB, 'last_error', ARGV[5], 'outcomes', outcomes_after(outcomes, 'fail', token))
 
 if f[1] then
   finish(id, 'cancelled', now)

@@ -216,25 +216,26 @@ func BenchmarkBacklog(b *testing.B) {
 
 // BenchmarkMemoryPerJob enqueues 100,000 jobs with a 100-byte JSON payload
 // on a fresh redis-server and reports used_memory's growth per job,
-// bytes/job: with server-made UUIDv7 ids and with 12-character client ids
-// ("order-000001"), under the default hash-max-listpack-value (64, so a row
-// holding the payload is a hashtable) and under 1024 (rows stay listpacks).
-// The event stream, capped near 10,000 entries, is counted in. Its ns/op is
-// one more enqueue into the full queue.
+// bytes/job: under the default hash-max-listpack-value (64, so a row that
+// holds the payload is a hashtable) and under 1024 (rows stay listpacks),
+// each with server-made UUIDv7 ids and with 12-character client ids
+// ("order-000001"). The event stream, capped near 10,000 entries, is
+// counted in. Its ns/op is one more enqueue into the full queue.
 func BenchmarkMemoryPerJob(b *testing.B) {
 	const n = 100_000
-	for _, ids := range []struct {
+	ids := []struct {
 		name string
 		id   func(int) string
 	}{
 		{"uuid7", nil},
 		{"client12", func(i int) string { return fmt.Sprintf("order-%06d", i) }},
-	} {
-		for _, listpackValue := range []string{"default", "1024"} {
-			b.Run(fmt.Sprintf("ids=%s/listpack=%s", ids.name, listpackValue), func(b *testing.B) {
+	}
+	for _, config := range []struct{ name, listpackValue string }{{"default", ""}, {"listpack1024", "1024"}} {
+		for _, ids := range ids {
+			b.Run(config.name+"/ids="+ids.name, func(b *testing.B) {
 				f := privateFixture(b)
-				if listpackValue != "default" {
-					setConfig(b, f.rdb, "hash-max-listpack-value", listpackValue)
+				if config.listpackValue != "" {
+					setConfig(b, f.rdb, "hash-max-listpack-value", config.listpackValue)
 				}
 				ctx := context.Background()
 				if err := lua.Enqueue.Load(ctx, f.rdb).Err(); err != nil {
@@ -363,7 +364,8 @@ func (f fixture) supply(b *testing.B, held bool) func() job.Job {
 
 // make100 enqueues a hundred jobs and returns them, or claims as many
 // (the oldest pending) for an hour and returns those.
-func (f fixture) make100(b *testing.B, held bool) []job.Job {
+func (f fixture) make100(tb testing.TB, held bool) []job.Job {
+	tb.Helper()
 	ctx := context.Background()
 	batch := make([]lease.NewJob, 100)
 	for i := range batch {
@@ -371,7 +373,7 @@ func (f fixture) make100(b *testing.B, held bool) []job.Job {
 	}
 	enqueued, err := f.leases.Enqueue(ctx, f.queue, batch)
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 	if !held {
 		jobs := make([]job.Job, len(enqueued))
@@ -382,7 +384,7 @@ func (f fixture) make100(b *testing.B, held bool) []job.Job {
 	}
 	c, err := f.leases.Claim(ctx, f.queue, lease.ClaimParams{Count: 100, Lease: time.Hour})
 	if err != nil || len(c.Jobs) != 100 {
-		b.Fatalf("claim: %v, %d jobs", err, len(c.Jobs))
+		tb.Fatalf("claim: %v, %d jobs", err, len(c.Jobs))
 	}
 	return c.Jobs
 }
@@ -403,26 +405,27 @@ func reportVsPing(b *testing.B, rdb redis.UniversalClient) {
 
 func nsPerOp(b *testing.B) float64 { return float64(b.Elapsed()) / float64(b.N) }
 
-// setConfig sets a redis-server parameter until the benchmark ends.
-func setConfig(b *testing.B, rdb redis.UniversalClient, name, value string) {
-	b.Helper()
+// setConfig sets a redis-server parameter until the test or benchmark ends.
+func setConfig(tb testing.TB, rdb redis.UniversalClient, name, value string) {
+	tb.Helper()
 	ctx := context.Background()
 	old, err := rdb.ConfigGet(ctx, name).Result()
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 	if err := rdb.ConfigSet(ctx, name, value).Err(); err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
-	b.Cleanup(func() { rdb.ConfigSet(ctx, name, old[name]) })
+	tb.Cleanup(func() { rdb.ConfigSet(ctx, name, old[name]) })
 }
 
-func usedMemory(b *testing.B, rdb redis.UniversalClient) int64 {
-	b.Helper()
+// usedMemory is INFO memory's used_memory, in bytes.
+func usedMemory(tb testing.TB, rdb redis.UniversalClient) int64 {
+	tb.Helper()
 	var used int64
 	info := rdb.InfoMap(context.Background(), "memory").Val()
 	if _, err := fmt.Sscan(info["Memory"]["used_memory"], &used); err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 	return used
 }
