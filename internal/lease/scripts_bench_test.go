@@ -234,6 +234,9 @@ func BenchmarkMemoryPerJob(b *testing.B) {
 		for _, ids := range ids {
 			b.Run(config.name+"/ids="+ids.name, func(b *testing.B) {
 				f := privateFixture(b)
+				// The keys a user would have: the default prefix and a
+				// short queue name (a key's length is part of its cost).
+				f.leases, f.queue = lease.NewService(f.rdb, "emq"), "emails"
 				if config.listpackValue != "" {
 					setConfig(b, f.rdb, "hash-max-listpack-value", config.listpackValue)
 				}
