@@ -8,29 +8,41 @@
 package keyspace
 
 import (
-	"regexp"
 	"strings"
 )
 
 // DefaultPrefix is the key prefix when none is configured.
 const DefaultPrefix = "emq"
 
-var (
-	queueNameRE = regexp.MustCompile(`^[A-Za-z0-9._-]{1,100}$`)
-	jobIDRE     = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,128}$`)
-)
-
 // ValidQueueName reports whether name may name a queue: 1 to 100 of
 // [A-Za-z0-9._-], not only dots ("." and ".." are path segments that
 // clients rewrite, so such a queue could not be addressed).
 func ValidQueueName(name string) bool {
-	return queueNameRE.MatchString(name) && !onlyDots(name)
+	return validName(name, 100, false) && !onlyDots(name)
 }
 
 // ValidJobID reports whether id may name a job: 1 to 128 of [A-Za-z0-9._:-],
 // not only dots, and not "batch", which names a route.
 func ValidJobID(id string) bool {
-	return id != "batch" && jobIDRE.MatchString(id) && !onlyDots(id)
+	return id != "batch" && validName(id, 128, true) && !onlyDots(id)
+}
+
+// validName reports whether s is 1 to most bytes of [A-Za-z0-9._-], and
+// ':' too when colon is set. (A loop, not a regexp: it runs for every id
+// of every batch.)
+func validName(s string, most int, colon bool) bool {
+	if len(s) == 0 || len(s) > most {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9',
+			c == '.', c == '_', c == '-', c == ':' && colon:
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 func onlyDots(s string) bool { return strings.Trim(s, ".") == "" }
