@@ -77,6 +77,64 @@ local function job_reply(id)
   return row
 end
 
+-- read_row reads job id's row as a field -> value table (empty when there
+-- is no such job). The hot scripts read a row once, change the table as
+-- they change the row, and answer reply_of it: no second HGETALL.
+local function read_row(id)
+  local flat, row = redis.call('HGETALL', job_key(id)), {}
+  for i = 1, #flat, 2 do
+    row[flat[i]] = flat[i + 1]
+  end
+  return row
+end
+
+-- reply_of is the reply form (as job_reply) of a row read by read_row.
+local function reply_of(id, row)
+  local reply = { id }
+  for field, value in pairs(row) do
+    reply[#reply + 1] = field
+    reply[#reply + 1] = value
+  end
+  return reply
+end
+
+-- set_fields writes fields (field, value, ...) to job id's row in one HSET
+-- and to row, its table.
+local function set_fields(id, row, fields)
+  for i = 1, #fields, 2 do
+    row[fields[i]] = fields[i + 1]
+  end
+  redis.call('HSET', job_key(id), unpack(fields))
+end
+
+-- del_fields deletes those of names that row has, from the row and the
+-- table, in one HDEL (none when it has none).
+local function del_fields(id, row, names)
+  local present = {}
+  for _, name in ipairs(names) do
+    if row[name] then
+      row[name] = nil
+      present[#present + 1] = name
+    end
+  end
+  if #present > 0 then
+    redis.call('HDEL', job_key(id), unpack(present))
+  end
+end
+
+-- CHUNK bounds the arguments of one variadic call made from a list of any
+-- length (Lua's unpack has a stack limit).
+local CHUNK = 500
+
+-- each_chunk calls fn with list split into chunks of at most CHUNK items
+-- (pairs of items when width is 2).
+local function each_chunk(list, width, fn)
+  local step = CHUNK * width
+  for first = 1, #list, step do
+    fn(unpack(list, first, math.min(first + step - 1, #list)))
+  end
+end
+
 -- EVENTS_KEPT is about how many entries the event stream keeps (MAXLEN ~).
 local EVENTS_KEPT = 10000
 
@@ -163,20 +221,21 @@ local function finish(id, state, now)
   redis.call('HSET', job_key(id), 'state', state, 'finished_at', int(now))
 end
 
--- next_token draws a fencing token from the queue's counter. A counter
--- that does not exist yet (a new queue, or one obliterated and made again)
--- starts at the server's time in microseconds, so a token is never reused
--- even across an obliterate: the old counter would have had to count more
--- claims than microseconds went by. Tokens stay below 2^53 (until the year
--- 2255), exact in JSON and Lua numbers.
-local function next_token()
-  local token = redis.call('HINCRBY', META, 'token', 1)
-  if token == 1 then
+-- next_tokens draws n fencing tokens from the queue's counter in one call
+-- and returns the first; the others follow it. A counter that does not
+-- exist yet (a new queue, or one obliterated and made again) starts at the
+-- server's time in microseconds, so a token is never reused even across an
+-- obliterate: the old counter would have had to count more claims than
+-- microseconds went by. Tokens stay below 2^53 (until the year 2255),
+-- exact in JSON and Lua numbers.
+local function next_tokens(n)
+  local last = redis.call('HINCRBY', META, 'token', n)
+  if last == n then
     local t = redis.call('TIME')
-    token = tonumber(t[1]) * 1000000 + tonumber(t[2])
-    redis.call('HSET', META, 'token', int(token))
+    last = tonumber(t[1]) * 1000000 + tonumber(t[2]) + n - 1
+    redis.call('HSET', META, 'token', int(last))
   end
-  return token
+  return last - n + 1
 end
 
 -- claim moves due delayed jobs to pending, then leases up to count pending
@@ -187,27 +246,34 @@ local function claim(now, count, lease_ms, worker)
   if redis.call('HGET', META, 'paused') then
     return {}
   end
-  local jobs = {}
   local popped = redis.call('ZPOPMIN', PENDING, count)
+  if #popped == 0 then
+    return {}
+  end
+  -- Per job: one HGETALL, one HSET (one HDEL if the last attempt left a
+  -- cancel request or a worker), one event; per call: one token draw and
+  -- one ZADD. Keep it so: this runs for every job the service hands out.
+  local jobs, leased = {}, {}
+  local token = next_tokens(#popped / 2)
+  local deadline, started = int(now + lease_ms), int(now)
   for i = 1, #popped, 2 do
     local id = popped[i]
-    local key = job_key(id)
-    if redis.call('EXISTS', key) == 1 then
-      local token = next_token()
-      local deadline = now + lease_ms
-      redis.call('HINCRBY', key, 'attempts', 1)
-      redis.call('HDEL', key, 'cancel_requested', 'cancel_reason', 'worker')
-      local fields = { 'state', 'active', 'token', int(token),
-        'started_at', int(now), 'lease_expires_at', int(deadline) }
+    local row = read_row(id)
+    if row.state then -- a row removed while pending is skipped
+      del_fields(id, row, { 'cancel_requested', 'cancel_reason', 'worker' })
+      local fields = { 'state', 'active', 'token', int(token), 'started_at', started,
+        'lease_expires_at', deadline, 'attempts', tostring((tonumber(row.attempts) or 0) + 1) }
       if worker ~= '' then
         fields[#fields + 1], fields[#fields + 2] = 'worker', worker
       end
-      redis.call('HSET', key, unpack(fields))
-      redis.call('ZADD', ACTIVE, int(deadline), id)
+      set_fields(id, row, fields)
+      leased[#leased + 1], leased[#leased + 2] = deadline, id
       emit('claimed', id, 'active', 'worker', worker)
-      jobs[#jobs + 1] = job_reply(id)
+      jobs[#jobs + 1] = reply_of(id, row)
+      token = token + 1
     end
   end
+  each_chunk(leased, 2, function(...) redis.call('ZADD', ACTIVE, ...) end)
   return jobs
 end
 
@@ -228,6 +294,20 @@ local function outcomes_after(old, verb, token)
   return kept
 end
 
+-- fence_row is fence on a row read by read_row.
+local function fence_row(row, token, verb)
+  if not row.state then
+    return 'EMQGONE'
+  end
+  if verb and row.outcomes and string.find(row.outcomes, ' ' .. verb .. ':' .. token .. ' ', 1, true) then
+    return 'repeat'
+  end
+  if row.token ~= token or row.state ~= 'active' then
+    return 'EMQSTALE'
+  end
+  return nil
+end
+
 -- fence checks a holder's call on job id under token. It returns
 -- 'repeat' when the holder already reported verb under this token (answer
 -- the job as it is), or an error code: EMQGONE when there is no such job,
@@ -236,16 +316,8 @@ end
 -- row's outcomes field (for outcomes_after).
 local function fence(id, token, verb)
   local row = redis.call('HMGET', job_key(id), 'state', 'token', 'outcomes')
-  if not row[1] then
-    return 'EMQGONE'
-  end
-  if verb and row[3] and string.find(row[3], ' ' .. verb .. ':' .. token .. ' ', 1, true) then
-    return 'repeat'
-  end
-  if row[2] ~= token or row[1] ~= 'active' then
-    return 'EMQSTALE'
-  end
-  return nil, row[3] or nil
+  local code = fence_row({ state = row[1], token = row[2], outcomes = row[3] }, token, verb)
+  return code, row[3] or nil
 end
 
 -- leave_active takes a job out of the active set and drops its lease.
@@ -262,11 +334,12 @@ local function delete_first(sets, limit)
     if deleted >= limit then
       break
     end
-    local popped = redis.call('ZPOPMIN', set, limit - deleted)
+    local popped, keys = redis.call('ZPOPMIN', set, limit - deleted), {}
     for i = 1, #popped, 2 do
-      redis.call('DEL', job_key(popped[i]))
+      keys[#keys + 1] = job_key(popped[i])
     end
-    deleted = deleted + #popped / 2
+    each_chunk(keys, 1, function(...) redis.call('DEL', ...) end)
+    deleted = deleted + #keys
   end
   return deleted
 end
@@ -276,8 +349,9 @@ end
 local TRIM_STEP = 10
 
 -- trim_completed deletes the oldest completed jobs (rows too) beyond keep,
--- at most TRIM_STEP of them; keep 0 keeps every one.
-local function trim_completed(keep)
+-- at most TRIM_STEP for each of the n jobs just completed (and at most
+-- 1000); keep 0 keeps every one.
+local function trim_completed(keep, n)
   if keep <= 0 then
     return
   end
@@ -285,37 +359,50 @@ local function trim_completed(keep)
   if excess <= 0 then
     return
   end
-  delete_first({ COMPLETED }, math.min(excess, TRIM_STEP))
+  delete_first({ COMPLETED }, math.min(excess, TRIM_STEP * n, 1000))
 end
 
 -- complete_one finishes the job id held under token, storing result when
--- has_result is '1', and trims completed jobs beyond keep. Returns the job
--- reply and whether the call was a repeat of a complete that succeeded
--- (answered with the job as it is), or nil and an error code.
-local function complete_one(id, token, has_result, result, now, keep)
-  local code, outcomes = fence(id, token, 'complete')
+-- has_result is '1', and adds its id to done, for finish_completed. Returns
+-- the job reply and whether the call was a repeat of a complete that
+-- succeeded (answered with the job as it is), or nil and an error code.
+-- Per job it makes one HGETALL, one HSET, one HDEL and one event: the sets
+-- and counters are changed once per call, by finish_completed.
+local function complete_one(done, id, token, has_result, result, now)
+  local row = read_row(id)
+  local code = fence_row(row, token, 'complete')
   if code == 'repeat' then
-    return job_reply(id), true
+    return reply_of(id, row), true
   elseif code then
     return nil, code
   end
-  -- leave_active, finish and the outcome in one HSET and one HDEL: this
-  -- runs once per completed job, the service's hottest path.
-  local key = job_key(id)
-  redis.call('ZREM', ACTIVE, id)
-  redis.call('ZADD', COMPLETED, int(now), id)
   local fields = { 'state', 'completed', 'finished_at', int(now),
-    'outcomes', outcomes_after(outcomes, 'complete', token) }
+    'outcomes', outcomes_after(row.outcomes, 'complete', token) }
   if has_result == '1' then
     fields[#fields + 1], fields[#fields + 2] = 'result', result
   end
-  redis.call('HSET', key, unpack(fields))
-  redis.call('HDEL', key, 'lease_expires_at')
-  redis.call('HINCRBY', META, 'completed', 1)
+  set_fields(id, row, fields)
+  del_fields(id, row, { 'lease_expires_at' })
   emit('completed', id, 'completed')
-  local reply = job_reply(id)
-  trim_completed(keep)
-  return reply
+  done[#done + 1] = id
+  return reply_of(id, row)
+end
+
+-- finish_completed moves the jobs complete_one finished (done) from the
+-- active set to the completed set, counts them, and trims completed jobs
+-- beyond keep: a few calls for the whole batch.
+local function finish_completed(done, now, keep)
+  if #done == 0 then
+    return
+  end
+  local scored = {}
+  for _, id in ipairs(done) do
+    scored[#scored + 1], scored[#scored + 2] = int(now), id
+  end
+  each_chunk(done, 1, function(...) redis.call('ZREM', ACTIVE, ...) end)
+  each_chunk(scored, 2, function(...) redis.call('ZADD', COMPLETED, ...) end)
+  redis.call('HINCRBY', META, 'completed', #done)
+  trim_completed(keep, #done)
 end
 
 -- error_reply turns an error code into the script's error reply.

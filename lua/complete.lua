@@ -25,10 +25,12 @@
 
 local id = ARGV[3]
 local now = now_ms()
-local job, repeated = complete_one(id, ARGV[4], ARGV[5], ARGV[6], now, tonumber(ARGV[10]))
+local done = {}
+local job, repeated = complete_one(done, id, ARGV[4], ARGV[5], ARGV[6], now)
 if not job then
   return error_reply(repeated, id)
 end
+finish_completed(done, now, tonumber(ARGV[10]))
 local next_jobs = {}
 local count = tonumber(ARGV[7])
 if count > 0 and not repeated then

@@ -20,11 +20,11 @@
 local now = now_ms()
 local n = tonumber(ARGV[3])
 local keep = tonumber(ARGV[4 + n * 4 + 3])
-local results, repeated, done_here = {}, false, {}
+local results, repeated, done_here, done = {}, false, {}, {}
 for i = 0, n - 1 do
   local at = 4 + i * 4
   local id = ARGV[at]
-  local job, code = complete_one(id, ARGV[at + 1], ARGV[at + 2], ARGV[at + 3], now, keep)
+  local job, code = complete_one(done, id, ARGV[at + 1], ARGV[at + 2], ARGV[at + 3], now)
   if job then -- a repeat (code true) is answered like the first time
     -- A repeat of a complete made earlier in this same batch is no sign
     -- of a batch sent again.
@@ -35,6 +35,7 @@ for i = 0, n - 1 do
     results[#results + 1] = { 0, code, id }
   end
 end
+finish_completed(done, now, keep)
 local at = 4 + n * 4
 local next_jobs = {}
 local count = tonumber(ARGV[at])

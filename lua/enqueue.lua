@@ -26,19 +26,33 @@ end
 local now = now_ms()
 local fresh = redis.call('EXISTS', META) == 0 and 1 or 0
 local n = tonumber(ARGV[3])
-local replies, created_n = {}, 0
+
+-- First the ids that are new: not in Redis, and not an earlier job of this
+-- batch (a repeated id is the existing job the second time).
+local new, seen, pending_n = {}, {}, 0
 for i = 0, n - 1 do
   local at = 4 + i * 6
-  local id, payload, priority = ARGV[at], ARGV[at + 1], ARGV[at + 2]
-  local delay_ms, max_attempts, backoff = tonumber(ARGV[at + 3]), ARGV[at + 4], ARGV[at + 5]
-  local key = job_key(id)
-  local created = 0
-  if redis.call('EXISTS', key) == 0 then
-    created = 1
-    created_n = created_n + 1
+  local id = ARGV[at]
+  if not seen[id] and redis.call('EXISTS', job_key(id)) == 0 then
+    new[i] = true
+    if tonumber(ARGV[at + 3]) <= 0 then
+      pending_n = pending_n + 1
+    end
+  end
+  seen[id] = true
+end
+
+-- Then write each new job: one HSET and one event per job; the pending
+-- order for all of them in one draw, the sets in one ZADD each.
+local seq = pending_n > 0 and redis.call('HINCRBY', META, 'seq', pending_n) - pending_n or 0
+local pending, delayed, rows = {}, {}, {}
+for i = 0, n - 1 do
+  if new[i] then
+    local at = 4 + i * 6
+    local id, payload, priority = ARGV[at], ARGV[at + 1], ARGV[at + 2]
+    local delay_ms, max_attempts, backoff = tonumber(ARGV[at + 3]), ARGV[at + 4], ARGV[at + 5]
     -- Only what differs from a default is stored (see common.lua), so a
-    -- small row stays one listpack; it is written in one HSET and is the
-    -- reply as it is.
+    -- small row stays one listpack; the row written is the reply.
     local state = delay_ms > 0 and 'delayed' or 'pending'
     local row = { 'payload', payload, 'created_at', int(now), 'state', state }
     put(row, 'priority', priority ~= '0' and priority)
@@ -47,16 +61,27 @@ for i = 0, n - 1 do
     if state == 'delayed' then
       local run_at = int(now + delay_ms)
       put(row, 'run_at', run_at)
-      redis.call('ZADD', DELAYED, run_at, id)
+      delayed[#delayed + 1], delayed[#delayed + 2] = run_at, id
     else
-      add_pending(id, tonumber(priority), false)
+      seq = seq + 1
+      pending[#pending + 1], pending[#pending + 2] = int(tonumber(priority) * BAND + seq), id
     end
-    redis.call('HSET', key, unpack(row))
+    redis.call('HSET', job_key(id), unpack(row))
     emit('enqueued', id, state)
     table.insert(row, 1, id)
-    replies[#replies + 1] = { created, row }
+    rows[i] = row
+  end
+end
+each_chunk(pending, 2, function(...) redis.call('ZADD', PENDING, ...) end)
+each_chunk(delayed, 2, function(...) redis.call('ZADD', DELAYED, ...) end)
+
+local replies, created_n = {}, 0
+for i = 0, n - 1 do
+  if rows[i] then
+    created_n = created_n + 1
+    replies[#replies + 1] = { 1, rows[i] }
   else
-    replies[#replies + 1] = { created, job_reply(id) }
+    replies[#replies + 1] = { 0, job_reply(ARGV[4 + i * 6]) }
   end
 end
 redis.call('HINCRBY', META, 'enqueued', created_n)

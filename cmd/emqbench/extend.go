@@ -24,8 +24,6 @@ func runExtend(ctx context.Context, d driver, queue string, e extendLoad) (outco
 		return outcome{}, err
 	}
 	l := &load{d: d, queue: queue}
-	ctx, stop := context.WithCancel(ctx)
-	defer stop()
 	var wg sync.WaitGroup
 	interval := time.Duration(float64(time.Second) * float64(e.goroutines) / e.rate)
 	for g := range e.goroutines {
@@ -38,8 +36,7 @@ func runExtend(ctx context.Context, d driver, queue string, e extendLoad) (outco
 	time.Sleep(e.duration)
 	l.measuring.Store(false)
 	elapsed := time.Since(start)
-	stop()
-	wg.Wait()
+	l.stop(&wg)
 	out := outcome{routes: l.lat.stats(), errors: l.errs.Load(), total: l.completed.Load()}
 	for _, r := range out.routes {
 		out.jobsPerSec = float64(r.calls) / elapsed.Seconds() // extends/s achieved
@@ -77,12 +74,8 @@ func (l *load) extendEvery(ctx context.Context, held []ticket, interval time.Dur
 	defer l.lat.merge(lat)
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
-	for i := 0; ; i++ {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
+	for i := 0; l.running(ctx); i++ {
+		<-tick.C
 		t := held[i%len(held)]
 		if l.timed(ctx, lat, "extend", func() error { return l.d.extend(ctx, l.queue, t, time.Minute) }) {
 			l.completed.Add(1)

@@ -28,7 +28,7 @@ import (
 // options are the command's flags.
 type options struct {
 	url, key, redisURL, prefix string
-	shapes                     string
+	shapes, via                string
 	set                        settings
 	extend                     extendLoad
 	servicePID                 int
@@ -42,6 +42,7 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.redisURL, "redis", "", "the service's Redis, for the no-HTTP baseline (empty: no baseline)")
 	fs.StringVar(&o.prefix, "prefix", "emq", "the service's key prefix (EMQ_PREFIX)")
 	fs.StringVar(&o.shapes, "shapes", "single,next,batch,extend", "shapes to run, in order")
+	fs.StringVar(&o.via, "via", "http,direct", "drivers to run each shape through: http, direct (needs -redis), or both")
 	fs.IntVar(&o.set.producers, "producers", 8, "enqueueing goroutines")
 	fs.IntVar(&o.set.workers, "workers", 50, "claiming and completing goroutines")
 	fs.IntVar(&o.set.enqueueBatch, "batch", 100, "jobs per enqueue request in the batch shape")
@@ -84,7 +85,10 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	conns := max(o.set.producers+o.set.workers, o.extend.goroutines)
-	drivers := []via{{"http", newHTTPDriver(strings.TrimRight(o.url, "/"), o.key, conns)}}
+	var drivers []via
+	if strings.Contains(o.via, "http") {
+		drivers = append(drivers, via{"http", newHTTPDriver(strings.TrimRight(o.url, "/"), o.key, conns)})
+	}
 	var rdb redis.UniversalClient
 	if o.redisURL != "" {
 		opts, err := redis.ParseURL(o.redisURL)
@@ -94,19 +98,24 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		opts.PoolSize = conns
 		rdb = redis.NewClient(opts)
 		defer rdb.Close()
-		drivers = append(drivers, via{"direct", newDirectDriver(rdb, o.prefix)})
+		if strings.Contains(o.via, "direct") {
+			drivers = append(drivers, via{"direct", newDirectDriver(rdb, o.prefix)})
+		}
+	}
+	if len(drivers) == 0 {
+		return fmt.Errorf("-via %q runs nothing (http, direct with -redis)", o.via)
 	}
 	fmt.Fprintf(stdout, "emqbench: %s, producers %d, workers %d, batch %d, claim %d, warmup %s, measured %s per run\n\n",
 		o.url, o.set.producers, o.set.workers, o.set.enqueueBatch, o.set.claimCount, o.set.warmup, o.set.duration)
 	table := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(table, "shape\tvia\tjobs/s\tredis µs/job\troute\tcalls/s\tp50 ms\tp99 ms\terrors\t")
+	fmt.Fprintln(table, "shape\tvia\tjobs/s\tredis cpu µs/job\troute\tcalls/s\tp50 ms\tp99 ms\terrors\t")
 	for _, name := range strings.Split(o.shapes, ",") {
 		perVia := map[string]float64{}
 		for _, v := range drivers {
 			queue := fmt.Sprintf("bench-%s-%s-%d", name, v.name, time.Now().UnixNano())
-			busy := redisBusy(ctx, rdb)
+			busy := redisCPU(ctx, rdb)
 			out, err := runOne(ctx, v.d, queue, strings.TrimSpace(name), o)
-			if before, after := busy, redisBusy(ctx, rdb); before >= 0 && after >= 0 && out.total > 0 {
+			if before, after := busy, redisCPU(ctx, rdb); before >= 0 && after >= 0 && out.total > 0 {
 				out.redisPerJob = float64(after-before) / float64(out.total)
 			}
 			if cerr := v.d.cleanup(context.Background(), queue); err == nil {
@@ -124,8 +133,8 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 				return ctx.Err()
 			}
 		}
-		if direct := perVia["direct"]; direct > 0 {
-			fmt.Fprintf(table, "%s\thttp/direct\t%.2f\t\t\t\t\t\t\t\n", name, perVia["http"]/direct)
+		if http, direct := perVia["http"], perVia["direct"]; http > 0 && direct > 0 {
+			fmt.Fprintf(table, "%s\thttp/direct\t%.2f\t\t\t\t\t\t\t\n", name, http/direct)
 		}
 		table.Flush()
 	}

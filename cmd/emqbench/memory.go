@@ -57,28 +57,25 @@ func infoField(info, name string) string {
 	return "?"
 }
 
-// redisBusy is how many microseconds Redis has spent running commands
-// since it started (the sum of INFO commandstats' usec), or -1 unknown.
-func redisBusy(ctx context.Context, rdb redis.UniversalClient) int64 {
+// redisCPU is how many microseconds of CPU the Redis process has used
+// since it started (INFO cpu: user + system, its network work included),
+// or -1 when unknown. CPU, not command time: on a machine whose cores are
+// shared, a command's wall time also counts the time Redis waited for one.
+func redisCPU(ctx context.Context, rdb redis.UniversalClient) int64 {
 	if rdb == nil {
 		return -1
 	}
-	info, err := rdb.Info(ctx, "commandstats").Result()
+	info, err := rdb.Info(ctx, "cpu").Result()
 	if err != nil {
 		return -1
 	}
-	var total int64
-	for _, line := range strings.Split(info, "\n") {
-		_, stats, ok := strings.Cut(strings.TrimSpace(line), ":")
-		if !ok || !strings.HasPrefix(line, "cmdstat_") {
-			continue
+	var total float64
+	for _, field := range []string{"used_cpu_user", "used_cpu_sys"} {
+		seconds, err := strconv.ParseFloat(infoField(info, field), 64)
+		if err != nil {
+			return -1
 		}
-		for _, kv := range strings.Split(stats, ",") {
-			if v, ok := strings.CutPrefix(kv, "usec="); ok {
-				n, _ := strconv.ParseInt(v, 10, 64)
-				total += n
-			}
-		}
+		total += seconds
 	}
-	return total
+	return int64(total * 1e6)
 }

@@ -31,7 +31,7 @@ type settings struct {
 type outcome struct {
 	jobsPerSec  float64
 	total       int64   // jobs completed (extends made) in the whole run, warm-up too
-	redisPerJob float64 // Redis's busy µs per job over the whole run (0: unknown)
+	redisPerJob float64 // Redis's CPU µs per job over the whole run (0: unknown)
 	routes      []routeStats
 	errors      int64
 	firstErr    error
@@ -46,6 +46,7 @@ type load struct {
 	enqueued  atomic.Int64
 	completed atomic.Int64
 	measuring atomic.Bool
+	stopped   atomic.Bool // loops stop at their next call; calls in flight finish
 	errs      atomic.Int64
 	firstErr  atomic.Pointer[error]
 	lat       merged
@@ -55,7 +56,6 @@ type load struct {
 // completions and call latencies in the duration only.
 func runShape(ctx context.Context, d driver, queue string, sh shape, set settings) outcome {
 	l := &load{d: d, queue: queue, shape: sh, set: set}
-	ctx, stop := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	for range set.producers {
 		wg.Go(func() { l.produce(ctx) })
@@ -69,14 +69,25 @@ func runShape(ctx context.Context, d driver, queue string, sh shape, set setting
 	time.Sleep(set.duration)
 	done, elapsed := l.completed.Load()-before, time.Since(start)
 	l.measuring.Store(false)
-	stop()
-	wg.Wait()
+	l.stop(&wg)
 	out := outcome{jobsPerSec: float64(done) / elapsed.Seconds(), total: l.completed.Load(),
 		routes: l.lat.stats(), errors: l.errs.Load()}
 	if p := l.firstErr.Load(); p != nil {
 		out.firstErr = *p
 	}
 	return out
+}
+
+// stop ends the run's loops and waits for their calls in flight to finish,
+// so that no call lands after the queue is cleaned up.
+func (l *load) stop(wg *sync.WaitGroup) {
+	l.stopped.Store(true)
+	wg.Wait()
+}
+
+// running reports whether the loops should go on.
+func (l *load) running(ctx context.Context) bool {
+	return !l.stopped.Load() && ctx.Err() == nil
 }
 
 // timed runs call, recording its latency under route while measuring; an
@@ -108,7 +119,7 @@ func (l *load) produce(ctx context.Context) {
 	if l.shape == batch {
 		n, route = l.set.enqueueBatch, fmt.Sprintf("enqueue %d", l.set.enqueueBatch)
 	}
-	for ctx.Err() == nil {
+	for l.running(ctx) {
 		if l.enqueued.Load()-l.completed.Load() > l.set.backlog {
 			time.Sleep(time.Millisecond)
 			continue
@@ -130,7 +141,7 @@ func (l *load) work(ctx context.Context) {
 	claimRoute := fmt.Sprintf("claim %d", count)
 	batchRoute := fmt.Sprintf("complete %d+claim %d", count, count)
 	var held []ticket
-	for ctx.Err() == nil {
+	for l.running(ctx) {
 		if len(held) == 0 {
 			l.timed(ctx, lat, claimRoute, func() (err error) {
 				held, err = l.d.claim(ctx, l.queue, count, time.Second)

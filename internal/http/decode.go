@@ -40,7 +40,7 @@ func newValidator() *validator.Validate {
 // trailing data refused), then validates it. An empty body reads as {}.
 // Nothing is changed anywhere when it fails.
 func (s *server) decode(r *http.Request, dst any) error {
-	body, err := io.ReadAll(r.Body)
+	body, err := readBody(r)
 	if err != nil {
 		return bodyError(err)
 	}
@@ -61,6 +61,22 @@ func (s *server) decode(r *http.Request, dst any) error {
 		return invalid("malformed JSON: the body has data after its JSON value")
 	}
 	return s.validate(dst)
+}
+
+// readBody reads r's body whole: into a buffer of the declared length when
+// there is one (limitBody has capped it), else growing as it reads.
+func readBody(r *http.Request) ([]byte, error) {
+	if r.ContentLength <= 0 {
+		return io.ReadAll(r.Body)
+	}
+	body := make([]byte, r.ContentLength)
+	if _, err := io.ReadFull(r.Body, body); err != nil {
+		if errors.Is(err, io.EOF) {
+			err = io.ErrUnexpectedEOF // shorter than it said
+		}
+		return nil, err
+	}
+	return body, nil
 }
 
 // jsonDepth is how deeply the JSON text nests objects and arrays, found in
@@ -97,6 +113,9 @@ func bodyError(err error) error {
 
 // checkMediaType refuses a body that does not say it is JSON.
 func checkMediaType(r *http.Request) error {
+	if r.Header.Get("Content-Type") == "application/json" {
+		return nil // the usual case, without parsing
+	}
 	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if err == nil && (mt == "application/json" || strings.HasSuffix(mt, "+json")) {
 		return nil
@@ -219,8 +238,8 @@ func jobParams(r *http.Request) (queue, id string, err error) {
 // numbers and strings are kept exactly as sent (a 20-digit integer keeps
 // every digit). nil stays nil (absent).
 func compactJSON(v json.RawMessage) json.RawMessage {
-	if v == nil {
-		return nil
+	if v == nil || isCompact(v) {
+		return v // most clients send compact JSON: no copy
 	}
 	var buf bytes.Buffer
 	if err := json.Compact(&buf, v); err != nil {
@@ -229,8 +248,44 @@ func compactJSON(v json.RawMessage) json.RawMessage {
 	return buf.Bytes()
 }
 
+// isCompact reports whether the JSON text v has no whitespace outside its
+// strings, in one pass and no allocation.
+func isCompact(v []byte) bool {
+	inString, escaped := false, false
+	for _, c := range v {
+		switch {
+		case escaped:
+			escaped = false
+		case inString && c == '\\':
+			escaped = true
+		case c == '"':
+			inString = !inString
+		case !inString && (c == ' ' || c == '\t' || c == '\n' || c == '\r'):
+			return false
+		}
+	}
+	return true
+}
+
+// valueField names a JSON value of a request for an error: a top-level
+// field (index < 0) or a field of the index-th job of a batch. It is only
+// formatted when a value is refused.
+type valueField struct {
+	index int
+	name  string
+}
+
+func topField(name string) valueField { return valueField{index: -1, name: name} }
+
+func (f valueField) String() string {
+	if f.index < 0 {
+		return f.name
+	}
+	return fmt.Sprintf("jobs[%d].%s", f.index, f.name)
+}
+
 // checkSize refuses a JSON value over the service's limit with 413.
-func (s *server) checkSize(field string, v json.RawMessage) error {
+func (s *server) checkSize(field valueField, v json.RawMessage) error {
 	if len(v) <= s.cfg.MaxValueBytes {
 		return nil
 	}

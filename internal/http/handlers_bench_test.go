@@ -32,10 +32,20 @@ import (
 // Each route runs two ways: "http" over a keep-alive connection to an
 // httptest.Server (the client's cost is in the figures too) and "recorder"
 // straight into ServeHTTP with an httptest.ResponseRecorder (the service's
-// cost alone). After the loop the run makes the same lease.Service call
-// directly, with no HTTP, and reports its cost (direct-ns/op,
-// direct-allocs/op, direct-B/op) and x-direct, ns/op over direct-ns/op.
-// Batch routes also report ns/job.
+// cost alone). Between blocks of routed calls the run makes as many of the
+// same lease.Service calls directly, with no HTTP, and reports their cost
+// (direct-ns/op, direct-B/op, direct-allocs/op) and x-direct, ns/op over
+// direct-ns/op. Batch routes also report ns/job.
+//
+// The wall time of a call is mostly redis-server's, another process, so
+// each run also reports the CPU time this process spent per call, routed
+// (cpu-ns/op) and direct (direct-cpu-ns/op): the difference is what the
+// HTTP layer costs (and, over "http", the client). A CPU profile also holds
+// the direct calls and the untimed set-up; look at the routed calls alone
+// with pprof's -focus:
+//
+//	go test -run '^$' -bench 'Handler.*Batch/recorder' -benchtime 8s -cpuprofile /tmp/emq.cpu ./internal/http
+//	go tool pprof -top -cum -focus 'Mux\).ServeHTTP' /tmp/emq.cpu
 
 // payload100 is the 100-byte payload of the enqueued jobs, and result the
 // result of the completed ones.
@@ -274,11 +284,17 @@ func forEachTransport(b *testing.B, w func(r *rig) workload) {
 	}
 }
 
-// run times the workload's calls through tr, then the same calls made
-// directly, and reports both.
+// interleave is how much routed time passes between two blocks of direct
+// calls.
+const interleave = 100 * time.Millisecond
+
+// run times the workload's calls through tr and reports them next to the
+// same calls made directly. The direct calls run in blocks between the
+// routed ones, as many as there were routed calls since the last block, so
+// that both meet Redis in the same state.
 func (r *rig) run(b *testing.B, tr transport, w workload) {
-	f := feed{refill: w.refill}
-	first := f.next(b, b)
+	routed, d := feed{refill: w.refill}, direct{w: w, f: feed{refill: w.refill}}
+	first := routed.next(b, b)
 	status, body := r.record(b, first)
 	if status != w.status {
 		b.Fatalf("%s answered %d %s, want %d", first.path, status, body, w.status)
@@ -287,45 +303,63 @@ func (r *rig) run(b *testing.B, tr transport, w workload) {
 		w.check(b, body)
 	}
 	b.ReportAllocs()
+	m := meter{b: b}
+	m.begin() // b's timer runs already
+	calls, mark := 0, time.Duration(0)
 	for b.Loop() {
-		in := f.next(b, b)
-		tr.send(r, b, in, w.status)
+		tr.send(r, b, routed.next(b, &m), w.status)
+		if calls++; m.elapsed()-mark >= interleave {
+			m.StopTimer()
+			d.block(b, calls)
+			m.StartTimer()
+			calls, mark = 0, m.elapsed()
+		}
 	}
+	m.end() // b.Loop stopped b's timer
+	d.block(b, calls)
+	report(b, w, m, d)
+}
+
+// report reports the routed calls' cost per call and per job, the direct
+// calls' and their ratio.
+func report(b *testing.B, w workload, m meter, d direct) {
 	perOp := float64(b.Elapsed().Nanoseconds()) / float64(b.N)
 	if w.perCall > 1 {
 		b.ReportMetric(perOp/float64(w.perCall), "ns/job")
 	}
-	d := measureDirect(b, w, b.N)
-	b.ReportMetric(d.ns, "direct-ns/op")
-	b.ReportMetric(d.bytes, "direct-B/op")
-	b.ReportMetric(d.allocs, "direct-allocs/op")
-	b.ReportMetric(perOp/d.ns, "x-direct")
+	b.ReportMetric(float64(m.cpu.Nanoseconds())/float64(b.N), "cpu-ns/op")
+	per := func(v float64) float64 { return v / float64(d.calls) }
+	directNs := per(float64(d.m.took.Nanoseconds()))
+	b.ReportMetric(directNs, "direct-ns/op")
+	b.ReportMetric(per(float64(d.m.cpu.Nanoseconds())), "direct-cpu-ns/op")
+	b.ReportMetric(per(float64(d.m.bytes)), "direct-B/op")
+	b.ReportMetric(per(float64(d.m.allocs)), "direct-allocs/op")
+	b.ReportMetric(perOp/directNs, "x-direct")
 }
 
-// directCost is what one direct call costs on average.
-type directCost struct{ ns, bytes, allocs float64 }
+// direct makes a workload's calls on the lease.Service, with no HTTP, and
+// counts what they cost.
+type direct struct {
+	w     workload
+	f     feed
+	m     meter
+	calls int
+}
 
-// measureDirect makes up to n direct calls of w, for at most a second of
-// their time, as the benchmark's timer would time them.
-func measureDirect(b *testing.B, w workload, n int) directCost {
+// block makes n direct calls.
+func (d *direct) block(b *testing.B, n int) {
 	ctx := context.Background()
-	f := feed{refill: w.refill}
-	f.ready = f.refill(b)
-	runtime.GC() // the routed calls' garbage is not the direct calls' cost
-	var sw stopwatch
-	sw.StartTimer()
-	calls := 0
-	for ; calls < n && sw.elapsed() < time.Second; calls++ {
-		if err := w.direct(ctx, f.next(b, &sw)); err != nil {
+	d.m.StartTimer()
+	for range n {
+		if err := d.w.direct(ctx, d.f.next(b, &d.m)); err != nil {
 			b.Fatal(err)
 		}
 	}
-	sw.StopTimer()
-	per := func(v float64) float64 { return v / float64(calls) }
-	return directCost{ns: per(float64(sw.took.Nanoseconds())), bytes: per(float64(sw.bytes)), allocs: per(float64(sw.allocs))}
+	d.m.StopTimer()
+	d.calls += n
 }
 
-// timer is what a refill pauses: the benchmark's timer or a stopwatch.
+// timer is what a refill pauses.
 type timer interface {
 	StopTimer()
 	StartTimer()
@@ -349,36 +383,57 @@ func (f *feed) next(tb testing.TB, t timer) input {
 	return in
 }
 
-// stopwatch times the direct calls as testing.B times the routed ones:
-// wall time, and the allocations made while it runs.
-type stopwatch struct {
+// meter counts the process's CPU time (cpuTime: every goroutine's, the
+// HTTP client's too) while it runs, since the wall time of a call is
+// mostly Redis's. Over a testing.B it also starts and stops the
+// benchmark's timer; on its own it also counts wall time and allocations,
+// as testing.B does.
+type meter struct {
+	b                       *testing.B // nil: the meter times on its own
 	on                      bool
 	start                   time.Time
+	startCPU                time.Duration
 	startAllocs, startBytes uint64
-	took                    time.Duration
+	took, cpu               time.Duration
 	allocs, bytes           uint64
 }
 
-func (s *stopwatch) StartTimer() {
-	var m runtime.MemStats
-	runtime.ReadMemStats(&m)
-	s.on, s.startAllocs, s.startBytes, s.start = true, m.Mallocs, m.TotalAlloc, time.Now()
-}
-
-func (s *stopwatch) StopTimer() {
-	s.took += time.Since(s.start)
-	var m runtime.MemStats
-	runtime.ReadMemStats(&m)
-	s.allocs += m.Mallocs - s.startAllocs
-	s.bytes += m.TotalAlloc - s.startBytes
-	s.on = false
-}
-
-func (s *stopwatch) elapsed() time.Duration {
-	if s.on {
-		return s.took + time.Since(s.start)
+func (m *meter) StartTimer() {
+	if m.b != nil {
+		m.b.StartTimer()
+	} else {
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		m.startAllocs, m.startBytes = ms.Mallocs, ms.TotalAlloc
 	}
-	return s.took
+	m.begin()
+}
+
+func (m *meter) StopTimer() {
+	m.end()
+	if m.b != nil {
+		m.b.StopTimer()
+		return
+	}
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	m.allocs += ms.Mallocs - m.startAllocs
+	m.bytes += ms.TotalAlloc - m.startBytes
+}
+
+func (m *meter) begin() { m.on, m.startCPU, m.start = true, cpuTime(), time.Now() }
+
+func (m *meter) end() {
+	m.took += time.Since(m.start)
+	m.cpu += cpuTime() - m.startCPU
+	m.on = false
+}
+
+func (m *meter) elapsed() time.Duration {
+	if m.on {
+		return m.took + time.Since(m.start)
+	}
+	return m.took
 }
 
 // rig is the handler wired as cmd/api wires it, on a redis-server of the

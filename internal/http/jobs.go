@@ -2,7 +2,6 @@ package http
 
 import (
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"time"
 
@@ -35,7 +34,7 @@ type EnqueueBatchRequest struct {
 } // @name EnqueueBatchRequest
 
 // newJob checks one enqueue request's sizes and turns it into a lease.NewJob.
-func (s *server) newJob(field string, req EnqueueRequest) (lease.NewJob, error) {
+func (s *server) newJob(field valueField, req EnqueueRequest) (lease.NewJob, error) {
 	payload := compactJSON(req.Payload)
 	if err := s.checkSize(field, payload); err != nil {
 		return lease.NewJob{}, err
@@ -82,7 +81,7 @@ func (s *server) handleEnqueue(w http.ResponseWriter, r *http.Request) {
 	}
 	var nj lease.NewJob
 	if err == nil {
-		nj, err = s.newJob("payload", req)
+		nj, err = s.newJob(topField("payload"), req)
 	}
 	if err != nil {
 		s.writeProblem(w, r, err)
@@ -130,7 +129,7 @@ func (s *server) handleEnqueueBatch(w http.ResponseWriter, r *http.Request) {
 	}
 	jobs := make([]lease.NewJob, len(req.Jobs))
 	for i, one := range req.Jobs {
-		if jobs[i], err = s.newJob(fmt.Sprintf("jobs[%d].payload", i), one); err != nil {
+		if jobs[i], err = s.newJob(valueField{i, "payload"}, one); err != nil {
 			s.writeProblem(w, r, err)
 			return
 		}

@@ -2,7 +2,6 @@ package http
 
 import (
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"time"
 
@@ -75,7 +74,7 @@ func (s *server) handleLeaseExtend(w http.ResponseWriter, r *http.Request) {
 	}
 	progress := compactJSON(req.Progress)
 	if err == nil {
-		err = s.checkSize("progress", progress)
+		err = s.checkSize(topField("progress"), progress)
 	}
 	if err != nil {
 		s.writeProblem(w, r, err)
@@ -133,7 +132,7 @@ func (s *server) handleComplete(w http.ResponseWriter, r *http.Request) {
 	}
 	result := compactJSON(req.Result)
 	if err == nil {
-		err = s.checkSize("result", result)
+		err = s.checkSize(topField("result"), result)
 	}
 	if err != nil {
 		s.writeProblem(w, r, err)
@@ -206,7 +205,7 @@ func (s *server) handleCompleteBatch(w http.ResponseWriter, r *http.Request) {
 	for i, item := range req.Jobs {
 		batch[i] = lease.Completion{ID: item.ID, Token: item.Token, Result: compactJSON(item.Result)}
 		if err == nil {
-			err = s.checkSize(fmt.Sprintf("jobs[%d].result", i), batch[i].Result)
+			err = s.checkSize(valueField{i, "result"}, batch[i].Result)
 		}
 	}
 	if err != nil {
