@@ -32,6 +32,7 @@ type config struct {
 	MaxWaiters      int           // EMQ_MAX_WAITERS: long polls waiting at once
 	CORSOrigins     []string      // EMQ_CORS_ORIGINS: comma-separated; none: CORS off
 	Metrics         string        // EMQ_METRICS: "on" (a reader key when keys are set), "open" or "off"
+	AutoPipeline    bool          // EMQ_REDIS_AUTOPIPELINE: "on" (default) or "off"
 	Keys            *auth.Keyring // EMQ_API_KEYS: none leaves the API open
 }
 
@@ -40,6 +41,7 @@ var variables = []string{
 	"EMQ_ADDR", "EMQ_REDIS_URL", "EMQ_PREFIX", "EMQ_SWEEP_INTERVAL", "EMQ_MAX_STALLED",
 	"EMQ_LOG_LEVEL", "EMQ_MAX_VALUE_BYTES", "EMQ_MAX_BODY_BYTES", "EMQ_SHUTDOWN_TIMEOUT", "EMQ_API_KEYS", "EMQ_HEADER_TIMEOUT",
 	"EMQ_KEEP_COMPLETED", "EMQ_CORS_ORIGINS", "EMQ_METRICS", "EMQ_MAX_WAITERS", "EMQ_REDIS_CA_FILE",
+	"EMQ_REDIS_AUTOPIPELINE",
 }
 
 var prefixRE = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,64}$`)
@@ -88,6 +90,12 @@ func loadConfig(getenv func(string) string) (config, error) {
 	if c.Metrics = env("EMQ_METRICS", "on"); c.Metrics != "on" && c.Metrics != "open" && c.Metrics != "off" {
 		fail("EMQ_METRICS", fmt.Errorf("%q must be on, open or off", c.Metrics))
 	}
+	switch pipe := env("EMQ_REDIS_AUTOPIPELINE", "on"); pipe {
+	case "on", "off":
+		c.AutoPipeline = pipe == "on"
+	default:
+		fail("EMQ_REDIS_AUTOPIPELINE", fmt.Errorf("%q must be on or off", pipe))
+	}
 	if c.Keys, err = auth.ParseKeys(getenv("EMQ_API_KEYS")); err != nil {
 		fail("EMQ_API_KEYS", err) // the error never quotes a key
 	}
@@ -135,5 +143,5 @@ func (c config) logAttrs() []any {
 		"sweep_interval", c.SweepInterval, "max_stalled", c.MaxStalled,
 		"max_value_bytes", c.MaxValueBytes, "max_body_bytes", c.MaxBodyBytes, "log_level", c.LogLevel,
 		"keep_completed", c.KeepCompleted, "cors_origins", c.CORSOrigins, "metrics", c.Metrics,
-		"api_keys", c.Keys.Len(), "max_waiters", c.MaxWaiters}
+		"api_keys", c.Keys.Len(), "max_waiters", c.MaxWaiters, "redis_autopipeline", c.AutoPipeline}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -13,6 +14,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/echo-mq/echo_mq/internal/redistest"
 )
@@ -183,11 +186,12 @@ func TestShutdownAnswersWaitingLongPollsEmpty(t *testing.T) {
 func TestLoadConfigRefusesBadValues(t *testing.T) {
 	t.Parallel()
 	cases := map[string]string{
-		"EMQ_SWEEP_INTERVAL": "5",
-		"EMQ_MAX_STALLED":    "0",
-		"EMQ_LOG_LEVEL":      "loud",
-		"EMQ_PREFIX":         "a{b}",
-		"EMQ_API_KEYS":       "admin:short",
+		"EMQ_SWEEP_INTERVAL":     "5",
+		"EMQ_MAX_STALLED":        "0",
+		"EMQ_LOG_LEVEL":          "loud",
+		"EMQ_PREFIX":             "a{b}",
+		"EMQ_API_KEYS":           "admin:short",
+		"EMQ_REDIS_AUTOPIPELINE": "maybe",
 	}
 	for name, value := range cases {
 		_, err := loadConfig(func(k string) string {
@@ -201,8 +205,35 @@ func TestLoadConfigRefusesBadValues(t *testing.T) {
 		}
 	}
 	c, err := loadConfig(func(string) string { return "" })
-	if err != nil || c.Addr != "127.0.0.1:8080" || c.Prefix != "emq" || c.SweepInterval != 5*time.Second || c.MaxStalled != 2 {
-		t.Fatalf("defaults %+v (%v), want 127.0.0.1:8080, emq, 5s, 2", c, err)
+	if err != nil || c.Addr != "127.0.0.1:8080" || c.Prefix != "emq" || c.SweepInterval != 5*time.Second || c.MaxStalled != 2 || !c.AutoPipeline {
+		t.Fatalf("defaults %+v (%v), want 127.0.0.1:8080, emq, 5s, 2, autopipelining on", c, err)
+	}
+}
+
+// TestWorkerPlaneAutopipelining: the worker plane's scripts go through
+// go-redis's autopipeliner unless EMQ_REDIS_AUTOPIPELINE=off, and the
+// service works either way.
+func TestWorkerPlaneAutopipelining(t *testing.T) {
+	t.Parallel()
+	rdb := redis.NewClient(&redis.Options{Addr: redistest.Addr(), MaxRetries: -1})
+	defer rdb.Close()
+	log := slog.New(slog.DiscardHandler)
+	if _, ok := workerClient(config{AutoPipeline: true}, rdb, log).(*redis.AutoPipeliner); !ok {
+		t.Error("with autopipelining on, the worker plane does not go through an AutoPipeliner")
+	}
+	if got := workerClient(config{AutoPipeline: false}, rdb, log); got != rdb {
+		t.Errorf("with autopipelining off, the worker plane goes through %T, want the client", got)
+	}
+	for _, setting := range []string{"on", "off"} {
+		t.Run(setting, func(t *testing.T) {
+			t.Parallel()
+			base, _, stop := startService(t, map[string]string{
+				"EMQ_REDIS_URL": "redis://" + redistest.Addr(), "EMQ_REDIS_AUTOPIPELINE": setting})
+			workerLoop(t, base)
+			if err := stop(); err != nil {
+				t.Fatal(err)
+			}
+		})
 	}
 }
 

@@ -46,7 +46,7 @@ func (s services) reaper(cfg config, log *slog.Logger) *stall.Reaper {
 // handler is the HTTP API over the services.
 func (s services) handler(cfg config, stopping <-chan struct{}, log *slog.Logger) http.Handler {
 	hc := emqhttp.Config{
-		Leases:  lease.NewService(s.rdb, cfg.Prefix, lease.KeepCompleted(cfg.KeepCompleted)),
+		Leases:  lease.NewService(workerClient(cfg, s.rdb, log), cfg.Prefix, lease.KeepCompleted(cfg.KeepCompleted)),
 		Admin:   s.admin,
 		Sweeper: s.sweeper, Waiters: s.hub, Stopping: stopping,
 		Events:      emqhttp.NewEventLog(s.rdb, cfg.Prefix),
@@ -81,4 +81,28 @@ func depthOf(adm *admin.Service) metrics.DepthFunc {
 		}
 		return out, err
 	}
+}
+
+// workerClient is the client the worker plane's scripts run through. With
+// EMQ_REDIS_AUTOPIPELINE on (the default) it is go-redis's automatic
+// pipeliner: the script calls of concurrent requests share round trips,
+// one write and one read for many, where each would otherwise cost Redis
+// and the service a read and a write of their own (on a small machine,
+// most of a call's cost). An idle service sends each call at once. Only
+// the worker plane goes through it: the operator plane is not hot, and
+// pub/sub never could. The pipeliner inherits the client's settings
+// (MaxRetries -1: a lost answer is never resent) and closes with it.
+func workerClient(cfg config, rdb redis.UniversalClient, log *slog.Logger) redis.UniversalClient {
+	pipelined, ok := rdb.(interface {
+		AutoPipeline() (*redis.AutoPipeliner, error)
+	})
+	if !cfg.AutoPipeline || !ok {
+		return rdb
+	}
+	pipe, err := pipelined.AutoPipeline()
+	if err != nil {
+		log.Warn("Redis autopipelining is unavailable; sending each call on its own", "error", err)
+		return rdb
+	}
+	return pipe
 }

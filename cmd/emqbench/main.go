@@ -47,7 +47,7 @@ func parseFlags(args []string) (options, error) {
 	fs.IntVar(&o.set.workers, "workers", 50, "claiming and completing goroutines")
 	fs.IntVar(&o.set.enqueueBatch, "batch", 100, "jobs per enqueue request in the batch shape")
 	fs.IntVar(&o.set.claimCount, "claim", 16, "jobs per claim in the batch shape")
-	fs.Int64Var(&o.set.backlog, "backlog", 20_000, "producers wait while this many jobs are enqueued and not completed")
+	fs.Int64Var(&o.set.backlog, "backlog", 2000, "producers wait while this many jobs are enqueued and not completed")
 	fs.DurationVar(&o.set.warmup, "warmup", 2*time.Second, "time before measuring, per run")
 	fs.DurationVar(&o.set.duration, "duration", 10*time.Second, "time measured, per run")
 	fs.Float64Var(&o.extend.rate, "extend-rate", 5000, "extends per second in the extend shape")
