@@ -62,7 +62,7 @@ func (s *server) handleClaim(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.transition(queue, "claimed", len(claimed.Jobs))
-	writeJSON(w, http.StatusOK, JobList{Jobs: claimedOf(claimed.Jobs)})
+	writeJobList(w, claimed.Jobs, true)
 }
 
 // minRecheck is the shortest a long poll sleeps before it looks again;

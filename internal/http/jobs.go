@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/echo-mq/echo_mq/internal/job"
 	"github.com/echo-mq/echo_mq/internal/lease"
 )
 
@@ -97,7 +98,7 @@ func (s *server) handleEnqueue(w http.ResponseWriter, r *http.Request) {
 		status = http.StatusCreated
 		s.transition(queue, "enqueued", 1)
 	}
-	writeJSON(w, status, jobOf(out[0].Job))
+	writeJob(w, status, out[0].Job)
 }
 
 // handleEnqueueBatch godoc
@@ -139,16 +140,16 @@ func (s *server) handleEnqueueBatch(w http.ResponseWriter, r *http.Request) {
 		s.writeProblem(w, r, err)
 		return
 	}
-	list := JobList{Jobs: make([]Job, len(out))}
+	enqueued := make([]job.Job, len(out))
 	created := 0
 	for i, e := range out {
-		list.Jobs[i] = jobOf(e.Job)
+		enqueued[i] = e.Job
 		if e.Created {
 			created++
 		}
 	}
 	s.transition(queue, "enqueued", created)
-	writeJSON(w, http.StatusOK, list)
+	writeJobList(w, enqueued, false)
 }
 
 // handleJobGet godoc
@@ -176,7 +177,7 @@ func (s *server) handleJobGet(w http.ResponseWriter, r *http.Request) {
 		s.writeProblem(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, jobOf(j))
+	writeJob(w, http.StatusOK, j)
 }
 
 // Removed answers a removal.

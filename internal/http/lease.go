@@ -145,11 +145,7 @@ func (s *server) handleComplete(w http.ResponseWriter, r *http.Request) {
 	}
 	s.transition(queue, "completed", 1)
 	s.transition(queue, "claimed", len(next))
-	resp := CompleteResponse{Job: jobOf(done)}
-	if req.Claim != nil {
-		resp.Next = claimedOf(next)
-	}
-	writeJSON(w, http.StatusOK, resp)
+	writeCompleted(w, done, next, req.Claim != nil)
 }
 
 // CompleteItem is one job of a batch complete.
@@ -217,25 +213,15 @@ func (s *server) handleCompleteBatch(w http.ResponseWriter, r *http.Request) {
 		s.writeProblem(w, r, err)
 		return
 	}
-	resp := CompleteBatchResponse{Results: make([]CompleteResult, len(outcomes))}
 	completedN := 0
-	for i, o := range outcomes {
-		if o.Err != nil {
-			p := newProblem(codeOf(o.Err), o.Err.Error())
-			p.Instance = r.URL.Path
-			resp.Results[i].Problem = &p
-			continue
+	for _, o := range outcomes {
+		if o.Err == nil {
+			completedN++
 		}
-		j := jobOf(o.Job)
-		resp.Results[i].Job = &j
-		completedN++
 	}
 	s.transition(queue, "completed", completedN)
 	s.transition(queue, "claimed", len(next))
-	if req.Claim != nil {
-		resp.Next = claimedOf(next)
-	}
-	writeJSON(w, http.StatusOK, resp)
+	writeCompleteBatch(w, r.URL.Path, outcomes, next, req.Claim != nil)
 }
 
 // FailRequest reports a failed attempt.

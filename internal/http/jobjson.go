@@ -1,0 +1,474 @@
+package http
+
+import (
+	"encoding/json"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/echo-mq/echo_mq/internal/job"
+	"github.com/echo-mq/echo_mq/internal/lease"
+)
+
+// The job answers of the hot routes are written by hand, not by writeJSON:
+// encoding/json reflects over the DTOs, validates and compacts every
+// payload, result and progress again (they were compacted when stored) and
+// makes a string of every timestamp. The writers here send the very bytes
+// writeJSON sends for the same DTOs (jobjson_test.go checks it and fuzzes
+// it): Job's fields in the order and with the omission rules of its tags,
+// strings escaped as encoding/json escapes them with HTML escaping off, and
+// json.Encoder's trailing newline. An answer holding a raw value that is
+// not valid compact JSON, or a problem, is left to writeJSON and its DTO.
+
+// writeJob answers j as writeJSON(w, status, jobOf(j)) does.
+func writeJob(w http.ResponseWriter, status int, j job.Job) {
+	size, ok := measure(j)
+	if !ok {
+		writeJSON(w, status, jobOf(j))
+		return
+	}
+	b := getBuf(size)
+	*b = appendJob(*b, j, false)
+	writeBuf(w, status, b)
+}
+
+// writeJobList answers jobs as writeJSON(w, http.StatusOK,
+// jobListOf(jobs, claimed)) does: with their tokens when claimed.
+func writeJobList(w http.ResponseWriter, jobs []job.Job, claimed bool) {
+	size, ok := measure(jobs...)
+	if !ok {
+		writeJSON(w, http.StatusOK, jobListOf(jobs, claimed))
+		return
+	}
+	b := getBuf(size)
+	*b = append(*b, `{"jobs":`...)
+	*b = appendJobs(*b, jobs, claimed)
+	*b = append(*b, '}')
+	writeBuf(w, http.StatusOK, b)
+}
+
+// writeCompleted answers a complete as writeJSON(w, http.StatusOK,
+// completedOf(done, next, withNext)) does.
+func writeCompleted(w http.ResponseWriter, done job.Job, next []job.Job, withNext bool) {
+	size, ok := measure(done)
+	nextSize, nextOK := measure(next...)
+	if !ok || !nextOK {
+		writeJSON(w, http.StatusOK, completedOf(done, next, withNext))
+		return
+	}
+	b := getBuf(size + nextSize)
+	*b = append(*b, '{')
+	*b = appendJobFields(*b, done, false)
+	*b = appendNext(*b, next, withNext)
+	writeBuf(w, http.StatusOK, b)
+}
+
+// writeCompleteBatch answers a batch complete as writeJSON(w,
+// http.StatusOK, completeBatchOf(instance, outcomes, next, withNext)) does.
+// A refused job's problem is rare enough to leave to encoding/json.
+func writeCompleteBatch(w http.ResponseWriter, instance string, outcomes []lease.Completed, next []job.Job, withNext bool) {
+	size, ok := measure(next...)
+	for _, o := range outcomes {
+		n, jobOK := measure(o.Job)
+		size, ok = size+n, ok && jobOK && o.Err == nil
+	}
+	if !ok {
+		writeJSON(w, http.StatusOK, completeBatchOf(instance, outcomes, next, withNext))
+		return
+	}
+	b := getBuf(size)
+	*b = append(*b, `{"results":[`...)
+	for i, o := range outcomes {
+		if i > 0 {
+			*b = append(*b, ',')
+		}
+		*b = appendJob(*b, o.Job, false)
+	}
+	*b = append(*b, ']')
+	*b = appendNext(*b, next, withNext)
+	writeBuf(w, http.StatusOK, b)
+}
+
+// jobListOf is the JobList of jobs, with their tokens when claimed.
+func jobListOf(jobs []job.Job, claimed bool) JobList {
+	if claimed {
+		return JobList{Jobs: claimedOf(jobs)}
+	}
+	list := JobList{Jobs: make([]Job, len(jobs))}
+	for i, j := range jobs {
+		list.Jobs[i] = jobOf(j)
+	}
+	return list
+}
+
+// completedOf is the CompleteResponse of done, with next when withNext.
+func completedOf(done job.Job, next []job.Job, withNext bool) CompleteResponse {
+	resp := CompleteResponse{Job: jobOf(done)}
+	if withNext {
+		resp.Next = claimedOf(next)
+	}
+	return resp
+}
+
+// completeBatchOf is the CompleteBatchResponse of outcomes, each refusal a
+// problem at instance, with next when withNext.
+func completeBatchOf(instance string, outcomes []lease.Completed, next []job.Job, withNext bool) CompleteBatchResponse {
+	resp := CompleteBatchResponse{Results: make([]CompleteResult, len(outcomes))}
+	for i, o := range outcomes {
+		if o.Err != nil {
+			p := newProblem(codeOf(o.Err), o.Err.Error())
+			p.Instance = instance
+			resp.Results[i].Problem = &p
+			continue
+		}
+		j := jobOf(o.Job)
+		resp.Results[i].Job = &j
+	}
+	if withNext {
+		resp.Next = claimedOf(next)
+	}
+	return resp
+}
+
+// measure reports whether appendJob writes every job as encoding/json
+// writes jobOf(job), that is whether each payload, result and progress is
+// nil or compact JSON, which encoding/json copies as it is; and about how
+// many bytes the jobs take, so that a pooled buffer grows once at most.
+func measure(jobs ...job.Job) (size int, ok bool) {
+	for _, j := range jobs {
+		if !rawOK(j.Payload) || !rawOK(j.Result) || !rawOK(j.Progress) {
+			return 0, false
+		}
+		size += 400 + len(j.Payload) + len(j.Result) + len(j.Progress) + len(j.LastError)
+	}
+	return size, true
+}
+
+func rawOK(v json.RawMessage) bool { return v == nil || validCompact(v) }
+
+// appendJobs appends jobs as a JSON array, never null, as claimedOf makes
+// them.
+func appendJobs(b []byte, jobs []job.Job, token bool) []byte {
+	b = append(b, '[')
+	for i, j := range jobs {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendJob(b, j, token)
+	}
+	return append(b, ']')
+}
+
+// appendNext closes an object, with the next jobs (and their tokens) when
+// withNext: CompleteResponse's and CompleteBatchResponse's "next,omitzero".
+func appendNext(b []byte, next []job.Job, withNext bool) []byte {
+	if withNext {
+		b = append(b, `,"next":`...)
+		b = appendJobs(b, next, true)
+	}
+	return append(b, '}')
+}
+
+// appendJob appends j as encoding/json encodes jobOf(j), with its token
+// when token is set (claimedOf). j must pass measure.
+func appendJob(b []byte, j job.Job, token bool) []byte {
+	return append(appendJobFields(append(b, '{'), j, token), '}')
+}
+
+// appendJobFields appends j's members, in the order of Job's fields, each
+// omitted where its tag says omitempty: the object is left open, for
+// CompleteResponse's next.
+func appendJobFields(b []byte, j job.Job, token bool) []byte {
+	b = appendString(append(b, `"id":`...), j.ID)
+	b = appendString(append(b, `,"queue":`...), j.Queue)
+	b = appendString(append(b, `,"state":`...), j.State)
+	b = append(b, `,"payload":`...)
+	if j.Payload == nil {
+		b = append(b, "null"...) // as jobOf
+	} else {
+		b = append(b, j.Payload...)
+	}
+	b = appendRaw(b, `,"result":`, j.Result)
+	b = appendRaw(b, `,"progress":`, j.Progress)
+	b = strconv.AppendInt(append(b, `,"priority":`...), int64(j.Priority), 10)
+	b = strconv.AppendInt(append(b, `,"attempts":`...), int64(j.Attempts), 10)
+	b = strconv.AppendInt(append(b, `,"max_attempts":`...), int64(j.MaxAttempts), 10)
+	b = strconv.AppendInt(append(b, `,"stalled":`...), int64(j.Stalled), 10)
+	b = appendOmitEmpty(b, `,"last_error":`, j.LastError)
+	b = strconv.AppendBool(append(b, `,"cancel_requested":`...), j.CancelRequested)
+	b = appendOmitEmpty(b, `,"cancel_reason":`, j.CancelReason)
+	b = appendOmitEmpty(b, `,"worker":`, j.Worker)
+	if token && j.Token != 0 {
+		b = strconv.AppendInt(append(b, `,"token":`...), j.Token, 10)
+	}
+	b = appendStamp(b, `,"created_at":`, j.CreatedAt)
+	b = appendStamp(b, `,"run_at":`, j.RunAt)
+	b = appendStamp(b, `,"started_at":`, j.StartedAt)
+	b = appendStamp(b, `,"lease_expires_at":`, j.LeaseExpiresAt)
+	return appendStamp(b, `,"finished_at":`, j.FinishedAt)
+}
+
+// appendRaw appends key and v, copied as it is; nothing when v is empty.
+func appendRaw(b []byte, key string, v json.RawMessage) []byte {
+	if len(v) == 0 {
+		return b
+	}
+	return append(append(b, key...), v...)
+}
+
+// appendOmitEmpty appends key and s as a JSON string; nothing when s is "".
+func appendOmitEmpty(b []byte, key, s string) []byte {
+	if s == "" {
+		return b
+	}
+	return appendString(append(b, key...), s)
+}
+
+// stampLayout is stamp's: RFC 3339 with milliseconds, used on UTC times.
+const stampLayout = "2006-01-02T15:04:05.000Z07:00"
+
+// appendStamp appends key and t as stamp formats it; nothing for the zero
+// time. Years 0 to 9999 are written digit by digit, six times faster than
+// AppendFormat, which reads its layout on every call; other years, which
+// no row holds, by AppendFormat. Neither writes what a JSON string escapes.
+func appendStamp(b []byte, key string, t time.Time) []byte {
+	if t.IsZero() {
+		return b
+	}
+	b = append(append(b, key...), '"')
+	t = t.UTC()
+	year, month, day := t.Date()
+	if year < 0 || year > 9999 {
+		return append(t.AppendFormat(b, stampLayout), '"')
+	}
+	hour, minute, sec := t.Clock()
+	ms := t.Nanosecond() / 1e6
+	return append(b,
+		digit(year/1000), digit(year/100), digit(year/10), digit(year), '-',
+		digit(int(month)/10), digit(int(month)), '-', digit(day/10), digit(day), 'T',
+		digit(hour/10), digit(hour), ':', digit(minute/10), digit(minute), ':', digit(sec/10), digit(sec),
+		'.', digit(ms/100), digit(ms/10), digit(ms), 'Z', '"')
+}
+
+// digit is the last decimal digit of n >= 0.
+func digit(n int) byte { return byte('0' + n%10) }
+
+// appendString appends s as a JSON string, escaped as encoding/json escapes
+// it with SetEscapeHTML(false): \" \\ \b \f \n \r \t, other control bytes as
+// \u00XX, U+2028 and U+2029 as \u2028 and \u2029 (JSONP-safe), and each byte
+// of invalid UTF-8 as \ufffd.
+func appendString(b []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf {
+			i++
+			continue
+		}
+		if c < utf8.RuneSelf {
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\b':
+				b = append(b, `\b`...)
+			case '\f':
+				b = append(b, `\f`...)
+			case '\n':
+				b = append(b, `\n`...)
+			case '\r':
+				b = append(b, `\r`...)
+			case '\t':
+				b = append(b, `\t`...)
+			default:
+				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			b = append(append(b, s[start:i]...), `\ufffd`...)
+		case r == '\u2028' || r == '\u2029':
+			b = append(append(b, s[start:i]...), '\\', 'u', '2', '0', '2', hex[r&0xF])
+		default:
+			i += size
+			continue
+		}
+		i += size
+		start = i
+	}
+	return append(append(b, s[start:]...), '"')
+}
+
+// validCompact reports whether v is one JSON value with no space outside
+// its strings: a value encoding/json would copy as it is. In one pass with
+// no scanner state machine, it accepts nothing json.Valid refuses
+// (FuzzJobJSON checks it); nesting deeper than maxRawDepth is left to
+// encoding/json.
+func validCompact(v []byte) bool {
+	end, ok := scanValue(v, 0, 0)
+	return ok && end == len(v)
+}
+
+const maxRawDepth = 512
+
+// scanValue returns the end of the compact JSON value at v[i:].
+func scanValue(v []byte, i, depth int) (int, bool) {
+	if i >= len(v) {
+		return i, false
+	}
+	switch c := v[i]; c {
+	case '"':
+		return scanString(v, i+1)
+	case '[', '{':
+		return scanNested(v, i, depth)
+	case 't':
+		return scanLiteral(v, i, "true")
+	case 'f':
+		return scanLiteral(v, i, "false")
+	case 'n':
+		return scanLiteral(v, i, "null")
+	default:
+		return scanNumber(v, i)
+	}
+}
+
+// scanNested returns the end of the array or object at v[i:].
+func scanNested(v []byte, i, depth int) (int, bool) {
+	if depth >= maxRawDepth {
+		return i, false
+	}
+	object, end := v[i] == '{', byte(']')
+	if object {
+		end = '}'
+	}
+	i++
+	if i < len(v) && v[i] == end {
+		return i + 1, true
+	}
+	var ok bool
+	for {
+		if object {
+			if i >= len(v) || v[i] != '"' {
+				return i, false
+			}
+			if i, ok = scanString(v, i+1); !ok || i >= len(v) || v[i] != ':' {
+				return i, false
+			}
+			i++
+		}
+		if i, ok = scanValue(v, i, depth+1); !ok || i >= len(v) {
+			return i, false
+		}
+		if v[i] == end {
+			return i + 1, true
+		}
+		if v[i] != ',' {
+			return i, false
+		}
+		i++
+	}
+}
+
+// scanString returns the end of the string whose opening quote is just
+// before v[i]. Any byte from 0x20 up may stand in it, as the scanner has it.
+func scanString(v []byte, i int) (int, bool) {
+	for i < len(v) {
+		switch c := v[i]; {
+		case c == '"':
+			return i + 1, true
+		case c < 0x20:
+			return i, false
+		case c != '\\':
+			i++
+		case i+1 < len(v) && strings.IndexByte("\"\\/bfnrt", v[i+1]) >= 0:
+			i += 2
+		case i+5 < len(v) && v[i+1] == 'u' && isHex(v[i+2]) && isHex(v[i+3]) && isHex(v[i+4]) && isHex(v[i+5]):
+			i += 6
+		default:
+			return i, false
+		}
+	}
+	return i, false
+}
+
+func isHex(c byte) bool { return '0' <= c && c <= '9' || 'a' <= c|0x20 && c|0x20 <= 'f' }
+
+// scanNumber returns the end of the number at v[i:]: -?(0|[1-9][0-9]*),
+// then maybe a fraction and an exponent.
+func scanNumber(v []byte, i int) (int, bool) {
+	if i < len(v) && v[i] == '-' {
+		i++
+	}
+	if i >= len(v) || v[i] < '0' || v[i] > '9' {
+		return i, false
+	}
+	if v[i] == '0' {
+		i++
+	} else {
+		i = digits(v, i)
+	}
+	if i < len(v) && v[i] == '.' {
+		start := i + 1
+		if i = digits(v, start); i == start {
+			return i, false
+		}
+	}
+	if i < len(v) && (v[i] == 'e' || v[i] == 'E') {
+		if i++; i < len(v) && (v[i] == '+' || v[i] == '-') {
+			i++
+		}
+		start := i
+		if i = digits(v, start); i == start {
+			return i, false
+		}
+	}
+	return i, true
+}
+
+func digits(v []byte, i int) int {
+	for i < len(v) && '0' <= v[i] && v[i] <= '9' {
+		i++
+	}
+	return i
+}
+
+func scanLiteral(v []byte, i int, lit string) (int, bool) {
+	end := i + len(lit)
+	return end, end <= len(v) && string(v[i:end]) == lit
+}
+
+// bufPool holds answer buffers; one that grew past maxPooledBuf (a big
+// batch) is left to the collector rather than kept.
+var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 4<<10); return &b }}
+
+const maxPooledBuf = 1 << 20
+
+// getBuf is a pooled buffer with room for size bytes.
+func getBuf(size int) *[]byte {
+	b := bufPool.Get().(*[]byte)
+	*b = slices.Grow(*b, size)
+	return b
+}
+
+// writeBuf answers the JSON text in *b with status as writeJSON does, with
+// its trailing newline, in one Write, and gives b back to the pool.
+func writeBuf(w http.ResponseWriter, status int, b *[]byte) {
+	*b = append(*b, '\n')
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(*b)
+	if cap(*b) <= maxPooledBuf {
+		*b = (*b)[:0]
+		bufPool.Put(b)
+	}
+}
