@@ -82,8 +82,26 @@ func readBody(r *http.Request) ([]byte, error) {
 // jsonDepth is how deeply the JSON text nests objects and arrays, found in
 // one pass over the bytes before anything decodes them.
 func jsonDepth(body []byte) int {
-	depth, deepest, inString, escaped := 0, 0, false, false
-	for _, c := range body {
+	depth, deepest := 0, 0
+	outsideStrings(body, func(c byte) bool {
+		switch c {
+		case '{', '[':
+			depth++
+			deepest = max(deepest, depth)
+		case '}', ']':
+			depth--
+		}
+		return true
+	})
+	return deepest
+}
+
+// outsideStrings calls fn with each byte of the JSON text v that is not
+// inside a string (quotes included), until fn returns false, and reports
+// whether it went through every byte.
+func outsideStrings(v []byte, fn func(c byte) bool) bool {
+	inString, escaped := false, false
+	for _, c := range v {
 		switch {
 		case escaped:
 			escaped = false
@@ -92,14 +110,11 @@ func jsonDepth(body []byte) int {
 		case c == '"':
 			inString = !inString
 		case inString:
-		case c == '{' || c == '[':
-			depth++
-			deepest = max(deepest, depth)
-		case c == '}' || c == ']':
-			depth--
+		case !fn(c):
+			return false
 		}
 	}
-	return deepest
+	return true
 }
 
 // bodyError explains a failure to read a request body: 413 past the limit.
@@ -251,20 +266,9 @@ func compactJSON(v json.RawMessage) json.RawMessage {
 // isCompact reports whether the JSON text v has no whitespace outside its
 // strings, in one pass and no allocation.
 func isCompact(v []byte) bool {
-	inString, escaped := false, false
-	for _, c := range v {
-		switch {
-		case escaped:
-			escaped = false
-		case inString && c == '\\':
-			escaped = true
-		case c == '"':
-			inString = !inString
-		case !inString && (c == ' ' || c == '\t' || c == '\n' || c == '\r'):
-			return false
-		}
-	}
-	return true
+	return outsideStrings(v, func(c byte) bool {
+		return c != ' ' && c != '\t' && c != '\n' && c != '\r'
+	})
 }
 
 // valueField names a JSON value of a request for an error: a top-level
