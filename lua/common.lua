@@ -239,7 +239,7 @@ local function next_tokens(n)
 end
 
 -- claim moves due delayed jobs to pending, then leases up to count pending
--- jobs for lease_ms, each under a fresh fencing token (next_token). A
+-- jobs for lease_ms, each under a fresh fencing token (next_tokens). A
 -- paused queue claims nothing. Returns the claimed job replies.
 local function claim(now, count, lease_ms, worker)
   promote_due(now, 1000)

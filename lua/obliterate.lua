@@ -10,7 +10,7 @@
 -- is left it deletes the sets, the meta hash and the event stream, so that
 -- not one key of the queue remains. The service calls it until done.
 -- Fencing survives: a queue made again under the same name starts its
--- token counter at the server's time (next_token), above any old token.
+-- token counter at the server's time (next_tokens), above any old token.
 -- Returns {done (0/1), removed}.
 -- Errors: EMQSTATE jobs are active and force is not set.
 
