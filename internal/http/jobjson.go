@@ -465,6 +465,8 @@ func getBuf(size int) *[]byte {
 func writeBuf(w http.ResponseWriter, status int, b *[]byte) {
 	*b = append(*b, '\n')
 	w.Header().Set("Content-Type", "application/json")
+	// The whole body is known: a length, not chunks, for any size.
+	w.Header().Set("Content-Length", strconv.Itoa(len(*b)))
 	w.WriteHeader(status)
 	_, _ = w.Write(*b)
 	if cap(*b) <= maxPooledBuf {

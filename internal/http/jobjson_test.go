@@ -332,3 +332,18 @@ type discard struct{ h http.Header }
 func (d discard) Header() http.Header         { return d.h }
 func (d discard) Write(p []byte) (int, error) { return len(p), nil }
 func (d discard) WriteHeader(int)             {}
+
+// TestJobAnswersSayTheirLength: a hand-written answer carries the length of
+// its body, so that a long list is not sent in chunks.
+func TestJobAnswersSayTheirLength(t *testing.T) {
+	jobs := make([]job.Job, 50)
+	for i := range jobs {
+		jobs[i] = job.Job{ID: fmt.Sprintf("j%d", i), Queue: "q", State: job.StateActive,
+			Payload: json.RawMessage(`{"pad":"` + strings.Repeat("x", 100) + `"}`), Token: int64(i + 1)}
+	}
+	rec := httptest.NewRecorder()
+	writeJobList(rec, jobs, true)
+	if got := rec.Header().Get("Content-Length"); got != strconv.Itoa(rec.Body.Len()) || rec.Body.Len() < 5000 {
+		t.Fatalf("Content-Length %q for a body of %d bytes", got, rec.Body.Len())
+	}
+}
