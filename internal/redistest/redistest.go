@@ -66,7 +66,12 @@ func Run(m *testing.M) int {
 		return 1
 	}
 	defer s.Stop()
-	shared = s
+	shared, sharedDir = s, dir
+	defer func() {
+		if sharedCluster != nil {
+			sharedCluster.Stop()
+		}
+	}()
 	return m.Run()
 }
 
