@@ -7,11 +7,7 @@
 // the helpers they use; see it first.
 package lua
 
-import (
-	_ "embed"
-
-	"github.com/redis/go-redis/v9"
-)
+import _ "embed"
 
 //go:embed common.lua
 var commonSrc string
@@ -53,8 +49,7 @@ var (
 	listSrc string
 )
 
-// The scripts, each prepended with common.lua. Run them with Script.Run,
-// which sends EVALSHA and falls back to EVAL when Redis answers NOSCRIPT.
+// The scripts, each prepended with common.lua. Run them with Script.Run.
 var (
 	// Enqueue adds jobs, idempotent on id.
 	Enqueue = script(enqueueSrc)
@@ -93,11 +88,7 @@ var (
 )
 
 // All lists every script, for loading them ahead of a pipeline.
-var All = []*redis.Script{
+var All = []*Script{
 	Enqueue, Claim, Extend, Cancellation, Complete, CompleteBatch,
 	Fail, Cancel, Sweep, PromoteDue, Remove, Pause, Drain, Obliterate, Retry, Promote, List,
-}
-
-func script(src string) *redis.Script {
-	return redis.NewScript(commonSrc + "\n" + src)
 }

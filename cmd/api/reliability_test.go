@@ -223,7 +223,7 @@ type scriptStep struct {
 	method, path string
 	body         func() string
 	status       int
-	script       *redis.Script
+	script       *lua.Script
 	check        func(t *testing.T, a answer)
 }
 

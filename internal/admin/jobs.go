@@ -7,8 +7,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/echo-mq/echo_mq/internal/job"
 	"github.com/echo-mq/echo_mq/internal/keyspace"
 	"github.com/echo-mq/echo_mq/lua"
@@ -54,7 +52,7 @@ func (s *Service) Promote(ctx context.Context, queue, id string, by Actor) (job.
 }
 
 // runOnJob runs script on job id's row; its ARGV are id, then args.
-func (s *Service) runOnJob(ctx context.Context, script *redis.Script, queue, id string, args ...any) (any, error) {
+func (s *Service) runOnJob(ctx context.Context, script *lua.Script, queue, id string, args ...any) (any, error) {
 	q := keyspace.NewQueue(s.prefix, queue)
 	reply, err := script.Run(ctx, s.rdb, q.ScriptKeysWithJob(id), q.ScriptArgs(append([]any{id}, args...)...)...).Result()
 	return reply, job.ScriptError(err)

@@ -51,6 +51,7 @@ func TestOversizedBodyIsRefusedBeforeItIsRead(t *testing.T) {
 func TestLongPollsAreCapped(t *testing.T) {
 	t.Parallel()
 	forEachBackend(t, func(t *testing.T, h *harness) {
+		h = h.only(0) // the cap is per replica
 		q := redistest.Queue(t)
 		polls := []<-chan answer{h.pollAsync(t, q, `{"wait_ms":10000}`), h.pollAsync(t, q, `{"wait_ms":10000}`)}
 		stillWaiting(t, polls...)

@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -29,26 +30,37 @@ import (
 )
 
 // A backend is a Redis the contract runs against: the real redis-server
-// that TestMain started, or the embedded store the service falls back to.
+// that TestMain started, the embedded store the service falls back to, or
+// a real three-master Redis Cluster served by two service replicas (each
+// request goes to the next replica in turn, so a long poll waits on one
+// replica while the enqueue that answers it goes through the other).
 type backend struct {
-	name    string
-	connect func(tb testing.TB, opts *redis.Options) redis.UniversalClient
+	name     string
+	replicas int // service replicas, each with a client of its own
+	connect  func(tb testing.TB, opts *redis.Options) redis.UniversalClient
 }
 
 var backends = []backend{
-	{name: "redis", connect: func(tb testing.TB, opts *redis.Options) redis.UniversalClient {
+	{name: "redis", replicas: 1, connect: func(tb testing.TB, opts *redis.Options) redis.UniversalClient {
 		tb.Helper()
 		opts.Addr = redistest.Addr()
 		return closeLater(tb, redis.NewClient(opts))
 	}},
-	{name: "embedded", connect: func(tb testing.TB, opts *redis.Options) redis.UniversalClient {
+	{name: "embedded", replicas: 1, connect: func(tb testing.TB, opts *redis.Options) redis.UniversalClient {
 		tb.Helper()
 		opts.Addr = miniredis.RunT(tb).Addr()
 		return closeLater(tb, redis.NewClient(opts))
 	}},
+	{name: "cluster", replicas: 2, connect: func(tb testing.TB, opts *redis.Options) redis.UniversalClient {
+		tb.Helper()
+		return closeLater(tb, redis.NewClusterClient(&redis.ClusterOptions{
+			Addrs:    redistest.SharedCluster(tb).Addrs(),
+			PoolSize: opts.PoolSize, MaxIdleConns: opts.MaxIdleConns,
+		}))
+	}},
 }
 
-func closeLater(tb testing.TB, c *redis.Client) redis.UniversalClient {
+func closeLater(tb testing.TB, c redis.UniversalClient) redis.UniversalClient {
 	tb.Cleanup(func() { c.Close() })
 	return c
 }
@@ -109,32 +121,80 @@ func forEachBackend(t *testing.T, fn func(t *testing.T, h *harness), opts ...opt
 					o.client(ro)
 				}
 			}
-			fn(t, newHarness(t, b.connect(t, ro), opts...))
+			clients := make([]redis.UniversalClient, b.replicas)
+			for i := range clients {
+				clients[i] = b.connect(t, ro)
+			}
+			fn(t, newReplicas(t, clients, opts...))
 		})
 	}
 }
 
-// harness is the real router over real services on one Redis.
+// harness is the real router over real services on one Redis, as one
+// service replica or several.
 type harness struct {
-	rdb      redis.UniversalClient
+	rdb      redis.UniversalClient // the first replica's client
+	clients  []redis.UniversalClient
+	replicas []http.Handler
 	prefix   string
 	handler  http.Handler
 	stopping chan struct{}
-	stopOnce sync.Once
+	stopOnce *sync.Once
 }
 
 // newHarness wires emqhttp.NewHandler as cmd/api does, with a wake hub
 // running until the test ends, and a key prefix unique to the test.
 func newHarness(tb testing.TB, rdb redis.UniversalClient, opts ...option) *harness {
 	tb.Helper()
-	h := &harness{rdb: rdb, prefix: "emqt-" + redistest.Queue(tb), stopping: make(chan struct{})}
+	return newReplicas(tb, []redis.UniversalClient{rdb}, opts...)
+}
+
+// newReplicas wires one service replica per client, all under one key
+// prefix and stopped together; with several, requests go to them in turn.
+func newReplicas(tb testing.TB, clients []redis.UniversalClient, opts ...option) *harness {
+	tb.Helper()
+	h := &harness{rdb: clients[0], clients: clients, prefix: "emqt-" + redistest.Queue(tb),
+		stopping: make(chan struct{}), stopOnce: new(sync.Once)}
+	for _, rdb := range clients {
+		h.replicas = append(h.replicas, h.replica(tb, rdb, opts))
+	}
+	tb.Cleanup(h.stop) // before the hubs stop: a test that failed early leaves no poll waiting
+	h.handler = &inTurn{replicas: h.replicas}
+	if len(clients) == 1 {
+		h.handler = h.replicas[0]
+	}
+	return h
+}
+
+// only is the harness as seen through replica i alone, for what is per
+// process (a cap of waiters, a process's counters).
+func (h *harness) only(i int) *harness {
+	one := *h
+	one.handler = h.replicas[i]
+	return &one
+}
+
+// poolStats adds up the connection pools of every replica's client.
+func (h *harness) poolStats() redis.PoolStats {
+	var sum redis.PoolStats
+	for _, c := range h.clients {
+		s := c.(interface{ PoolStats() *redis.PoolStats }).PoolStats()
+		sum.Hits += s.Hits
+		sum.Misses += s.Misses
+		sum.TotalConns += s.TotalConns
+	}
+	return sum
+}
+
+// replica wires one replica's handler over rdb, its wake hub running
+// until the test ends.
+func (h *harness) replica(tb testing.TB, rdb redis.UniversalClient, opts []option) http.Handler {
 	logger := slog.New(slog.DiscardHandler)
 	hub := wake.NewHub(rdb, h.prefix, logger)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); hub.Run(ctx) }()
 	tb.Cleanup(func() { cancel(); <-done })
-	tb.Cleanup(h.stop) // first: a test that failed early leaves no poll waiting
 	var leaseOpts []lease.Option
 	for _, o := range opts {
 		leaseOpts = append(leaseOpts, o.lease...)
@@ -154,8 +214,18 @@ func newHarness(tb testing.TB, rdb redis.UniversalClient, opts ...option) *harne
 			o.config(&cfg)
 		}
 	}
-	h.handler = emqhttp.NewHandler(cfg)
-	return h
+	return emqhttp.NewHandler(cfg)
+}
+
+// inTurn sends each request to the next replica, as a round-robin load
+// balancer does.
+type inTurn struct {
+	replicas []http.Handler
+	next     atomic.Uint64
+}
+
+func (t *inTurn) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	t.replicas[(t.next.Add(1)-1)%uint64(len(t.replicas))].ServeHTTP(w, r)
 }
 
 // stop closes the handler's Stopping channel, as a graceful shutdown does.
@@ -431,14 +501,7 @@ func parseStamp(tb testing.TB, s string) time.Time {
 func (h *harness) snapshot(tb testing.TB) map[string]string {
 	tb.Helper()
 	ctx := context.Background()
-	var keys []string
-	iter := h.rdb.Scan(ctx, 0, h.prefix+"*", 100).Iterator()
-	for iter.Next(ctx) {
-		keys = append(keys, iter.Val())
-	}
-	if err := iter.Err(); err != nil {
-		tb.Fatal(err)
-	}
+	keys := scanKeys(tb, h.rdb, h.prefix+"*")
 	out := make(map[string]string, len(keys))
 	for _, k := range keys {
 		var v any
@@ -562,15 +625,35 @@ func entriesOf(entries []map[string]string, kind, id string) []map[string]string
 // Redis (SCAN "<prefix>:{<queue>}*").
 func (h *harness) keysOf(tb testing.TB, q, suffix string) []string {
 	tb.Helper()
+	return scanKeys(tb, h.rdb, h.prefix+":{"+q+"}"+suffix)
+}
+
+// scanKeys lists the keys matching pattern: with SCAN on one node, on
+// every master of a Cluster.
+func scanKeys(tb testing.TB, rdb redis.UniversalClient, pattern string) []string {
+	tb.Helper()
 	ctx := context.Background()
+	var mu sync.Mutex
 	var keys []string
-	iter := h.rdb.Scan(ctx, 0, h.prefix+":{"+q+"}"+suffix, 1000).Iterator()
-	for iter.Next(ctx) {
-		keys = append(keys, iter.Val())
+	scan := func(ctx context.Context, node redis.Cmdable) error {
+		iter := node.Scan(ctx, 0, pattern, 1000).Iterator()
+		for iter.Next(ctx) {
+			mu.Lock()
+			keys = append(keys, iter.Val())
+			mu.Unlock()
+		}
+		return iter.Err()
 	}
-	if err := iter.Err(); err != nil {
+	var err error
+	if cluster, ok := rdb.(*redis.ClusterClient); ok {
+		err = cluster.ForEachMaster(ctx, func(ctx context.Context, node *redis.Client) error { return scan(ctx, node) })
+	} else {
+		err = scan(ctx, rdb)
+	}
+	if err != nil {
 		tb.Fatal(err)
 	}
+	sort.Strings(keys)
 	return keys
 }
 

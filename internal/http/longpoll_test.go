@@ -75,6 +75,42 @@ func TestLongPollWokenByEnqueue(t *testing.T) {
 	})
 }
 
+// TestLongPollWokenThroughAnyReplica: a claim waiting on one replica is
+// answered by an enqueue, a retry or a promote made through another; the
+// wake goes through Redis, not through the process.
+func TestLongPollWokenThroughAnyReplica(t *testing.T) {
+	t.Parallel()
+	forEachBackend(t, func(t *testing.T, h *harness) {
+		if len(h.replicas) < 2 {
+			return // one replica: TestLongPollWokenByEnqueue
+		}
+		q := redistest.Queue(t)
+		waiting, other := h.only(0), h.only(1)
+		wake := map[string]func(){
+			"enqueue": func() { other.add(t, q, "e") },
+			"promote": func() {
+				other.enqueue(t, q, `{"id":"p","payload":1,"delay_ms":600000}`)
+				must[jobView](t, other.do(t, "POST", jobPath(q, "p", "promote"), nil), http.StatusOK)
+			},
+			"retry": func() {
+				other.enqueue(t, q, `{"id":"r","payload":1,"delay_ms":600000}`)
+				must[jobView](t, other.cancel(t, q, "r", nil), http.StatusOK)
+				must[jobView](t, other.do(t, "POST", jobPath(q, "r", "retry"), nil), http.StatusOK)
+			},
+		}
+		for _, name := range []string{"enqueue", "promote", "retry"} {
+			poll := waiting.pollAsync(t, q, `{"wait_ms":10000}`)
+			stillWaiting(t, poll)
+			wake[name]()
+			a := await(t, poll, 15*time.Second)
+			if jobs := must[jobList](t, a.reply, http.StatusOK).Jobs; len(jobs) != 1 || a.took >= 9*time.Second {
+				t.Fatalf("%s through replica 1: the poll on replica 0 got %v after %v, want one job at once",
+					name, ids(jobs), a.took)
+			}
+		}
+	})
+}
+
 func TestLongPollTimesOutEmpty(t *testing.T) {
 	t.Parallel()
 	forEachBackend(t, func(t *testing.T, h *harness) {
@@ -173,8 +209,8 @@ func TestLongPollManyWaiters(t *testing.T) {
 	bigPool := withClient(func(o *redis.Options) { o.PoolSize, o.MaxIdleConns = 400, 8 })
 	forEachBackend(t, func(t *testing.T, h *harness) {
 		q := redistest.Queue(t)
-		rdb := h.rdb.(*redis.Client)
-		base := rdb.PoolStats()
+		base := h.poolStats()
+		maxConns := uint32(maxConns * len(h.clients)) // per replica
 		answers := make(chan answer, waiters)
 		for range waiters {
 			go func() {
@@ -187,7 +223,7 @@ func TestLongPollManyWaiters(t *testing.T) {
 		// connections have gone back, with nobody answered.
 		deadline := time.Now().Add(20 * time.Second)
 		for {
-			s := rdb.PoolStats()
+			s := h.poolStats()
 			gets := s.Hits + s.Misses - base.Hits - base.Misses
 			if len(answers) > 0 {
 				t.Fatalf("a claim answered %s with no job there", (<-answers).reply)
@@ -213,7 +249,7 @@ func TestLongPollManyWaiters(t *testing.T) {
 			}
 			got = append(got, list[0].ID)
 		}
-		if s := rdb.PoolStats(); s.TotalConns > maxConns {
+		if s := h.poolStats(); s.TotalConns > maxConns {
 			t.Errorf("%d connections open while %d claimers wait, want <= %d", s.TotalConns, waiters-jobs, maxConns)
 		}
 		h.stop()

@@ -24,13 +24,30 @@ import (
 	"github.com/echo-mq/echo_mq/internal/redistest"
 )
 
-// scrapeMetrics reads GET /metrics in the text format and parses it.
+// scrapeMetrics reads GET /metrics of every replica in the text format and
+// adds them up as a Prometheus sum() would: counters and histograms of the
+// same labels are summed; gauges, read from Redis, are the same on every
+// replica and kept once.
 func (h *harness) scrapeMetrics(tb testing.TB) map[string]*dto.MetricFamily {
+	tb.Helper()
+	var sum map[string]*dto.MetricFamily
+	for _, replica := range h.replicas {
+		fams := scrapeReplica(tb, replica)
+		if sum == nil {
+			sum = fams
+			continue
+		}
+		addFamilies(sum, fams)
+	}
+	return sum
+}
+
+func scrapeReplica(tb testing.TB, replica http.Handler) map[string]*dto.MetricFamily {
 	tb.Helper()
 	req := httptest.NewRequest("GET", "/metrics", nil)
 	req.Header.Set("Accept", "text/plain; version=0.0.4")
 	rec := httptest.NewRecorder()
-	h.handler.ServeHTTP(rec, req)
+	replica.ServeHTTP(rec, req)
 	if rec.Code != http.StatusOK {
 		tb.Fatalf("GET /metrics: %d %s", rec.Code, rec.Body)
 	}
@@ -42,6 +59,46 @@ func (h *harness) scrapeMetrics(tb testing.TB) map[string]*dto.MetricFamily {
 	return fams
 }
 
+// addFamilies adds src's counters and histogram counts into sum.
+func addFamilies(sum, src map[string]*dto.MetricFamily) {
+	for name, fam := range src {
+		into, ok := sum[name]
+		if !ok {
+			sum[name] = fam
+			continue
+		}
+		for _, m := range fam.GetMetric() {
+			same := sameLabels(into, m)
+			switch {
+			case same == nil:
+				into.Metric = append(into.Metric, m)
+			case fam.GetType() == dto.MetricType_COUNTER:
+				*same.Counter.Value += m.GetCounter().GetValue()
+			case fam.GetType() == dto.MetricType_HISTOGRAM:
+				*same.Histogram.SampleCount += m.GetHistogram().GetSampleCount()
+			}
+		}
+	}
+}
+
+// sameLabels is fam's metric with m's labels, or nil.
+func sameLabels(fam *dto.MetricFamily, m *dto.Metric) *dto.Metric {
+	for _, have := range fam.GetMetric() {
+		if labelKey(have) == labelKey(m) {
+			return have
+		}
+	}
+	return nil
+}
+
+func labelKey(m *dto.Metric) string {
+	var labels []string
+	for _, l := range m.GetLabel() {
+		labels = append(labels, l.GetName()+"="+l.GetValue())
+	}
+	return strings.Join(labels, ",")
+}
+
 // metricSeries is family name's values keyed by their labels, "k=v,k=v"
 // in label-name order; a histogram's value is its count.
 func metricSeries(fams map[string]*dto.MetricFamily, name string) map[string]float64 {
@@ -51,11 +108,7 @@ func metricSeries(fams map[string]*dto.MetricFamily, name string) map[string]flo
 		return out
 	}
 	for _, m := range fam.GetMetric() {
-		var labels []string
-		for _, l := range m.GetLabel() {
-			labels = append(labels, l.GetName()+"="+l.GetValue())
-		}
-		key := strings.Join(labels, ",")
+		key := labelKey(m)
 		switch fam.GetType() {
 		case dto.MetricType_COUNTER:
 			out[key] = m.GetCounter().GetValue()

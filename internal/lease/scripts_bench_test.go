@@ -241,7 +241,7 @@ func BenchmarkMemoryPerJob(b *testing.B) {
 					setConfig(b, f.rdb, "hash-max-listpack-value", config.listpackValue)
 				}
 				ctx := context.Background()
-				if err := lua.Enqueue.Load(ctx, f.rdb).Err(); err != nil {
+				if err := f.rdb.ScriptLoad(ctx, lua.Enqueue.Source()).Err(); err != nil {
 					b.Fatal(err) // the script cache is not the jobs' memory
 				}
 				before := usedMemory(b, f.rdb)

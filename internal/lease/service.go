@@ -10,6 +10,7 @@ import (
 
 	"github.com/echo-mq/echo_mq/internal/job"
 	"github.com/echo-mq/echo_mq/internal/keyspace"
+	"github.com/echo-mq/echo_mq/lua"
 )
 
 // Defaults of the worker plane, as DESIGN.md gives them.
@@ -54,7 +55,7 @@ func (s *Service) keys(queue string) keyspace.Queue {
 
 // run runs script on queue's keys (and job id's row, when id is not empty)
 // and turns its error replies into the job package's errors.
-func (s *Service) run(ctx context.Context, script *redis.Script, queue, id string, args ...any) (any, error) {
+func (s *Service) run(ctx context.Context, script *lua.Script, queue, id string, args ...any) (any, error) {
 	q := s.keys(queue)
 	keys := q.ScriptKeys()
 	if id != "" {
