@@ -7,8 +7,9 @@
 --            calls are answered EMQGONE), else "0"
 --
 -- Deletes up to limit jobs, rows and all, from the queue's sets; when none
--- is left it deletes the sets, the meta hash and the event stream, so that
--- not one key of the queue remains. The service calls it until done.
+-- is left it deletes the sets, the meta hash, the event stream and the
+-- reapers' turn (BASE .. "reaper"), so that not one key of the queue
+-- remains. The service calls it until done.
 -- Fencing survives: a queue made again under the same name starts its
 -- token counter at the server's time (next_tokens), above any old token.
 -- Returns {done (0/1), removed}.
@@ -20,7 +21,7 @@ if ARGV[4] ~= '1' and redis.call('ZCARD', ACTIVE) > 0 then
 end
 local removed = delete_first({ PENDING, DELAYED, COMPLETED, DEAD, CANCELLED, ACTIVE }, limit)
 if removed < limit then
-  redis.call('DEL', META, PENDING, ACTIVE, DELAYED, COMPLETED, DEAD, CANCELLED, EVENTS)
+  redis.call('DEL', META, PENDING, ACTIVE, DELAYED, COMPLETED, DEAD, CANCELLED, EVENTS, BASE .. 'reaper')
   return { 1, removed }
 end
 return { 0, removed }

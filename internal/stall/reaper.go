@@ -29,7 +29,10 @@ type ReaperConfig struct {
 
 // Reaper sweeps every known queue and promotes its due delayed jobs, once per
 // interval, in batches until a batch comes back short. Several replicas may
-// run one each: every step is an atomic script.
+// run one each: every step is an atomic script, and a reaper passes over a
+// queue another replica's reaper took within half an interval (TakeTurn),
+// so a queue is swept once or twice per interval however many replicas
+// there are, and at least once while any replica runs.
 type Reaper struct {
 	svc    *Service
 	config ReaperConfig
@@ -75,7 +78,7 @@ func (r *Reaper) loop(ctx context.Context) {
 			return
 		case <-ticker.C:
 		}
-		swept, err := r.sweepOnce(ctx)
+		swept, err := r.Pass(ctx)
 		switch {
 		case err != nil && ctx.Err() == nil:
 			r.config.Logger.Warn("Reaper pass failed", "error", err)
@@ -86,9 +89,10 @@ func (r *Reaper) loop(ctx context.Context) {
 	}
 }
 
-// sweepOnce makes one pass over every known queue. It goes on past a queue
-// that fails and returns the first error.
-func (r *Reaper) sweepOnce(ctx context.Context) (Swept, error) {
+// Pass makes one pass over every known queue now, as the loop does once per
+// interval, skipping the queues whose turn another replica has. It goes on
+// past a queue that fails and returns the first error.
+func (r *Reaper) Pass(ctx context.Context) (Swept, error) {
 	var total Swept
 	var firstErr error
 	iter := r.svc.rdb.SScan(ctx, keyspace.QueuesKey(r.svc.prefix), 0, "", 100).Iterator()
@@ -104,8 +108,12 @@ func (r *Reaper) sweepOnce(ctx context.Context) (Swept, error) {
 	return total, firstErr
 }
 
-// reapQueue sweeps queue and promotes its due jobs, batch by batch.
+// reapQueue sweeps queue and promotes its due jobs, batch by batch, when
+// this reaper gets the queue's turn.
 func (r *Reaper) reapQueue(ctx context.Context, queue string, total *Swept) error {
+	if mine, err := r.svc.TakeTurn(ctx, queue, r.config.Interval/2); err != nil || !mine {
+		return err
+	}
 	p := SweepParams{MaxStalled: r.config.MaxStalled, Limit: r.config.BatchSize}
 	for {
 		swept, err := r.svc.Sweep(ctx, queue, p)

@@ -160,3 +160,34 @@ func TestReaperSweepsAndPromotesEveryKnownQueue(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// TestReapersTakeTurns: of two replicas' reapers, the one that comes second
+// within half an interval leaves the queue alone; after that, it sweeps.
+func TestReapersTakeTurns(t *testing.T) {
+	t.Parallel()
+	rdb, own := redistest.Client(t), "emqturns-"+redistest.Queue(t) // a pass sees only this test's queue
+	f := fixture{lease.NewService(rdb, own), stall.NewService(rdb, own), admin.NewService(rdb, own), redistest.Queue(t)}
+	ctx := context.Background()
+	config := stall.ReaperConfig{Interval: 2 * time.Second} // a turn lasts 1 s
+	first, second := stall.NewReaper(f.stall, config), stall.NewReaper(f.stall, config)
+	f.enqueueAndLapse(t, 1)
+	took := time.Now()
+	if swept, err := first.Pass(ctx); err != nil || len(swept.Recovered) != 1 {
+		t.Fatalf("the first reaper recovered %v (%v), want j0 alone", swept.Recovered, err)
+	}
+	c, err := f.leases.Claim(ctx, f.queue, lease.ClaimParams{Count: 1, Lease: 100 * time.Millisecond})
+	if err != nil || len(c.Jobs) != 1 {
+		t.Fatalf("claim again: %v, %v", c.Jobs, err)
+	}
+	time.Sleep(150 * time.Millisecond) // lapsed again
+	if swept, err := second.Pass(ctx); err != nil || swept.Len() != 0 {
+		t.Fatalf("the second reaper swept %+v (%v) within the first one's turn, want nothing", swept, err)
+	}
+	if s := f.state(t, "j0").State; s != job.StateActive {
+		t.Fatalf("j0 is %s, want still active (lapsed, unswept)", s)
+	}
+	time.Sleep(time.Until(took.Add(1100 * time.Millisecond)))
+	if swept, err := second.Pass(ctx); err != nil || len(swept.Dead) != 1 { // its second stall
+		t.Fatalf("after the turn ended the second reaper swept %+v (%v), want j0 dead", swept, err)
+	}
+}

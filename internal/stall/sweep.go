@@ -5,13 +5,16 @@
 // Repeated stalls are a poison job: at max_stalled stalls it is dead-lettered
 // with last_error "stalled". A job whose cancel was requested goes to
 // cancelled instead. The sweep reads only the lapsed range of the active set,
-// so it costs O(lapsed), never O(active); several replicas may run it at once.
+// so it costs O(lapsed), never O(active); several replicas may run it at
+// once, and their reapers take turns (TakeTurn) so that the work is not
+// multiplied by the number of replicas.
 package stall
 
 import (
 	"cmp"
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -67,6 +70,15 @@ func (s *Service) Sweep(ctx context.Context, queue string, p SweepParams) (Swept
 		return Swept{}, fmt.Errorf("sweep: unexpected reply %v", reply)
 	}
 	return Swept{Recovered: ids(lists[0]), Dead: ids(lists[1]), Cancelled: ids(lists[2])}, nil
+}
+
+// TakeTurn claims queue's sweep for ttl on behalf of one replica's reaper
+// and reports whether it got it. It is one SET NX PX on a key in the
+// queue's slot: however many replicas run a reaper, a queue is swept at
+// most once per ttl by them, and a replica that stops mid-pass leaves the
+// queue to the others when ttl ends.
+func (s *Service) TakeTurn(ctx context.Context, queue string, ttl time.Duration) (bool, error) {
+	return s.rdb.SetNX(ctx, keyspace.NewQueue(s.prefix, queue).ReaperTurn(), 1, ttl).Result()
 }
 
 // PromoteDue moves up to limit due delayed jobs of queue to pending and
