@@ -33,6 +33,9 @@ type Cluster struct {
 	// Nodes are every node, masters and replicas; which is which changes
 	// with a failover (see Masters).
 	Nodes []*Server
+
+	replicas     int       // in all
+	lastFailover time.Time // when the last Failover settled
 }
 
 // SharedCluster returns the three-master cluster shared by a test binary,
@@ -66,17 +69,22 @@ func StartCluster(tb testing.TB, masters, replicas int, extraArgs ...string) *Cl
 	return c
 }
 
+// nodeTimeout is the clusters' cluster-node-timeout: short enough for a
+// test, long enough that a node slowed by a busy machine is not taken for
+// failed.
+const nodeTimeout = 2 * time.Second
+
 // ClusterArgs are the redis-server arguments that make a node of a
-// cluster: its node table in dir, its bus on busPort, and a node timeout
-// short enough for a test's failover.
+// cluster: its node table in dir, its bus on busPort, and nodeTimeout.
 func ClusterArgs(dir string, busPort int) []string {
 	return []string{"--cluster-enabled", "yes",
 		"--cluster-config-file", filepath.Join(dir, "nodes.conf"),
-		"--cluster-port", strconv.Itoa(busPort), "--cluster-node-timeout", "2000"}
+		"--cluster-port", strconv.Itoa(busPort),
+		"--cluster-node-timeout", strconv.Itoa(int(nodeTimeout.Milliseconds()))}
 }
 
 func startCluster(dir string, masters, replicas int, extraArgs []string) (*Cluster, error) {
-	c := &Cluster{}
+	c := &Cluster{replicas: masters * replicas}
 	for i := range masters * (1 + replicas) {
 		s, err := startNode(filepath.Join(dir, "node"+strconv.Itoa(i)), extraArgs)
 		if err != nil {
@@ -191,8 +199,16 @@ func (c *Cluster) role(ctx context.Context, s *Server) (string, error) {
 // taking writes, the replica catches up, then swaps roles with it), and
 // waits until every node agrees on the new master. It returns the
 // addresses of the old and the new master.
+//
+// It first waits until twice the node timeout has passed since the last
+// failover: a Redis 7.0 node elected twice within that time can win the
+// second election on the first one's votes, with an epoch another master
+// holds, and is demoted again at once with a full resync that drops what
+// it took meanwhile (redis/redis#8752). Operators space failovers out too.
 func (c *Cluster) Failover(tb testing.TB, key string) (from, to string) {
 	tb.Helper()
+	time.Sleep(time.Until(c.lastFailover.Add(2*nodeTimeout + 500*time.Millisecond)))
+	defer func() { c.lastFailover = time.Now() }()
 	ctx, cancel := context.WithTimeout(context.Background(), clusterTimeout)
 	defer cancel()
 	from, err := c.ownerOf(ctx, key)
@@ -217,10 +233,21 @@ func (c *Cluster) Failover(tb testing.TB, key string) (from, to string) {
 		}
 		select {
 		case <-ctx.Done():
-			tb.Fatalf("redistest: failover of %s's slot to %s did not settle: %v", key, replica, err)
+			tb.Fatalf("redistest: failover of %s's slot to %s did not settle: %v\n--- its log (tail)\n%s\n--- %s's log (tail)\n%s",
+				key, replica, err, c.logOf(replica), from, c.logOf(from))
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
+}
+
+// logOf is the last lines of the log of the node at addr.
+func (c *Cluster) logOf(addr string) string {
+	for _, s := range c.Nodes {
+		if s.Addr == addr {
+			return logTail(filepath.Join(s.dir, "redis.log"), 30)
+		}
+	}
+	return ""
 }
 
 // ownerOf asks every node which node owns key's slot, and answers only
@@ -273,11 +300,11 @@ func (c *Cluster) replicaOf(ctx context.Context, master string) (string, error) 
 			return n.addr, nil
 		}
 	}
-	return "", fmt.Errorf("master %s has no replica", master)
+	return "", fmt.Errorf("master %s has no replica: %+v", master, nodes)
 }
 
 // waitSettled waits until every node says the cluster is ok, knows every
-// node, and every replica's link to its master is up.
+// node, and every replica is one, its link to its master up.
 func (c *Cluster) waitSettled() error {
 	ctx, cancel := context.WithTimeout(context.Background(), clusterTimeout)
 	defer cancel()
@@ -295,6 +322,7 @@ func (c *Cluster) waitSettled() error {
 }
 
 func (c *Cluster) settled(ctx context.Context) error {
+	epoch := ""
 	for _, s := range c.Nodes {
 		rdb := redis.NewClient(&redis.Options{Addr: s.Addr})
 		info, err := rdb.ClusterInfo(ctx).Result()
@@ -302,6 +330,13 @@ func (c *Cluster) settled(ctx context.Context) error {
 			infoField(info, "cluster_known_nodes") != strconv.Itoa(len(c.Nodes))) {
 			err = fmt.Errorf("%s: cluster_state %s, %s nodes known", s.Addr,
 				infoField(info, "cluster_state"), infoField(info, "cluster_known_nodes"))
+		}
+		// A node that has not heard of the last election yet could win
+		// the next one with an epoch already taken, and lose it again.
+		if e := infoField(info, "cluster_current_epoch"); err == nil && epoch != "" && e != epoch {
+			err = fmt.Errorf("the nodes are at epochs %s and %s", epoch, e)
+		} else {
+			epoch = e
 		}
 		var repl string
 		if err == nil {
@@ -314,6 +349,31 @@ func (c *Cluster) settled(ctx context.Context) error {
 		if infoField(repl, "role") == "slave" && infoField(repl, "master_link_status") != "up" {
 			return fmt.Errorf("%s: replica link down", s.Addr)
 		}
+		if err := c.sees(ctx, s.Addr); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// sees checks that the node at addr sees every replica as one, and every
+// node as healthy.
+func (c *Cluster) sees(ctx context.Context, addr string) error {
+	nodes, err := clusterNodes(ctx, addr)
+	if err != nil {
+		return err
+	}
+	replicas := 0
+	for _, n := range nodes {
+		if n.failing() {
+			return fmt.Errorf("%s sees %s failing", addr, n.addr)
+		}
+		if n.has("slave") {
+			replicas++
+		}
+	}
+	if replicas != c.replicas {
+		return fmt.Errorf("%s sees %d replicas, want %d", addr, replicas, c.replicas)
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 )
 
+// TestClusterFailoverKeepsWrites fails a slot over and back.
 func TestClusterFailoverKeepsWrites(t *testing.T) {
 	t.Parallel()
 	c := StartCluster(t, 3, 1)
@@ -16,6 +17,9 @@ func TestClusterFailoverKeepsWrites(t *testing.T) {
 	from, to := c.Failover(t, "{q}x")
 	if from == to {
 		t.Fatalf("failover left %s the owner", from)
+	}
+	if back, again := c.Failover(t, "{q}x"); back != to || again != from {
+		t.Fatalf("the second failover went %s -> %s, want %s -> %s", back, again, to, from)
 	}
 	masters, err := c.Masters(ctx)
 	if err != nil || len(masters) != 3 {
