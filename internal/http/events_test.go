@@ -67,6 +67,7 @@ type eventsRig struct {
 
 // rigOption tunes an eventsRig.
 type rigOption struct {
+	prefix string             // "": one of the test's own
 	timing *eventTiming       // nil: handleEvents' own timing
 	server func(*http.Server) // the HTTP server's settings
 }
@@ -75,8 +76,10 @@ type rigOption struct {
 // on an httptest server, with a key prefix unique to the test.
 func newEventsRig(tb testing.TB, rdb redis.UniversalClient, opt rigOption) *eventsRig {
 	tb.Helper()
-	rig := &eventsRig{rdb: rdb, prefix: "emqt-" + redistest.Queue(tb),
-		stopping: make(chan struct{}), exits: make(chan struct{}, 1000)}
+	rig := &eventsRig{rdb: rdb, prefix: opt.prefix, stopping: make(chan struct{}), exits: make(chan struct{}, 1000)}
+	if rig.prefix == "" {
+		rig.prefix = "emqt-" + redistest.Queue(tb)
+	}
 	s := &server{cfg: Config{Stopping: rig.stopping}, log: slog.New(slog.DiscardHandler)}
 	events := NewEventLog(rdb, rig.prefix)
 	handler := s.handleEvents(events)
@@ -433,6 +436,35 @@ func TestEventsResume(t *testing.T) {
 				st.quiet(t, 4*eventPoll)
 			})
 		})
+	}
+}
+
+// TestEventsOnAClusterThroughAnyReplica: on a Redis Cluster, two
+// replicas serve the same stream, and a client that reconnects to the
+// other replica resumes where it left off.
+func TestEventsOnAClusterThroughAnyReplica(t *testing.T) {
+	t.Parallel()
+	cluster := redistest.SharedCluster(t)
+	a := newEventsRig(t, cluster.Client(t), rigOption{})
+	b := newEventsRig(t, cluster.Client(t), rigOption{prefix: a.prefix})
+	q := redistest.Queue(t)
+	ids := a.addJobs(t, q, 0, 6)
+	first := a.open(t, a.url(q, "from=0"), nil)
+	if got := first.nextIDs(t, 3); !reflect.DeepEqual(got, ids[:3]) {
+		t.Fatalf("replica a sent %q, want %q", got, ids[:3])
+	}
+	header := http.Header{}
+	header.Set("Last-Event-ID", ids[2])
+	resumed := b.open(t, b.url(q, ""), header)
+	if got := resumed.nextIDs(t, 3); !reflect.DeepEqual(got, ids[3:]) {
+		t.Fatalf("replica b resumed with %q, want %q", got, ids[3:])
+	}
+	later := b.addJobs(t, q, 6, 2)
+	if got := first.nextIDs(t, 5); !reflect.DeepEqual(got, append(ids[3:], later...)) {
+		t.Fatalf("replica a then sent %q, want %q", got, append(ids[3:], later...))
+	}
+	if got := resumed.nextIDs(t, 2); !reflect.DeepEqual(got, later) {
+		t.Fatalf("replica b then sent %q, want %q", got, later)
 	}
 }
 
