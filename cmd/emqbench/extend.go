@@ -16,14 +16,15 @@ type extendLoad struct {
 	warmup, duration time.Duration
 }
 
-// runExtend enqueues and claims e.jobs jobs, then extends their leases
-// round-robin at e.rate for warmup + duration, and measures the duration.
-func runExtend(ctx context.Context, d driver, queue string, e extendLoad) (outcome, error) {
-	held, err := holdJobs(ctx, d, queue, e.jobs)
+// runExtend enqueues and claims e.jobs jobs, split evenly over queues,
+// then extends their leases round-robin at e.rate for warmup + duration,
+// and measures the duration.
+func runExtend(ctx context.Context, d driver, queues []string, e extendLoad) (outcome, error) {
+	held, err := holdEach(ctx, d, queues, e.jobs)
 	if err != nil {
 		return outcome{}, err
 	}
-	l := &load{d: d, queue: queue}
+	l := newLoad(d, queues, "extend", settings{})
 	var wg sync.WaitGroup
 	interval := time.Duration(float64(time.Second) * float64(e.goroutines) / e.rate)
 	for g := range e.goroutines {
@@ -37,14 +38,34 @@ func runExtend(ctx context.Context, d driver, queue string, e extendLoad) (outco
 	l.measuring.Store(false)
 	elapsed := time.Since(start)
 	l.stop(&wg)
-	out := outcome{routes: l.lat.stats(), errors: l.errs.Load(), total: l.completed.Load()}
+	out := l.outcome(0)
 	for _, r := range out.routes {
 		out.jobsPerSec = float64(r.calls) / elapsed.Seconds() // extends/s achieved
 	}
-	if p := l.firstErr.Load(); p != nil {
-		out.firstErr = *p
-	}
 	return out, nil
+}
+
+// heldJob is a leased job and the index of its queue.
+type heldJob struct {
+	queue int
+	t     ticket
+}
+
+// holdEach holds n jobs in all, an even part of them on each queue. Every
+// job is then extended as often as any other, so the queues share the
+// load evenly too.
+func holdEach(ctx context.Context, d driver, queues []string, n int) ([]heldJob, error) {
+	var held []heldJob
+	for q, queue := range queues {
+		got, err := holdJobs(ctx, d, queue, n*(q+1)/len(queues)-n*q/len(queues))
+		if err != nil {
+			return nil, err
+		}
+		for _, t := range got {
+			held = append(held, heldJob{queue: q, t: t})
+		}
+	}
+	return held, nil
 }
 
 // holdJobs enqueues n jobs and claims every one of them with a long lease.
@@ -69,16 +90,16 @@ func holdJobs(ctx context.Context, d driver, queue string, n int) ([]ticket, err
 }
 
 // extendEvery renews the leases of held, one per tick, round-robin.
-func (l *load) extendEvery(ctx context.Context, held []ticket, interval time.Duration) {
+func (l *load) extendEvery(ctx context.Context, held []heldJob, interval time.Duration) {
 	lat := latencies{}
 	defer l.lat.merge(lat)
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
 	for i := 0; l.running(ctx); i++ {
 		<-tick.C
-		t := held[i%len(held)]
-		if l.timed(ctx, lat, "extend", func() error { return l.d.extend(ctx, l.queue, t, time.Minute) }) {
-			l.completed.Add(1)
+		h := held[i%len(held)]
+		if l.timed(ctx, lat, "extend", func() error { return l.d.extend(ctx, l.queues[h.queue], h.t, time.Minute) }) {
+			l.finished(h.queue, 1)
 		}
 	}
 }

@@ -8,7 +8,12 @@
 //
 //	go run ./cmd/emqbench -url http://127.0.0.1:8080 -redis redis://127.0.0.1:6379
 //
-// bench/run starts a redis-server and the service on free ports and runs it.
+// -queues spreads each run over many queues, the way load is spread over
+// the shards of a Redis Cluster (one queue lives in one slot); -redis then
+// takes the Cluster's seed URLs, comma-separated.
+//
+// bench/run starts a redis-server and the service on free ports and runs it;
+// bench/cluster does the same on Redis Clusters of 1, 2 and 3 masters.
 package main
 
 import (
@@ -33,6 +38,7 @@ type options struct {
 	set                        settings
 	extend                     extendLoad
 	servicePID                 int
+	queues                     int
 }
 
 func parseFlags(args []string) (options, error) {
@@ -40,7 +46,7 @@ func parseFlags(args []string) (options, error) {
 	fs := flag.NewFlagSet("emqbench", flag.ContinueOnError)
 	fs.StringVar(&o.url, "url", "http://127.0.0.1:8080", "the service's base URL")
 	fs.StringVar(&o.key, "key", os.Getenv("EMQ_BENCH_KEY"), "an admin API key, when the service has keys (or EMQ_BENCH_KEY)")
-	fs.StringVar(&o.redisURL, "redis", "", "the service's Redis, for the no-HTTP baseline (empty: no baseline)")
+	fs.StringVar(&o.redisURL, "redis", "", "the service's Redis, for the no-HTTP baseline and Redis's CPU (empty: neither); several comma-separated redis:// URLs are the seeds of a Redis Cluster")
 	fs.StringVar(&o.prefix, "prefix", "emq", "the service's key prefix (EMQ_PREFIX)")
 	fs.StringVar(&o.shapes, "shapes", "single,next,batch,extend", "shapes to run, in order")
 	fs.StringVar(&o.via, "via", "http,direct", "drivers to run each shape through: http, direct (needs -redis), or both")
@@ -48,7 +54,8 @@ func parseFlags(args []string) (options, error) {
 	fs.IntVar(&o.set.workers, "workers", 50, "claiming and completing goroutines")
 	fs.IntVar(&o.set.enqueueBatch, "batch", 100, "jobs per enqueue request in the batch shape")
 	fs.IntVar(&o.set.claimCount, "claim", 16, "jobs per claim in the batch shape")
-	fs.Int64Var(&o.set.backlog, "backlog", 2000, "producers wait while this many jobs are enqueued and not completed")
+	fs.Int64Var(&o.set.backlog, "backlog", 2000, "producers wait while this many jobs are enqueued and not completed, in all: each queue holds an even share (backlog/queues)")
+	fs.IntVar(&o.queues, "queues", 1, "queues each run spreads its load over: producers take them in turn, worker i serves queue i mod queues (with fewer workers than queues, several each)")
 	fs.DurationVar(&o.set.warmup, "warmup", 2*time.Second, "time before measuring, per run")
 	fs.DurationVar(&o.set.duration, "duration", 10*time.Second, "time measured, per run")
 	fs.Float64Var(&o.extend.rate, "extend-rate", 5000, "extends per second in the extend shape")
@@ -59,8 +66,11 @@ func parseFlags(args []string) (options, error) {
 		return o, err
 	}
 	o.extend.warmup, o.extend.duration = o.set.warmup, o.set.duration
-	if o.set.producers < 1 || o.set.workers < 1 || o.set.enqueueBatch < 1 || o.set.claimCount < 1 || o.extend.goroutines < 1 || o.extend.rate <= 0 {
-		return o, fmt.Errorf("producers, workers, batch, claim, extend-goroutines and extend-rate must be positive")
+	if o.set.producers < 1 || o.set.workers < 1 || o.set.enqueueBatch < 1 || o.set.claimCount < 1 || o.extend.goroutines < 1 || o.extend.rate <= 0 || o.queues < 1 {
+		return o, fmt.Errorf("producers, workers, batch, claim, extend-goroutines, extend-rate and queues must be positive")
+	}
+	if o.extend.jobs < o.extend.goroutines {
+		return o, fmt.Errorf("extend-jobs must be at least extend-goroutines: each renews jobs of its own")
 	}
 	return o, nil
 }
@@ -95,12 +105,9 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	var rdb redis.UniversalClient
 	if o.redisURL != "" {
-		opts, err := redis.ParseURL(o.redisURL)
-		if err != nil {
+		if rdb, err = connect(o.redisURL, conns); err != nil {
 			return fmt.Errorf("-redis: %w", err)
 		}
-		opts.PoolSize = conns
-		rdb = redis.NewClient(opts)
 		defer rdb.Close()
 		if strings.Contains(o.via, "direct") {
 			drivers = append(drivers, via{"direct", newDirectDriver(rdb, o.prefix)})
@@ -109,20 +116,22 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	if len(drivers) == 0 {
 		return fmt.Errorf("-via %q runs nothing (http, direct with -redis)", o.via)
 	}
-	fmt.Fprintf(stdout, "emqbench: %s, producers %d, workers %d, batch %d, claim %d, warmup %s, measured %s per run\n\n",
-		o.url, o.set.producers, o.set.workers, o.set.enqueueBatch, o.set.claimCount, o.set.warmup, o.set.duration)
+	fmt.Fprintf(stdout, "emqbench: %s, producers %d, workers %d, queues %d, batch %d, claim %d, warmup %s, measured %s per run\n\n",
+		o.url, o.set.producers, o.set.workers, o.queues, o.set.enqueueBatch, o.set.claimCount, o.set.warmup, o.set.duration)
 	table := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(table, "shape\tvia\tjobs/s\tredis cpu µs/job\troute\tcalls/s\tp50 ms\tp99 ms\terrors\t")
+	var spreads []string
 	for _, name := range strings.Split(o.shapes, ",") {
+		name = strings.TrimSpace(name)
 		perVia := map[string]float64{}
 		for _, v := range drivers {
-			queue := fmt.Sprintf("bench-%s-%s-%d", name, v.name, time.Now().UnixNano())
+			queues := queueNames(name, v.name, o.queues)
 			busy := redisCPU(ctx, rdb)
-			out, err := runOne(ctx, v.d, queue, strings.TrimSpace(name), o)
+			out, err := runOne(ctx, v.d, queues, name, o)
 			if before, after := busy, redisCPU(ctx, rdb); before >= 0 && after >= 0 && out.total > 0 {
 				out.redisPerJob = float64(after-before) / float64(out.total)
 			}
-			if cerr := v.d.cleanup(context.Background(), queue); err == nil {
+			if cerr := cleanup(v.d, queues); err == nil {
 				err = cerr
 			}
 			if err != nil {
@@ -130,6 +139,9 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 			}
 			perVia[v.name] = out.jobsPerSec
 			printOutcome(table, name, v.name, out, o.set.duration)
+			if len(queues) > 1 {
+				spreads = append(spreads, spread(name, v.name, out.perQueue))
+			}
 			if out.firstErr != nil {
 				fmt.Fprintf(os.Stderr, "emqbench: %s via %s: first error: %v\n", name, v.name, out.firstErr)
 			}
@@ -143,17 +155,56 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		table.Flush()
 	}
 	table.Flush()
+	if len(spreads) > 0 {
+		fmt.Fprintf(stdout, "\njobs completed (extends made) per queue over the whole run, of %d queues:\n%s", o.queues, strings.Join(spreads, ""))
+	}
 	reportMemory(ctx, stdout, o.servicePID, rdb)
 	return nil
 }
 
-// runOne runs one shape through one driver on a fresh queue.
-func runOne(ctx context.Context, d driver, queue, name string, o options) (outcome, error) {
+// queueNames names a run's fresh queues: bench-<shape>-<via>-<nanos>, and
+// with several, that name with -0, -1 and so on after it. Each name is
+// its own hash tag, so a Cluster spreads the queues over its slots.
+func queueNames(name, via string, n int) []string {
+	base := fmt.Sprintf("bench-%s-%s-%d", name, via, time.Now().UnixNano())
+	if n == 1 {
+		return []string{base}
+	}
+	queues := make([]string, n)
+	for i := range queues {
+		queues[i] = fmt.Sprintf("%s-%d", base, i)
+	}
+	return queues
+}
+
+// cleanup deletes every queue of a run, and says the first that failed.
+func cleanup(d driver, queues []string) error {
+	var first error
+	for _, q := range queues {
+		if err := d.cleanup(context.Background(), q); err != nil && first == nil {
+			first = fmt.Errorf("cleanup %s: %w", q, err)
+		}
+	}
+	return first
+}
+
+// spread is one run's line of how evenly its queues were worked: the
+// fewest, the mean and the most jobs one queue completed.
+func spread(name, via string, perQueue []int64) string {
+	lo, hi, sum := perQueue[0], perQueue[0], int64(0)
+	for _, n := range perQueue {
+		lo, hi, sum = min(lo, n), max(hi, n), sum+n
+	}
+	return fmt.Sprintf("  %s via %s: min %d, mean %.0f, max %d\n", name, via, lo, float64(sum)/float64(len(perQueue)), hi)
+}
+
+// runOne runs one shape through one driver on fresh queues.
+func runOne(ctx context.Context, d driver, queues []string, name string, o options) (outcome, error) {
 	switch shape(name) {
 	case single, next, batch:
-		return runShape(ctx, d, queue, shape(name), o.set), nil
+		return runShape(ctx, d, queues, shape(name), o.set), nil
 	case "extend":
-		return runExtend(ctx, d, queue, o.extend)
+		return runExtend(ctx, d, queues, o.extend)
 	}
 	return outcome{}, fmt.Errorf("unknown shape %q (single, next, batch, extend)", name)
 }

@@ -3,12 +3,18 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"log/slog"
 	"net/http/httptest"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/echo-mq/echo_mq/internal/admin"
 	emqhttp "github.com/echo-mq/echo_mq/internal/http"
@@ -81,5 +87,160 @@ func TestRunMeasuresEveryShape(t *testing.T) {
 	keys, err := redistest.Client(t).Keys(context.Background(), prefix+":{*").Result()
 	if err != nil || len(keys) != 0 {
 		t.Errorf("keys left behind: %v (%v)", keys, err)
+	}
+}
+
+// spreadLines reads the per-queue lines of run's output: "<shape> via
+// <via>" to the fewest jobs one queue completed.
+func spreadLines(t *testing.T, out string) map[string]int {
+	t.Helper()
+	mins := map[string]int{}
+	for _, line := range strings.Split(out, "\n") {
+		run, rest, ok := strings.Cut(strings.TrimSpace(line), ": min ")
+		if !ok {
+			continue
+		}
+		n, err := strconv.Atoi(strings.TrimSuffix(strings.Fields(rest)[0], ","))
+		if err != nil {
+			t.Fatalf("spread line %q: %v", line, err)
+		}
+		mins[run] = n
+	}
+	return mins
+}
+
+// TestRunSpreadsOverQueues runs two shapes over three queues through the
+// service and the direct driver, and checks that every queue of every run
+// moved jobs and that every queue is gone afterwards.
+func TestRunSpreadsOverQueues(t *testing.T) {
+	const prefix = "emqbench-queues"
+	var out bytes.Buffer
+	err := run(context.Background(), []string{
+		"-url", service(t, prefix), "-redis", "redis://" + redistest.Addr(), "-prefix", prefix,
+		"-shapes", "next,extend", "-queues", "3", "-warmup", "100ms", "-duration", "400ms",
+		"-producers", "2", "-workers", "6", "-extend-jobs", "12", "-extend-rate", "200", "-extend-goroutines", "4",
+	}, &out)
+	if err != nil {
+		t.Fatalf("run: %v\n%s", err, out.String())
+	}
+	mins := spreadLines(t, out.String())
+	for _, r := range []string{"next via http", "next via direct", "extend via http", "extend via direct"} {
+		if n, ok := mins[r]; !ok || n <= 0 {
+			t.Errorf("%s: a queue moved nothing (min %d, reported %v) in:\n%s", r, n, ok, out.String())
+		}
+	}
+	keys, err := redistest.Client(t).Keys(context.Background(), prefix+":{*").Result()
+	if err != nil || len(keys) != 0 {
+		t.Errorf("keys left behind: %v (%v)", keys, err)
+	}
+}
+
+// TestDirectOnCluster runs the batch shape through the direct driver over
+// four queues on a real three-master Redis Cluster, given as seed URLs:
+// every queue moves jobs with no error (a plain client would meet MOVED
+// on the queues other masters own), Redis is reported node by node, and
+// nothing is left on any master.
+func TestDirectOnCluster(t *testing.T) {
+	const prefix = "emqbench-cluster"
+	cluster := redistest.SharedCluster(t)
+	var out bytes.Buffer
+	err := run(context.Background(), []string{
+		"-via", "direct", "-redis", cluster.URL(), "-prefix", prefix, "-shapes", "batch", "-queues", "4",
+		"-warmup", "100ms", "-duration", "500ms", "-producers", "2", "-workers", "4",
+	}, &out)
+	if err != nil {
+		t.Fatalf("run: %v\n%s", err, out.String())
+	}
+	if n, ok := spreadLines(t, out.String())["batch via direct"]; !ok || n <= 0 {
+		t.Errorf("a queue moved nothing (min %d, reported %v) in:\n%s", n, ok, out.String())
+	}
+	for _, line := range strings.Split(out.String(), "\n") {
+		if f := strings.Fields(line); len(f) >= 9 && f[0] == "batch" && f[1] == "direct" && f[len(f)-1] != "0" {
+			t.Errorf("errors: %q", line)
+		}
+	}
+	if got := strings.Count(out.String(), "\nredis 127.0.0.1:"); got != len(cluster.Nodes) {
+		t.Errorf("Redis memory reported for %d nodes, want %d:\n%s", got, len(cluster.Nodes), out.String())
+	}
+	err = cluster.Client(t).ForEachMaster(context.Background(), func(ctx context.Context, node *redis.Client) error {
+		keys, err := node.Keys(ctx, prefix+":*").Result()
+		if err == nil && len(keys) != 0 {
+			err = fmt.Errorf("keys left behind on %s: %v", node.Options().Addr, keys)
+		}
+		return err
+	})
+	if err != nil {
+		t.Error(err)
+	}
+}
+
+// TestServedBy checks that workers cover every queue, each as often as
+// any other within one, whether they outnumber the queues or not.
+func TestServedBy(t *testing.T) {
+	for _, c := range []struct{ workers, queues int }{{1, 1}, {50, 1}, {64, 64}, {50, 4}, {50, 64}, {3, 10}} {
+		served := make([]int, c.queues)
+		for w := range c.workers {
+			for _, q := range servedBy(w, c.workers, c.queues) {
+				served[q]++
+			}
+		}
+		lo, hi := slices.Min(served), slices.Max(served)
+		if lo < 1 || hi-lo > 1 {
+			t.Errorf("%d workers over %d queues: workers per queue %v", c.workers, c.queues, served)
+		}
+	}
+}
+
+// TestConnect checks that one URL makes a plain client and several a
+// Cluster client that knows every seed.
+func TestConnect(t *testing.T) {
+	one, err := connect("redis://127.0.0.1:1", 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer one.Close()
+	if _, ok := one.(*redis.Client); !ok {
+		t.Errorf("one URL: %T, want *redis.Client", one)
+	}
+	several, err := connect("redis://127.0.0.1:1, redis://127.0.0.1:2,redis://127.0.0.1:3", 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer several.Close()
+	c, ok := several.(*redis.ClusterClient)
+	if !ok {
+		t.Fatalf("several URLs: %T, want *redis.ClusterClient", several)
+	}
+	if addrs := c.Options().Addrs; !slices.Equal(addrs, []string{"127.0.0.1:1", "127.0.0.1:2", "127.0.0.1:3"}) || c.Options().PoolSize != 4 {
+		t.Errorf("seeds %v, pool %d", addrs, c.Options().PoolSize)
+	}
+	if _, err := connect("redis://127.0.0.1:1,http://x", 4); err == nil {
+		t.Error("a bad seed was taken")
+	}
+}
+
+// TestReserveHoldsTheCap has many producers reserve room at once, none of
+// their enqueues back yet: each queue takes one batch past its share and
+// no more (counted after the call instead, every producer would pile onto
+// the first queue with room).
+func TestReserveHoldsTheCap(t *testing.T) {
+	l := newLoad(nil, queueNames("batch", "direct", 8), batch, settings{backlog: 8 * 10})
+	var wg sync.WaitGroup
+	var got atomic.Int64
+	for p := range 64 {
+		wg.Go(func() {
+			if _, ok := l.reserve(p%2, 100); ok {
+				got.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	if got.Load() != 8 {
+		t.Errorf("%d reservations of 100 took room, want 8 (one per queue)", got.Load())
+	}
+	for q := range l.pending {
+		if n := l.pending[q].Load(); n != 100 {
+			t.Errorf("queue %d: %d pending, want 100", q, n)
+		}
 	}
 }
