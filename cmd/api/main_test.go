@@ -275,6 +275,22 @@ func TestClusterOptionsKeepsEverySeedAndTheFirstURLsSettings(t *testing.T) {
 	}
 }
 
+func TestClusterOptionsRefuseADatabase(t *testing.T) {
+	t.Parallel()
+	for _, urls := range [][]string{
+		{"redis://10.0.0.1:7000/1", "redis://10.0.0.2:7001"},
+		{"redis://10.0.0.1:7000", "redis://10.0.0.2:7001/2"},
+	} {
+		_, err := clusterOptions(urls)
+		if err == nil || !strings.Contains(err.Error(), "only database 0") {
+			t.Errorf("seeds %q: got %v, want a refusal naming database 0", urls, err)
+		}
+	}
+	if _, err := clusterOptions([]string{"redis://10.0.0.1:7000/0", "redis://10.0.0.2:7001/0"}); err != nil {
+		t.Errorf("database 0 refused: %v", err)
+	}
+}
+
 // TestSlowHeadersAreCutOff opens a connection that trickles a request's
 // headers and never ends them: the server must close it after
 // EMQ_HEADER_TIMEOUT rather than hold it forever.

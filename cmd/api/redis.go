@@ -79,19 +79,26 @@ func trust(tlsConfig *tls.Config, roots *x509.CertPool) {
 
 // clusterOptions takes the seed nodes of a Cluster from several URLs. The
 // first URL's credentials, TLS and query options (timeouts, pool size)
-// apply to every node, as go-redis's cluster URL form has it.
+// apply to every node, as go-redis's cluster URL form has it. A database
+// other than 0 is refused: a Cluster has no other, and go-redis would
+// ignore it without a word.
 func clusterOptions(urls []string) (*redis.ClusterOptions, error) {
 	first, err := url.Parse(strings.TrimSpace(urls[0]))
 	if err != nil {
 		return nil, errBadURL
 	}
 	query := first.Query()
-	for i, u := range urls[1:] {
-		if _, err := redis.ParseURL(strings.TrimSpace(u)); err != nil {
-			return nil, fmt.Errorf("EMQ_REDIS_URL seed %d: %w", i+2, errBadURL)
+	for i, u := range urls {
+		opts, err := redis.ParseURL(strings.TrimSpace(u))
+		if err != nil {
+			return nil, fmt.Errorf("EMQ_REDIS_URL seed %d: %w", i+1, errBadURL)
 		}
-		opts, _ := redis.ParseURL(strings.TrimSpace(u))
-		query.Add("addr", opts.Addr)
+		if opts.DB != 0 {
+			return nil, fmt.Errorf("EMQ_REDIS_URL seed %d names database %d: a Redis Cluster has only database 0 (use EMQ_PREFIX to keep deployments apart)", i+1, opts.DB)
+		}
+		if i > 0 {
+			query.Add("addr", opts.Addr)
+		}
 	}
 	first.RawQuery = query.Encode()
 	opts, err := redis.ParseClusterURL(first.String())
