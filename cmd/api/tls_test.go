@@ -20,7 +20,8 @@ import (
 )
 
 // writeCert writes a self-signed certificate for 127.0.0.1 and its key as
-// PEM files in dir; the certificate is its own CA.
+// PEM files in dir; the certificate is its own CA, and serves as a client
+// certificate too (cluster nodes present it to each other on the bus).
 func writeCert(t *testing.T, dir string) (certFile, keyFile string) {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
@@ -32,7 +33,7 @@ func writeCert(t *testing.T, dir string) (certFile, keyFile string) {
 		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
 		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, IsCA: true, BasicConstraintsValid: true,
 		KeyUsage:    x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
 	if err != nil {

@@ -33,6 +33,9 @@ type Cluster struct {
 	// Nodes are every node, masters and replicas; which is which changes
 	// with a failover (see Masters).
 	Nodes []*Server
+	// TLSAddrs are the nodes' TLS host:port, in the order of Nodes, for a
+	// cluster started by StartTLSCluster.
+	TLSAddrs []string
 
 	replicas     int       // in all
 	lastFailover time.Time // when the last Failover settled
@@ -48,7 +51,7 @@ func SharedCluster(tb testing.TB) *Cluster {
 		tb.Fatal("redistest: Run was not called from TestMain")
 	}
 	clusterOnce.Do(func() {
-		sharedCluster, clusterErr = startCluster(filepath.Join(sharedDir, "cluster"), 3, 0, nil)
+		sharedCluster, clusterErr = startCluster(filepath.Join(sharedDir, "cluster"), 3, 0, nil, nil)
 	})
 	if clusterErr != nil {
 		tb.Fatal("redistest: ", clusterErr)
@@ -56,12 +59,32 @@ func SharedCluster(tb testing.TB) *Cluster {
 	return sharedCluster
 }
 
-// StartCluster starts a cluster of the test's own: masters nodes owning
-// the slots in even ranges, each with replicas replicas; extra arguments go
-// to every redis-server. It is stopped when the test ends.
+// StartCluster starts a cluster of the test's own: masters nodes (3 at
+// least, redis-cli's rule) owning the slots in even ranges, each with
+// replicas replicas; extra arguments go to every redis-server. It is
+// stopped when the test ends.
 func StartCluster(tb testing.TB, masters, replicas int, extraArgs ...string) *Cluster {
 	tb.Helper()
-	c, err := startCluster(tb.TempDir(), masters, replicas, extraArgs)
+	c, err := startCluster(tb.TempDir(), masters, replicas, extraArgs, nil)
+	if err != nil {
+		tb.Fatal("redistest: ", err)
+	}
+	tb.Cleanup(c.Stop)
+	return c
+}
+
+// TLSFiles are the PEM files a TLS cluster's nodes serve and trust.
+type TLSFiles struct {
+	CertFile, KeyFile, CAFile string
+}
+
+// StartTLSCluster is StartCluster with nodes that also speak TLS, to
+// clients on a port of their own (TLSAddrs) and to each other on the
+// cluster bus; they are joined over TLS, so they tell TLS clients their TLS
+// ports.
+func StartTLSCluster(tb testing.TB, masters, replicas int, files TLSFiles, extraArgs ...string) *Cluster {
+	tb.Helper()
+	c, err := startCluster(tb.TempDir(), masters, replicas, extraArgs, &files)
 	if err != nil {
 		tb.Fatal("redistest: ", err)
 	}
@@ -83,20 +106,36 @@ func ClusterArgs(dir string, busPort int) []string {
 		"--cluster-node-timeout", strconv.Itoa(int(nodeTimeout.Milliseconds()))}
 }
 
-func startCluster(dir string, masters, replicas int, extraArgs []string) (*Cluster, error) {
+func startCluster(dir string, masters, replicas int, extraArgs []string, files *TLSFiles) (*Cluster, error) {
 	c := &Cluster{replicas: masters * replicas}
 	for i := range masters * (1 + replicas) {
-		s, err := startNode(filepath.Join(dir, "node"+strconv.Itoa(i)), extraArgs)
+		args := extraArgs
+		if files != nil {
+			port, err := freePort()
+			if err != nil {
+				c.Stop()
+				return nil, err
+			}
+			c.TLSAddrs = append(c.TLSAddrs, "127.0.0.1:"+strconv.Itoa(port))
+			args = append(files.args(port), extraArgs...)
+		}
+		s, err := startNode(filepath.Join(dir, "node"+strconv.Itoa(i)), args)
 		if err != nil {
 			c.Stop()
 			return nil, err
 		}
 		c.Nodes = append(c.Nodes, s)
 	}
-	args := []string{"--cluster", "create"}
-	args = append(args, c.Addrs()...)
-	args = append(args, "--cluster-replicas", strconv.Itoa(replicas), "--cluster-yes")
-	if out, err := exec.Command(redisCLI(), args...).CombinedOutput(); err != nil {
+	create := []string{"--cluster", "create"}
+	create = append(create, c.Addrs()...)
+	if files != nil {
+		create = append([]string{"--tls", "--cacert", files.CAFile, "--cluster", "create"}, c.TLSAddrs...)
+	}
+	create = append(create, "--cluster-replicas", strconv.Itoa(replicas), "--cluster-yes")
+	// redis-cli waits for the nodes to join without end: bound it.
+	ctx, cancel := context.WithTimeout(context.Background(), clusterTimeout)
+	defer cancel()
+	if out, err := exec.CommandContext(ctx, redisCLI(), create...).CombinedOutput(); err != nil {
 		c.Stop()
 		return nil, fmt.Errorf("redis-cli --cluster create: %v\n%s", err, out)
 	}
@@ -105,6 +144,14 @@ func startCluster(dir string, masters, replicas int, extraArgs []string) (*Clust
 		return nil, err
 	}
 	return c, nil
+}
+
+// args are the redis-server arguments of a node that speaks TLS on port,
+// and on the cluster bus.
+func (f TLSFiles) args(port int) []string {
+	return []string{"--tls-port", strconv.Itoa(port), "--tls-cluster", "yes",
+		"--tls-cert-file", f.CertFile, "--tls-key-file", f.KeyFile, "--tls-ca-cert-file", f.CAFile,
+		"--tls-auth-clients", "no"}
 }
 
 // startNode starts one cluster-enabled server in a directory of its own,
