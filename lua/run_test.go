@@ -2,6 +2,9 @@ package lua
 
 import (
 	"context"
+	"errors"
+	"io"
+	"net"
 	"os"
 	"testing"
 	"time"
@@ -35,10 +38,10 @@ func TestRunNeverResendsALostAnswer(t *testing.T) {
 	const key = "emq-runtest:{q}:runs"
 	cluster := redistest.SharedCluster(t)
 	clients := map[string]redis.UniversalClient{
-		"node": redis.NewClient(&redis.Options{Addr: redistest.Addr(), ReadTimeout: 100 * time.Millisecond,
-			MaxRetries: -1}),
+		// go-redis's default retries, which Run must keep from resending.
+		"node": redis.NewClient(&redis.Options{Addr: redistest.Addr(), ReadTimeout: 100 * time.Millisecond}),
 		"cluster": redis.NewClusterClient(&redis.ClusterOptions{Addrs: cluster.Addrs(),
-			ReadTimeout: 100 * time.Millisecond, MaxRetries: -1}),
+			ReadTimeout: 100 * time.Millisecond}),
 	}
 	ctx := context.Background()
 	runs := func(rdb redis.UniversalClient) int {
@@ -73,5 +76,40 @@ func TestRunNeverResendsALostAnswer(t *testing.T) {
 	_ = redis.NewScript(slow.Source()).Run(ctx, rdb, []string{key}, "", "", 250).Err()
 	if n := runs(rdb); n < 2 {
 		t.Logf("go-redis's runner ran the script %d times: its cluster client no longer resends", n)
+	}
+}
+
+// refusal is an error reply of Redis's.
+type refusal string
+
+func (r refusal) Error() string { return string(r) }
+func (refusal) RedisError()     {}
+
+// TestNeverRan: what go-redis may send again (nothing ran) and what not.
+func TestNeverRan(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		err  error
+		want bool
+	}{
+		{nil, false},
+		{&net.OpError{Op: "dial", Err: errors.New("connection refused")}, true},
+		{redis.ErrPoolTimeout, true},
+		{redis.ErrClosed, true},
+		{refusal("CLUSTERDOWN The cluster is down"), true},
+		{refusal("TRYAGAIN Multiple keys request during rehashing of slot"), true},
+		{refusal("LOADING Redis is loading the dataset in memory"), true},
+		{refusal("READONLY You can't write against a read only replica."), true},
+		{refusal("ERR max number of clients reached"), true},
+		{io.EOF, false},
+		{io.ErrUnexpectedEOF, false},
+		{&net.OpError{Op: "read", Err: os.ErrDeadlineExceeded}, false},
+		{&net.OpError{Op: "write", Err: errors.New("broken pipe")}, false},
+		{context.DeadlineExceeded, false},
+		{refusal("EMQSTALE the job is held under another token"), false},
+	} {
+		if got := neverRan(c.err); got != c.want {
+			t.Errorf("neverRan(%v) = %v, want %v", c.err, got, c.want)
+		}
 	}
 }
