@@ -1,6 +1,7 @@
 -- obliterate.lua: one bounded step of deleting a queue and all its keys.
 --
 -- KEYS[1..8] the queue's keys (common.lua)
+-- KEYS[9]    the reapers' turn of the queue (keyspace.Queue.ReaperTurn)
 -- ARGV[1..2] key base and wake channel (common.lua)
 -- ARGV[3]    limit: at most this many jobs per step
 -- ARGV[4]    "1" to go on although jobs are active (their holders' next
@@ -8,8 +9,8 @@
 --
 -- Deletes up to limit jobs, rows and all, from the queue's sets; when none
 -- is left it deletes the sets, the meta hash, the event stream and the
--- reapers' turn (BASE .. "reaper"), so that not one key of the queue
--- remains. The service calls it until done.
+-- reapers' turn, so that not one key of the queue remains (a reaper's pass
+-- under way may take a turn again; it expires within half an interval). The service calls it until done.
 -- Fencing survives: a queue made again under the same name starts its
 -- token counter at the server's time (next_tokens), above any old token.
 -- Returns {done (0/1), removed}.
@@ -21,7 +22,7 @@ if ARGV[4] ~= '1' and redis.call('ZCARD', ACTIVE) > 0 then
 end
 local removed = delete_first({ PENDING, DELAYED, COMPLETED, DEAD, CANCELLED, ACTIVE }, limit)
 if removed < limit then
-  redis.call('DEL', META, PENDING, ACTIVE, DELAYED, COMPLETED, DEAD, CANCELLED, EVENTS, BASE .. 'reaper')
+  redis.call('DEL', META, PENDING, ACTIVE, DELAYED, COMPLETED, DEAD, CANCELLED, EVENTS, KEYS[9])
   return { 1, removed }
 end
 return { 0, removed }

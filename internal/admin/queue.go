@@ -158,7 +158,8 @@ func (s *Service) Obliterate(ctx context.Context, queue string, force bool) (int
 	q := keyspace.NewQueue(s.prefix, queue)
 	total := 0
 	for {
-		reply, err := lua.Obliterate.Run(ctx, s.rdb, q.ScriptKeys(), q.ScriptArgs(StepSize, flag(force))...).Int64Slice()
+		keys := append(q.ScriptKeys(), q.ReaperTurn())
+		reply, err := lua.Obliterate.Run(ctx, s.rdb, keys, q.ScriptArgs(StepSize, flag(force))...).Int64Slice()
 		if err != nil {
 			return total, job.ScriptError(err)
 		}

@@ -73,8 +73,7 @@ func (q Queue) Job(id string) string { return q.base + "job:" + id }
 func (q Queue) Meta() string { return q.base + "meta" }
 
 // ReaperTurn is the key a replica's reaper sets while it has the queue's
-// sweep, so that other replicas skip it (obliterate deletes it by this
-// name too).
+// sweep, so that other replicas skip it; obliterate takes it as KEYS[9].
 func (q Queue) ReaperTurn() string { return q.base + "reaper" }
 
 // Set is the key of the sorted set that holds the queue's jobs in state.

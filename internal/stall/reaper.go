@@ -111,7 +111,7 @@ func (r *Reaper) Pass(ctx context.Context) (Swept, error) {
 // reapQueue sweeps queue and promotes its due jobs, batch by batch, when
 // this reaper gets the queue's turn.
 func (r *Reaper) reapQueue(ctx context.Context, queue string, total *Swept) error {
-	if mine, err := r.svc.TakeTurn(ctx, queue, r.config.Interval/2); err != nil || !mine {
+	if mine, err := r.svc.TakeTurn(ctx, queue, max(r.config.Interval/2, time.Millisecond)); err != nil || !mine {
 		return err
 	}
 	p := SweepParams{MaxStalled: r.config.MaxStalled, Limit: r.config.BatchSize}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/echo-mq/echo_mq/internal/admin"
 	"github.com/echo-mq/echo_mq/internal/job"
+	"github.com/echo-mq/echo_mq/internal/keyspace"
 	"github.com/echo-mq/echo_mq/internal/lease"
 	"github.com/echo-mq/echo_mq/internal/redistest"
 	"github.com/echo-mq/echo_mq/internal/stall"
@@ -162,18 +163,22 @@ func TestReaperSweepsAndPromotesEveryKnownQueue(t *testing.T) {
 }
 
 // TestReapersTakeTurns: of two replicas' reapers, the one that comes second
-// within half an interval leaves the queue alone; after that, it sweeps.
+// within the first one's turn (half an interval) leaves the queue alone;
+// once the turn is over, it sweeps. An obliterate deletes the turn.
 func TestReapersTakeTurns(t *testing.T) {
 	t.Parallel()
 	rdb, own := redistest.Client(t), "emqturns-"+redistest.Queue(t) // a pass sees only this test's queue
 	f := fixture{lease.NewService(rdb, own), stall.NewService(rdb, own), admin.NewService(rdb, own), redistest.Queue(t)}
 	ctx := context.Background()
-	config := stall.ReaperConfig{Interval: 2 * time.Second} // a turn lasts 1 s
+	config := stall.ReaperConfig{Interval: time.Minute} // a turn lasts 30 s
 	first, second := stall.NewReaper(f.stall, config), stall.NewReaper(f.stall, config)
 	f.enqueueAndLapse(t, 1)
-	took := time.Now()
 	if swept, err := first.Pass(ctx); err != nil || len(swept.Recovered) != 1 {
 		t.Fatalf("the first reaper recovered %v (%v), want j0 alone", swept.Recovered, err)
+	}
+	turn := keyspace.NewQueue(own, f.queue).ReaperTurn()
+	if ttl := rdb.PTTL(ctx, turn).Val(); ttl <= 0 || ttl > 30*time.Second {
+		t.Fatalf("the turn's time to live is %v, want up to 30 s", ttl)
 	}
 	c, err := f.leases.Claim(ctx, f.queue, lease.ClaimParams{Count: 1, Lease: 100 * time.Millisecond})
 	if err != nil || len(c.Jobs) != 1 {
@@ -186,8 +191,32 @@ func TestReapersTakeTurns(t *testing.T) {
 	if s := f.state(t, "j0").State; s != job.StateActive {
 		t.Fatalf("j0 is %s, want still active (lapsed, unswept)", s)
 	}
-	time.Sleep(time.Until(took.Add(1100 * time.Millisecond)))
+	rdb.Del(ctx, turn)                                                      // the turn ends
 	if swept, err := second.Pass(ctx); err != nil || len(swept.Dead) != 1 { // its second stall
 		t.Fatalf("after the turn ended the second reaper swept %+v (%v), want j0 dead", swept, err)
+	}
+	if _, err := f.admin.Obliterate(ctx, f.queue, true); err != nil {
+		t.Fatal(err)
+	}
+	if n := rdb.Exists(ctx, turn).Val(); n != 0 {
+		t.Error("the reapers' turn outlived an obliterate of the queue")
+	}
+}
+
+// TestATurnAlwaysEnds: however short the interval, a turn expires.
+func TestATurnAlwaysEnds(t *testing.T) {
+	t.Parallel()
+	rdb, own := redistest.Client(t), "emqturns-"+redistest.Queue(t)
+	svc, q := stall.NewService(rdb, own), redistest.Queue(t)
+	ctx := context.Background()
+	reaper := stall.NewReaper(svc, stall.ReaperConfig{Interval: time.Nanosecond})
+	if err := rdb.SAdd(ctx, keyspace.QueuesKey(own), q).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := reaper.Pass(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if ttl := rdb.PTTL(ctx, keyspace.NewQueue(own, q).ReaperTurn()).Val(); ttl == -1 {
+		t.Fatal("a 1 ns interval left a turn that never expires")
 	}
 }

@@ -76,7 +76,8 @@ func (s *Service) Sweep(ctx context.Context, queue string, p SweepParams) (Swept
 // and reports whether it got it. It is one SET NX PX on a key in the
 // queue's slot: however many replicas run a reaper, a queue is swept at
 // most once per ttl by them, and a replica that stops mid-pass leaves the
-// queue to the others when ttl ends.
+// queue to the others when ttl ends. ttl must be at least 1 ms (less would
+// set the key for good).
 func (s *Service) TakeTurn(ctx context.Context, queue string, ttl time.Duration) (bool, error) {
 	return s.rdb.SetNX(ctx, keyspace.NewQueue(s.prefix, queue).ReaperTurn(), 1, ttl).Result()
 }
