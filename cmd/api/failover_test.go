@@ -122,3 +122,49 @@ func inOneSetOnly(t *testing.T, cluster *redistest.Cluster, queue string, n int)
 	}
 	return bad
 }
+
+// TestClusterMasterDeathRecovers kills (SIGKILL) the master of a queue's
+// slot: once Redis Cluster has promoted its replica, the service serves the
+// queue again by itself, with every job that had reached the replica.
+func TestClusterMasterDeathRecovers(t *testing.T) {
+	t.Parallel()
+	const jobs = 100
+	cluster := redistest.StartCluster(t, 3, 1)
+	base, _, stop := startService(t, map[string]string{"EMQ_REDIS_URL": cluster.URL(), "EMQ_PREFIX": "death"})
+	t.Cleanup(func() {
+		if err := stop(); err != nil {
+			t.Error(err)
+		}
+	})
+	q := redistest.Queue(t)
+	mustCall(t, "POST", base+"/queues/"+q+"/jobs/batch", crashBatch(0, jobs), 200, nil)
+	master, err := cluster.Owner(keyspace.NewQueue("death", q).Meta())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Wait until the replica has every job, then kill the master.
+	if n, err := newRedisClient(t, master).Do(context.Background(), "WAIT", 1, 5000).Int(); err != nil || n != 1 {
+		t.Fatalf("WAIT for the replica: %d, %v", n, err)
+	}
+	killRedis(t, master)
+	killed := time.Now()
+
+	var counts queueCounts
+	// Redis takes a few seconds to promote the replica (cluster-node-timeout
+	// 2 s, then an election); go-redis alone would wait a minute more.
+	eventually(t, 30*time.Second, "the queue served again after its master died", func() bool {
+		a, err := call(context.Background(), "GET", base+"/queues/"+q, "")
+		return err == nil && a.Status == 200 && json.Unmarshal(a.Body, &counts) == nil
+	})
+	t.Logf("master %s killed; the queue was served again %v later", master, time.Since(killed).Round(100*time.Millisecond))
+	if counts.Counts["pending"] != jobs {
+		t.Errorf("counts %v after the failover, want %d pending", counts.Counts, jobs)
+	}
+	var held heldJobs
+	mustCall(t, "POST", base+"/queues/"+q+"/claim", `{"count":5}`, 200, &held)
+	if len(held.Jobs) != 5 {
+		t.Fatalf("claimed %d jobs after the failover, want 5", len(held.Jobs))
+	}
+	mustCall(t, "POST", base+"/queues/"+q+"/jobs/"+held.Jobs[0].ID+"/complete",
+		fmt.Sprintf(`{"token":%d}`, held.Jobs[0].Token), 200, nil)
+}

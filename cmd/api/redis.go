@@ -1,10 +1,12 @@
 package main
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/url"
 	"os"
 	"strings"
@@ -44,7 +46,32 @@ func connect(cfg config, log *slog.Logger) (redis.UniversalClient, func(), error
 	trust(opts.TLSConfig, roots)
 	opts.MaxRetries = noRetries
 	rdb := redis.NewClusterClient(opts)
+	rdb.OnNewNode(func(node *redis.Client) { node.AddHook(reloadOnDialFailure{rdb}) })
 	return rdb, func() { _ = rdb.Close() }, nil
+}
+
+// reloadOnDialFailure makes a cluster client read the slot map again when
+// it cannot reach a node. When a master dies and a replica takes its
+// place, go-redis would otherwise dial the dead master for every call on
+// its slots until its periodic reload, a minute later, and the service
+// would answer 503 all that time; with it, the calls find the new master
+// as soon as the cluster has promoted it.
+type reloadOnDialFailure struct{ cluster *redis.ClusterClient }
+
+func (h reloadOnDialFailure) DialHook(next redis.DialHook) redis.DialHook {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		conn, err := next(ctx, network, addr)
+		if err != nil {
+			h.cluster.ReloadState(ctx) // in the background, one at a time
+		}
+		return conn, err
+	}
+}
+
+func (reloadOnDialFailure) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+
+func (reloadOnDialFailure) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
 }
 
 // noRetries turns off go-redis's resending of a command whose answer was

@@ -26,8 +26,8 @@ import (
 
 // scrapeMetrics reads GET /metrics of every replica in the text format and
 // adds them up as a Prometheus sum() would: counters and histograms of the
-// same labels are summed; gauges, read from Redis, are the same on every
-// replica and kept once.
+// same labels are summed; echo_mq's gauges, read from Redis, must be the
+// same on every replica, and are kept once.
 func (h *harness) scrapeMetrics(tb testing.TB) map[string]*dto.MetricFamily {
 	tb.Helper()
 	var sum map[string]*dto.MetricFamily
@@ -37,7 +37,9 @@ func (h *harness) scrapeMetrics(tb testing.TB) map[string]*dto.MetricFamily {
 			sum = fams
 			continue
 		}
-		addFamilies(sum, fams)
+		for _, diff := range addFamilies(sum, fams) {
+			tb.Errorf("replicas disagree on a gauge read from Redis: %s", diff)
+		}
 	}
 	return sum
 }
@@ -59,8 +61,11 @@ func scrapeReplica(tb testing.TB, replica http.Handler) map[string]*dto.MetricFa
 	return fams
 }
 
-// addFamilies adds src's counters and histogram counts into sum.
-func addFamilies(sum, src map[string]*dto.MetricFamily) {
+// addFamilies adds src's counters and histogram counts into sum, and
+// lists src's emq_ gauges (read from Redis) whose values differ from sum's;
+// the process's own gauges (go_, process_) differ, as they should.
+func addFamilies(sum, src map[string]*dto.MetricFamily) []string {
+	var differ []string
 	for name, fam := range src {
 		into, ok := sum[name]
 		if !ok {
@@ -76,9 +81,14 @@ func addFamilies(sum, src map[string]*dto.MetricFamily) {
 				*same.Counter.Value += m.GetCounter().GetValue()
 			case fam.GetType() == dto.MetricType_HISTOGRAM:
 				*same.Histogram.SampleCount += m.GetHistogram().GetSampleCount()
+			case fam.GetType() == dto.MetricType_GAUGE && strings.HasPrefix(name, "emq_") &&
+				same.GetGauge().GetValue() != m.GetGauge().GetValue():
+				differ = append(differ, fmt.Sprintf("%s{%s} = %v and %v", name, labelKey(m),
+					same.GetGauge().GetValue(), m.GetGauge().GetValue()))
 			}
 		}
 	}
+	return differ
 }
 
 // sameLabels is fam's metric with m's labels, or nil.

@@ -287,6 +287,14 @@ func (c *Cluster) Failover(tb testing.TB, key string) (from, to string) {
 	}
 }
 
+// Owner is the address of the master that owns key's slot, once every
+// node agrees on it.
+func (c *Cluster) Owner(key string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), clusterTimeout)
+	defer cancel()
+	return c.ownerOf(ctx, key)
+}
+
 // logOf is the last lines of the log of the node at addr.
 func (c *Cluster) logOf(addr string) string {
 	for _, s := range c.Nodes {
