@@ -261,36 +261,6 @@ func TestLoadConfigReadsOnlyDocumentedVariables(t *testing.T) {
 	}
 }
 
-func TestClusterOptionsKeepsEverySeedAndTheFirstURLsSettings(t *testing.T) {
-	t.Parallel()
-	opts, err := clusterOptions([]string{"redis://u:pw@10.0.0.1:7000?dial_timeout=2s", " redis://10.0.0.2:7001"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(opts.Addrs) != 2 || opts.Addrs[0] != "10.0.0.1:7000" || opts.Addrs[1] != "10.0.0.2:7001" {
-		t.Fatalf("addrs %v, want both seeds", opts.Addrs)
-	}
-	if opts.Username != "u" || opts.Password != "pw" || opts.DialTimeout != 2*time.Second {
-		t.Fatalf("got user %q, dial timeout %v; want the first URL's settings", opts.Username, opts.DialTimeout)
-	}
-}
-
-func TestClusterOptionsRefuseADatabase(t *testing.T) {
-	t.Parallel()
-	for _, urls := range [][]string{
-		{"redis://10.0.0.1:7000/1", "redis://10.0.0.2:7001"},
-		{"redis://10.0.0.1:7000", "redis://10.0.0.2:7001/2"},
-	} {
-		_, err := clusterOptions(urls)
-		if err == nil || !strings.Contains(err.Error(), "only database 0") {
-			t.Errorf("seeds %q: got %v, want a refusal naming database 0", urls, err)
-		}
-	}
-	if _, err := clusterOptions([]string{"redis://10.0.0.1:7000/0", "redis://10.0.0.2:7001/0"}); err != nil {
-		t.Errorf("database 0 refused: %v", err)
-	}
-}
-
 // TestSlowHeadersAreCutOff opens a connection that trickles a request's
 // headers and never ends them: the server must close it after
 // EMQ_HEADER_TIMEOUT rather than hold it forever.

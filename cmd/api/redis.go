@@ -13,6 +13,8 @@ import (
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/echo-mq/echo_mq/internal/redisurl"
 )
 
 // connect returns a client for cfg.RedisURL: one node for one URL, a
@@ -28,20 +30,15 @@ func connect(cfg config, log *slog.Logger) (redis.UniversalClient, func(), error
 	if err != nil {
 		return nil, nil, err
 	}
-	urls := strings.Split(cfg.RedisURL, ",")
-	if len(urls) == 1 {
-		opts, err := redis.ParseURL(strings.TrimSpace(urls[0]))
-		if err != nil {
-			return nil, nil, errBadURL // its text may hold the password
-		}
-		trust(opts.TLSConfig, roots)
-		opts.MaxRetries = noRetries
-		rdb := redis.NewClient(opts)
-		return rdb, func() { _ = rdb.Close() }, nil
-	}
-	opts, err := clusterOptions(urls)
+	node, opts, err := redisurl.Parse(cfg.RedisURL)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, fmt.Errorf("EMQ_REDIS_URL: %w", err)
+	}
+	if node != nil {
+		trust(node.TLSConfig, roots)
+		node.MaxRetries = noRetries
+		rdb := redis.NewClient(node)
+		return rdb, func() { _ = rdb.Close() }, nil
 	}
 	trust(opts.TLSConfig, roots)
 	opts.MaxRetries = noRetries
@@ -104,37 +101,6 @@ func trust(tlsConfig *tls.Config, roots *x509.CertPool) {
 	}
 }
 
-// clusterOptions takes the seed nodes of a Cluster from several URLs. The
-// first URL's credentials, TLS and query options (timeouts, pool size)
-// apply to every node, as go-redis's cluster URL form has it. A database
-// other than 0 is refused: a Cluster has no other, and go-redis would
-// ignore it without a word.
-func clusterOptions(urls []string) (*redis.ClusterOptions, error) {
-	first, err := url.Parse(strings.TrimSpace(urls[0]))
-	if err != nil {
-		return nil, errBadURL
-	}
-	query := first.Query()
-	for i, u := range urls {
-		opts, err := redis.ParseURL(strings.TrimSpace(u))
-		if err != nil {
-			return nil, fmt.Errorf("EMQ_REDIS_URL seed %d: %w", i+1, errBadURL)
-		}
-		if opts.DB != 0 {
-			return nil, fmt.Errorf("EMQ_REDIS_URL seed %d names database %d: a Redis Cluster has only database 0 (use EMQ_PREFIX to keep deployments apart)", i+1, opts.DB)
-		}
-		if i > 0 {
-			query.Add("addr", opts.Addr)
-		}
-	}
-	first.RawQuery = query.Encode()
-	opts, err := redis.ParseClusterURL(first.String())
-	if err != nil {
-		return nil, errBadURL
-	}
-	return opts, nil
-}
-
 // embedded starts the in-process Redis-compatible store, for a machine with
 // no Redis: it keeps everything in memory, so it says so loudly.
 func embedded(log *slog.Logger) (redis.UniversalClient, func(), error) {
@@ -147,10 +113,6 @@ func embedded(log *slog.Logger) (redis.UniversalClient, func(), error) {
 	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr(), MaxRetries: noRetries})
 	return rdb, func() { _ = rdb.Close(); mr.Close() }, nil
 }
-
-// errBadURL refuses an EMQ_REDIS_URL without quoting it: it may hold a
-// password.
-var errBadURL = fmt.Errorf("EMQ_REDIS_URL is not a valid redis:// or rediss:// URL (escape special characters in the password)")
 
 // maskURLs hides the passwords of comma-separated Redis URLs; a URL that
 // does not parse is not shown at all.

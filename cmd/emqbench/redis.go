@@ -4,13 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/url"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/echo-mq/echo_mq/internal/redisurl"
 )
 
 // connect returns a client for -redis as the service makes one for
@@ -18,41 +19,16 @@ import (
 // comma-separated seed URLs. poolSize is per node, so that every goroutine
 // of a run can hold a connection to whichever node its queue lives on.
 func connect(urls string, poolSize int) (redis.UniversalClient, error) {
-	seeds := strings.Split(urls, ",")
-	if len(seeds) == 1 {
-		opts, err := redis.ParseURL(strings.TrimSpace(seeds[0]))
-		if err != nil {
-			return nil, err
-		}
-		opts.PoolSize = poolSize
-		return redis.NewClient(opts), nil
-	}
-	opts, err := clusterOptions(seeds)
+	node, cluster, err := redisurl.Parse(urls)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("-redis: %w", err)
 	}
-	opts.PoolSize = poolSize
-	return redis.NewClusterClient(opts), nil
-}
-
-// clusterOptions takes the seed nodes of a Cluster from several URLs; the
-// first URL's credentials, TLS and query options apply to every node, as
-// in go-redis's cluster URL form (and cmd/api's clusterOptions).
-func clusterOptions(seeds []string) (*redis.ClusterOptions, error) {
-	first, err := url.Parse(strings.TrimSpace(seeds[0]))
-	if err != nil {
-		return nil, err
+	if node != nil {
+		node.PoolSize = poolSize
+		return redis.NewClient(node), nil
 	}
-	query := first.Query()
-	for i, seed := range seeds[1:] {
-		opts, err := redis.ParseURL(strings.TrimSpace(seed))
-		if err != nil {
-			return nil, fmt.Errorf("seed %d: %w", i+2, err)
-		}
-		query.Add("addr", opts.Addr)
-	}
-	first.RawQuery = query.Encode()
-	return redis.ParseClusterURL(first.String())
+	cluster.PoolSize = poolSize
+	return redis.NewClusterClient(cluster), nil
 }
 
 // nodeInfo is one section of INFO from every node: the one node of a plain
