@@ -249,8 +249,16 @@ func TestLongPollManyWaiters(t *testing.T) {
 			}
 			got = append(got, list[0].ID)
 		}
-		if s := h.poolStats(); s.TotalConns > maxConns {
-			t.Errorf("%d connections open while %d claimers wait, want <= %d", s.TotalConns, waiters-jobs, maxConns)
+		// The claims' burst may leave connections that go back to the pool
+		// a moment later (on a busy machine, go-redis dials ahead too); a
+		// design that held one per waiter would keep 180 open.
+		settle := time.Now().Add(5 * time.Second)
+		for s := h.poolStats(); s.TotalConns > maxConns; s = h.poolStats() {
+			if time.Now().After(settle) {
+				t.Errorf("%d connections open while %d claimers wait, want <= %d", s.TotalConns, waiters-jobs, maxConns)
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
 		}
 		h.stop()
 		for range waiters - jobs {
