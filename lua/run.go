@@ -11,7 +11,7 @@ import (
 )
 
 // Script is one of echo_mq's scripts. Its Run never lets go-redis send it
-// twice.
+// again once it may have run.
 type Script struct {
 	src, hash string
 }
@@ -47,9 +47,8 @@ type Processor interface {
 // caller as an error (503 to the client, whose verbs are safe to repeat),
 // on one node as on a Cluster. What Redis answers without running
 // anything is still retried as go-redis does: redirects (MOVED, ASK,
-// READONLY after a failover), a node that cannot be reached (so that the
-// cluster client moves on from a dead master), CLUSTERDOWN, TRYAGAIN,
-// LOADING.
+// READONLY after a failover), a node that cannot be reached, CLUSTERDOWN,
+// TRYAGAIN, LOADING.
 func (s *Script) Run(ctx context.Context, c Processor, keys []string, args ...any) *redis.Cmd {
 	cmd := s.send(ctx, c, "evalsha", s.Hash(), keys, args)
 	if redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
