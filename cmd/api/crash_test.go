@@ -154,6 +154,9 @@ func (c *completions) tokens(id string) []int64 {
 func crashWorker(ctx context.Context, t *testing.T, queueURL string, tally *completions) {
 	for ctx.Err() == nil {
 		a, err := call(ctx, "POST", queueURL+"/claim", `{"lease_ms":1000,"count":5,"wait_ms":500}`)
+		if ctx.Err() != nil {
+			return // the run is over: not a retry
+		}
 		if err != nil || a.Status == 503 {
 			tally.retried.Add(1)
 			time.Sleep(20 * time.Millisecond)
