@@ -1,0 +1,50 @@
+// Proves that `tsc` really checks the client against the spec. Each line
+// under `@ts-expect-error` is wrong against today's api/openapi.yaml and must
+// stay a type error: if a spec change made one valid (a field renamed, a type
+// loosened, a required field made optional, a route renamed), tsc fails with
+// "Unused '@ts-expect-error' directive" and the check script fails with it.
+// The lines without the comment must compile: they fail when a field they use
+// leaves the spec. Nothing here runs.
+
+import createClient from "openapi-fetch";
+import type { ClaimRequest, ExtendRequest, ExtendResponse, FailRequest, Job } from "./client.js";
+import type { paths } from "./schema.js";
+
+// A claim's fields, as the spec names them.
+export const claimRequest: ClaimRequest = { lease_ms: 30000, wait_ms: 10000, count: 1, worker: "w" };
+
+// @ts-expect-error: the lease field is lease_ms, not lease.
+export const claimWithWrongName: ClaimRequest = { lease: 30000 };
+
+// @ts-expect-error: lease_ms is a number, not a string.
+export const claimWithWrongType: ClaimRequest = { lease_ms: "30000" };
+
+// @ts-expect-error: an extend must carry the token that fences it.
+export const extendWithoutToken: ExtendRequest = { lease_ms: 30000 };
+
+// @ts-expect-error: a fail must say what went wrong.
+export const failWithoutError: FailRequest = { token: 42 };
+
+// @ts-expect-error: error is text, not a number.
+export const failWithNumber: FailRequest = { token: 42, error: 500 };
+
+// @ts-expect-error: "running" is not one of the job states.
+export const unknownState: Job["state"] = "running";
+
+// @ts-expect-error: cancel_requested is a boolean.
+export const cancelAsText: ExtendResponse["cancel_requested"] = "yes";
+
+/** Routes and their parameters are checked too. Never called. */
+export async function routesAreChecked(): Promise<void> {
+  const api = createClient<paths>({ baseUrl: "http://127.0.0.1:8080" });
+  await api.POST("/queues/{queue}/jobs/{id}/lease", {
+    params: { path: { queue: "q", id: "j" } },
+    body: { token: 42, lease_ms: 30000 },
+  });
+  // @ts-expect-error: there is no such route (the extend is .../lease).
+  await api.POST("/queues/{queue}/jobs/{id}/extend", { params: { path: { queue: "q", id: "j" } } });
+  // @ts-expect-error: a job's route needs its id.
+  await api.GET("/queues/{queue}/jobs/{id}", { params: { path: { queue: "q" } } });
+  // @ts-expect-error: the cancellation check's token is a number.
+  await api.GET("/queues/{queue}/jobs/{id}/cancellation", { params: { path: { queue: "q", id: "j" }, query: { token: "42" } } });
+}

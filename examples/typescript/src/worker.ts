@@ -1,0 +1,191 @@
+// An echo_mq worker in TypeScript, on the typed client of client.ts: the same
+// loop as examples/node/worker.mjs (examples/README.md describes it). It claims
+// jobs with a long poll, checkpoints each job on a timer while it works,
+// completes or fails it, backs off while the service is unavailable, and on
+// SIGTERM or SIGINT finishes the job in hand and exits 0.
+//
+//   npm run build && node dist/worker.js     (settings: the EMQ_* variables)
+//
+// Put your own work in handle().
+
+import { hostname } from "node:os";
+import { setTimeout as sleep } from "node:timers/promises";
+import { type ClaimedJob, type CompleteRequest, EmqClient, isLost } from "./client.js";
+import { withRetry } from "./retry.js";
+
+const config = {
+  url: (process.env.EMQ_URL || "http://127.0.0.1:8080").replace(/\/+$/, ""),
+  queue: process.env.EMQ_QUEUE || "jobs",
+  apiKey: process.env.EMQ_API_KEY || "",
+  leaseMs: Number(process.env.EMQ_LEASE_MS || 30000),
+  waitMs: Number(process.env.EMQ_WAIT_MS || 10000),
+  worker: process.env.EMQ_WORKER || `typescript-${hostname()}-${process.pid}`,
+};
+
+const log = (line: string): void => console.error(line);
+const client = new EmqClient({ url: config.url, apiKey: config.apiKey });
+
+/** Result is what a complete stores on the job, typed by the spec. */
+type Result = CompleteRequest["result"];
+
+/**
+ * handle does the work of one job and returns its result. This is the
+ * function to replace with your own work.
+ *
+ * The example work: the payload {"ms": N} works for N milliseconds (default
+ * 100) in steps of at most 100 ms, and {"fail": "text"} then fails with that
+ * text. Between two steps is a safe point: signal.throwIfAborted() stops the
+ * work there when the job was cancelled or lost.
+ */
+async function handle(job: ClaimedJob, signal: AbortSignal): Promise<Result> {
+  const payload = job.payload ?? {};
+  const ms = Number(payload.ms ?? 100);
+  let worked = 0;
+  while (worked < ms) {
+    signal.throwIfAborted(); // a safe point
+    const step = Math.min(100, ms - worked);
+    await sleep(step);
+    worked += step;
+  }
+  if (payload.fail) {
+    throw new Error(String(payload.fail));
+  }
+  return { worked_ms: worked, by: "typescript" };
+}
+
+/** The reasons a job's work is stopped early (given to AbortController.abort). */
+class Cancelled extends Error {}
+class Lost extends Error {}
+
+/**
+ * claim asks for one job, waiting up to waitMs for one to come (a long poll).
+ *
+ * A claim already sent is never aborted, not even on SIGTERM: the service may
+ * have leased a job to us by then, and if we dropped the answer nobody would
+ * work that job until its lease lapsed and a sweep recovered it. So the worker
+ * waits for the answer (at most waitMs) and works what it brings. `stopping`
+ * only cuts short a back-off wait, when no claim is in flight.
+ */
+async function claim(stopping: AbortSignal): Promise<ClaimedJob[]> {
+  const request = { lease_ms: config.leaseMs, wait_ms: config.waitMs, worker: config.worker };
+  try {
+    return await withRetry(() => client.claim(config.queue, request), { signal: stopping, log });
+  } catch (err) {
+    if (stopping.aborted) return [];
+    throw err;
+  }
+}
+
+/**
+ * startCheckpoints extends the job's lease every leaseMs/3 while it is worked.
+ * It aborts `work` with Cancelled when an extend says a cancel was requested,
+ * and with Lost when an extend answers 409 EMQSTALE or 404 EMQGONE: the job is
+ * no longer ours, so we stop and report nothing. It returns stop(), which ends
+ * the timer and waits for an extend in flight.
+ */
+function startCheckpoints(job: ClaimedJob, work: AbortController): () => Promise<void> {
+  const done = new AbortController();
+  let inFlight: Promise<void> | null = null;
+  let lost = false;
+
+  async function extend(): Promise<void> {
+    const request = { token: job.token, lease_ms: config.leaseMs };
+    try {
+      const answer = await withRetry(() => client.extend(config.queue, job.id, request), {
+        signal: done.signal,
+        log,
+      });
+      if (answer.cancel_requested && !work.signal.aborted) {
+        work.abort(new Cancelled(answer.cancel_reason ?? ""));
+      }
+    } catch (err) {
+      if (isLost(err)) {
+        lost = true;
+        work.abort(new Lost(String(err)));
+      } else if (!done.signal.aborted) {
+        log(`extend ${job.id}: ${String(err)}`);
+      }
+    }
+  }
+
+  const timer = setInterval(() => {
+    if (inFlight || lost) return; // one extend at a time; none once lost
+    inFlight = extend().finally(() => (inFlight = null));
+  }, config.leaseMs / 3);
+
+  return async function stop(): Promise<void> {
+    clearInterval(timer);
+    done.abort();
+    await inFlight;
+  };
+}
+
+/**
+ * work runs handle() on one claimed job under checkpoints, then reports the
+ * outcome: complete with the result, fail with the error (or "cancelled:
+ * <reason>"), or nothing when the job was lost.
+ */
+async function work(job: ClaimedJob): Promise<void> {
+  log(`claimed ${job.id}`);
+  const abort = new AbortController();
+  const stopCheckpoints = startCheckpoints(job, abort);
+
+  let outcome: { result: Result } | { error: unknown };
+  try {
+    outcome = { result: await handle(job, abort.signal) };
+  } catch (error) {
+    outcome = { error };
+  }
+  await stopCheckpoints();
+
+  const why: unknown = abort.signal.reason;
+  if (why instanceof Lost) {
+    log(`lost ${job.id}`);
+    return;
+  }
+  try {
+    if ("result" in outcome) {
+      // Finished, also when a cancel came too late to stop it.
+      const request = { token: job.token, result: outcome.result };
+      await withRetry(() => client.complete(config.queue, job.id, request), { log });
+      log(`completed ${job.id}`);
+    } else {
+      const cancelled = why instanceof Cancelled;
+      const text = cancelled ? `cancelled: ${why.message}` : errorText(outcome.error);
+      const request = { token: job.token, error: text };
+      await withRetry(() => client.fail(config.queue, job.id, request), { log });
+      log(cancelled ? `cancelled ${job.id}: ${why.message}` : `failed ${job.id}: ${text}`);
+    }
+  } catch (err) {
+    log(isLost(err) ? `lost ${job.id}` : `report ${job.id}: ${String(err)}`);
+  }
+}
+
+/** errorText is what a fail reports of an error: its message. */
+function errorText(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+/** main claims and works jobs until SIGTERM or SIGINT, then finishes the job in hand. */
+async function main(): Promise<void> {
+  const stopping = new AbortController();
+  const stop = (): void => {
+    if (stopping.signal.aborted) return;
+    log("stopping");
+    stopping.abort();
+  };
+  process.on("SIGTERM", stop);
+  process.on("SIGINT", stop);
+
+  while (!stopping.signal.aborted) {
+    for (const job of await claim(stopping.signal)) {
+      await work(job);
+    }
+  }
+  log("stopped");
+}
+
+main().catch((err: unknown) => {
+  log(`worker: ${errorText(err)}`);
+  process.exitCode = 1;
+});
