@@ -1,0 +1,140 @@
+package client
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// DefaultLease is the lease a claim or an extend asks for when none is
+// given: the service's own default.
+const DefaultLease = 30 * time.Second
+
+// Client calls one echo_mq service. It is safe for concurrent use by many
+// goroutines; make one and share it.
+type Client struct {
+	baseURL string
+	http    *http.Client
+	apiKey  string
+}
+
+// Option configures a Client made by New.
+type Option func(*Client)
+
+// WithAPIKey sends key as "Authorization: Bearer <key>" on every request.
+// A worker needs a key of the worker role (or admin).
+func WithAPIKey(key string) Option {
+	return func(c *Client) { c.apiKey = key }
+}
+
+// WithHTTPClient makes the Client send its requests through hc, for a
+// custom transport, TLS settings or tracing. Do not set hc.Timeout shorter
+// than the longest claim wait you use: a long poll is a slow request by
+// design. Each call is bounded by its context instead.
+func WithHTTPClient(hc *http.Client) Option {
+	return func(c *Client) { c.http = hc }
+}
+
+// New returns a client of the service at baseURL, such as
+// "http://127.0.0.1:8080".
+func New(baseURL string, opts ...Option) *Client {
+	c := &Client{baseURL: strings.TrimRight(baseURL, "/"), http: defaultHTTPClient()}
+	for _, opt := range opts {
+		opt(c)
+	}
+	return c
+}
+
+// defaultHTTPClient keeps more idle connections per host than
+// http.DefaultClient's two, so that a worker running several long polls
+// at once reuses its connections instead of dialling again.
+func defaultHTTPClient() *http.Client {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConnsPerHost = 64
+	return &http.Client{Transport: tr}
+}
+
+// jobPath is the path of job id in queue, with suffix after it.
+func jobPath(queue, id, suffix string) string {
+	return queuePath(queue, "/jobs/"+url.PathEscape(id)+suffix)
+}
+
+// queuePath is the path of queue, with suffix after it.
+func queuePath(queue, suffix string) string {
+	return "/queues/" + url.PathEscape(queue) + suffix
+}
+
+// do sends body (nil: none) as JSON to path, and decodes a 2xx answer into
+// out (nil: discard it). It returns the status, and a *Error for any other
+// status.
+func (c *Client) do(ctx context.Context, method, path string, body, out any) (int, error) {
+	req, err := c.newRequest(ctx, method, path, body)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return 0, fmt.Errorf("emq: %s %s: %w", method, path, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return resp.StatusCode, errorOf(resp)
+	}
+	if out == nil {
+		_, err = io.Copy(io.Discard, resp.Body)
+	} else {
+		err = json.NewDecoder(resp.Body).Decode(out)
+	}
+	if err != nil {
+		return resp.StatusCode, fmt.Errorf("emq: %s %s: reading the answer: %w", method, path, err)
+	}
+	return resp.StatusCode, nil
+}
+
+func (c *Client) newRequest(ctx context.Context, method, path string, body any) (*http.Request, error) {
+	var r io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return nil, fmt.Errorf("emq: %s %s: %w", method, path, err)
+		}
+		r = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.baseURL+path, r)
+	if err != nil {
+		return nil, fmt.Errorf("emq: %w", err)
+	}
+	req.Header.Set("Accept", "application/json")
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if c.apiKey != "" {
+		req.Header.Set("Authorization", "Bearer "+c.apiKey)
+	}
+	return req, nil
+}
+
+// marshal turns v into the raw JSON a request carries: nil for a nil v, so
+// that the field is left out; v itself when it is already raw JSON.
+func marshal(v any) (json.RawMessage, error) {
+	switch v := v.(type) {
+	case nil:
+		return nil, nil
+	case json.RawMessage:
+		return v, nil
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("emq: %w", err)
+	}
+	return b, nil
+}
+
+// millis is d in whole milliseconds, as the API counts time.
+func millis(d time.Duration) int64 { return d.Milliseconds() }

@@ -1,0 +1,51 @@
+// Package client is a Go client of echo_mq's HTTP API: typed calls for the
+// worker plane (enqueue, claim, extend, complete, fail, cancel) and Work, a
+// ready worker loop that does what every echo_mq worker should.
+//
+// A producer enqueues jobs:
+//
+//	c := client.New("http://127.0.0.1:8080", client.WithAPIKey(os.Getenv("EMQ_API_KEY")))
+//	job, created, err := c.Enqueue(ctx, "emails", client.EnqueueRequest{
+//		ID:      "welcome-42", // optional: an idempotency key
+//		Payload: map[string]string{"to": "ada@example.com"},
+//	})
+//
+// A worker runs a handler on each job until its context is done:
+//
+//	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+//	defer stop()
+//	err := c.Work(ctx, "emails", func(ctx context.Context, job client.Job) (any, error) {
+//		var p struct{ To string }
+//		if err := json.Unmarshal(job.Payload, &p); err != nil {
+//			return nil, client.Fatal(err) // no point retrying
+//		}
+//		if err := send(ctx, p.To); err != nil {
+//			return nil, err // the job is failed, and retried with backoff
+//		}
+//		return map[string]bool{"sent": true}, nil // the job is completed
+//	}, client.WithConcurrency(4))
+//
+// Work long-polls for jobs, extends each job's lease while its handler
+// runs, completes it with the handler's result or fails it with its error
+// (the service retries it with backoff), and cancels the handler's context
+// when someone cancels the job or the job is lost. It backs off on 503s and
+// connection errors, and on SIGTERM it stops claiming, finishes the jobs in
+// hand and returns nil. See Client.Work for the details.
+//
+// # Errors
+//
+// A refusal of the service is an *Error with the HTTP status and the
+// problem's code, detail and field errors. The common ones match a
+// sentinel with errors.Is: ErrStale (the token no longer holds the job),
+// ErrGone, ErrState, ErrInvalid, ErrUnauthorized, ErrForbidden and
+// ErrUnavailable (any 503; Error.RetryAfter says how long to wait).
+// Retryable tells the errors worth sending again.
+//
+// # Tokens
+//
+// A claim hands each job a Token, which fences every later call on it
+// (Extend, Complete, Fail, Cancellation). A worker whose lease lapsed and
+// whose job was taken back gets ErrStale and must drop the job. Repeating
+// a Complete or Fail that succeeded is answered as the first time, so they
+// are safe to retry.
+package client

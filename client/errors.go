@@ -1,0 +1,164 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Error is a refusal from the service: an answer whose status is not 2xx.
+// The service answers every error as an RFC 9457 problem+json body, whose
+// members it holds; an answer from something else in front of the service
+// (a proxy's 502) has only Status, and a Detail made of its body's start.
+//
+// Test for the common refusals with errors.Is and the sentinels (ErrStale,
+// ErrGone, ...), and read the rest with errors.As:
+//
+//	var e *client.Error
+//	if errors.As(err, &e) && e.Status == http.StatusServiceUnavailable {
+//		time.Sleep(e.RetryAfter)
+//	}
+type Error struct {
+	// Status is the HTTP status code, such as 409.
+	Status int
+	// Code is the problem's machine-readable code, such as "EMQSTALE";
+	// empty when the answer was not a problem.
+	Code string
+	// Title is the problem's short summary, such as "Stale token".
+	Title string
+	// Detail says what happened to this request.
+	Detail string
+	// Instance is the path the problem is about.
+	Instance string
+	// Fields names each invalid field of a refused request (EMQINVALID).
+	Fields []FieldError
+	// RetryAfter is the answer's Retry-After, when it had one (a 503 does):
+	// how long to wait before sending the request again.
+	RetryAfter time.Duration
+}
+
+// FieldError names one invalid field of a request, by its JSON name, and
+// what is wrong with it.
+type FieldError struct {
+	Field   string `json:"field"`
+	Message string `json:"message"`
+}
+
+// The sentinels that errors.Is matches against an *Error, by its code.
+var (
+	// ErrStale: the token is not the current holder's, or the job is no
+	// longer active under it (409 EMQSTALE). Drop the job.
+	ErrStale = errors.New("emq: stale token")
+	// ErrGone: no such job (404 EMQGONE). Drop the job.
+	ErrGone = errors.New("emq: no such job")
+	// ErrState: the verb does not apply in the job's or queue's state, such
+	// as cancelling a completed job (409 EMQSTATE).
+	ErrState = errors.New("emq: not in this state")
+	// ErrInvalid: the request is malformed or fails validation (400
+	// EMQINVALID); Error.Fields says which fields.
+	ErrInvalid = errors.New("emq: invalid request")
+	// ErrUnauthorized: no API key or a wrong one (401 EMQUNAUTHORIZED).
+	ErrUnauthorized = errors.New("emq: unauthorized")
+	// ErrForbidden: the key's role may not do this (403 EMQFORBIDDEN).
+	ErrForbidden = errors.New("emq: forbidden")
+	// ErrUnavailable: any 503, from the service (Redis cannot be reached,
+	// too many waiting claims) or a proxy. Retry after Error.RetryAfter.
+	ErrUnavailable = errors.New("emq: service unavailable")
+)
+
+// sentinelCodes maps each sentinel but ErrUnavailable to its problem code.
+var sentinelCodes = map[error]string{
+	ErrStale:        "EMQSTALE",
+	ErrGone:         "EMQGONE",
+	ErrState:        "EMQSTATE",
+	ErrInvalid:      "EMQINVALID",
+	ErrUnauthorized: "EMQUNAUTHORIZED",
+	ErrForbidden:    "EMQFORBIDDEN",
+}
+
+// Error returns "emq: <status> <code>: <detail>".
+func (e *Error) Error() string {
+	kind := e.Code
+	if kind == "" {
+		kind = http.StatusText(e.Status)
+	}
+	if e.Detail == "" {
+		return fmt.Sprintf("emq: %d %s", e.Status, kind)
+	}
+	return fmt.Sprintf("emq: %d %s: %s", e.Status, kind, e.Detail)
+}
+
+// Is reports whether target is the sentinel of e's code (or ErrUnavailable
+// for a 503), so that errors.Is(err, client.ErrStale) reads as it says.
+func (e *Error) Is(target error) bool {
+	if target == ErrUnavailable {
+		return e.Status == http.StatusServiceUnavailable
+	}
+	code, ok := sentinelCodes[target]
+	return ok && code == e.Code
+}
+
+// Retryable reports whether err is worth sending again after a pause: a
+// 502, 503 or 504 answer, or a request that failed on its way (a refused
+// connection, a reset, a timeout), but not one its context cancelled.
+// Work retries these on its own.
+func Retryable(err error) bool {
+	if errors.Is(err, context.Canceled) {
+		return false
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Status == http.StatusBadGateway || e.Status == http.StatusServiceUnavailable ||
+			e.Status == http.StatusGatewayTimeout
+	}
+	var urlErr *url.Error
+	var netErr net.Error
+	return errors.As(err, &urlErr) || errors.As(err, &netErr) ||
+		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, context.DeadlineExceeded)
+}
+
+// maxDetail bounds how much of a body that is not a problem goes into
+// Error.Detail.
+const maxDetail = 512
+
+// errorOf reads a non-2xx answer into an *Error.
+func errorOf(resp *http.Response) *Error {
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	e := &Error{Status: resp.StatusCode, RetryAfter: retryAfter(resp.Header.Get("Retry-After"))}
+	var p struct {
+		Title    string       `json:"title"`
+		Detail   string       `json:"detail"`
+		Code     string       `json:"code"`
+		Instance string       `json:"instance"`
+		Errors   []FieldError `json:"errors"`
+	}
+	if json.Unmarshal(body, &p) == nil && p.Code != "" {
+		e.Code, e.Title, e.Detail, e.Instance, e.Fields = p.Code, p.Title, p.Detail, p.Instance, p.Errors
+		return e
+	}
+	e.Detail = strings.TrimSpace(string(body[:min(len(body), maxDetail)]))
+	return e
+}
+
+// retryAfter reads a Retry-After header: seconds, or an HTTP date. It is 0
+// when the header is absent or unreadable.
+func retryAfter(v string) time.Duration {
+	if v == "" {
+		return 0
+	}
+	if s, err := strconv.Atoi(v); err == nil {
+		return max(0, time.Duration(s)*time.Second)
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		return max(0, time.Until(t))
+	}
+	return 0
+}

@@ -1,0 +1,119 @@
+package client_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log"
+	"time"
+
+	"github.com/echo-mq/echo_mq/client"
+)
+
+// Enqueue a job with an id of your own: enqueueing the same id again adds
+// nothing, so a producer may safely retry.
+func ExampleClient_Enqueue() {
+	ctx := context.Background()
+	c := client.New(exampleURL()) // the service, such as "http://127.0.0.1:8080"
+
+	job, created, err := c.Enqueue(ctx, "emails", client.EnqueueRequest{
+		ID:      "welcome-42",
+		Payload: map[string]string{"to": "ada@example.com"},
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(job.ID, job.State, created, string(job.Payload))
+
+	again, created, err := c.Enqueue(ctx, "emails", client.EnqueueRequest{ID: "welcome-42"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(again.ID, again.State, created)
+	// Output:
+	// welcome-42 pending true {"to":"ada@example.com"}
+	// welcome-42 pending false
+}
+
+// Work runs a handler on each job of a queue. Here the handler stops the
+// worker after one job; a real worker stops on SIGTERM instead:
+//
+//	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+//
+// Either way, the job in hand is finished and reported before Work returns.
+func ExampleClient_Work() {
+	c := client.New(exampleURL())
+	job, _, err := c.Enqueue(context.Background(), "emails", client.EnqueueRequest{
+		Payload: map[string]string{"to": "ada@example.com"},
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	send := func(ctx context.Context, job client.Job) (any, error) {
+		defer stop() // one job is enough for this example
+		fmt.Println("sending", string(job.Payload))
+		return map[string]bool{"sent": true}, nil
+	}
+	if err := c.Work(ctx, "emails", send, client.WithWait(time.Second)); err != nil {
+		log.Fatal(err)
+	}
+
+	done, err := c.Job(context.Background(), "emails", job.ID)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(done.State, string(done.Result))
+	// Output:
+	// sending {"to":"ada@example.com"}
+	// completed {"sent":true}
+}
+
+// A handler learns that its job was cancelled from its context, at the
+// next extend (every third of the lease); the job ends cancelled when the
+// handler then returns an error.
+func ExampleCancelRequestedError() {
+	c := client.New(exampleURL())
+	job, _, err := c.Enqueue(context.Background(), "reports", client.EnqueueRequest{Payload: "year 2026"})
+	if err != nil {
+		log.Fatal(err)
+	}
+
+	// Someone cancels the job once it runs.
+	started := make(chan struct{})
+	go func() {
+		<-started
+		c.Cancel(context.Background(), "reports", job.ID, client.CancelRequest{Reason: "customer asked"})
+	}()
+
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	report := func(ctx context.Context, job client.Job) (any, error) {
+		defer stop() // one job is enough for this example
+		close(started)
+		select {
+		case <-time.After(time.Minute): // the long work
+			return "the report", nil
+		case <-ctx.Done():
+			var cancel *client.CancelRequestedError
+			if errors.As(context.Cause(ctx), &cancel) {
+				fmt.Println("stopping:", cancel.Reason)
+			}
+			return nil, context.Cause(ctx)
+		}
+	}
+	if err := c.Work(ctx, "reports", report, client.WithLease(time.Second), client.WithWait(time.Second)); err != nil {
+		log.Fatal(err)
+	}
+
+	done, err := c.Job(context.Background(), "reports", job.ID)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(done.State, "-", done.LastError)
+	// Output:
+	// stopping: customer asked
+	// cancelled - cancelled: customer asked
+}

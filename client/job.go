@@ -1,0 +1,52 @@
+package client
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// The states of a job.
+const (
+	StatePending   = "pending"   // waiting to be claimed
+	StateActive    = "active"    // claimed: a worker holds its lease
+	StateDelayed   = "delayed"   // waiting for its run-at (a delay or a retry's backoff)
+	StateCompleted = "completed" // finished with a result
+	StateDead      = "dead"      // failed for good: out of attempts, fatal, or stalled too often
+	StateCancelled = "cancelled" // cancelled before or while it ran
+)
+
+// Job is a job as the service shows it. Payload, Result and Progress are
+// the JSON values that were sent, as they were sent; decode them with
+// json.Unmarshal. A timestamp the job does not have yet is the zero time.
+type Job struct {
+	ID    string `json:"id"`
+	Queue string `json:"queue"`
+	// State is one of the State constants.
+	State    string          `json:"state"`
+	Payload  json.RawMessage `json:"payload"`
+	Result   json.RawMessage `json:"result,omitempty"`
+	Progress json.RawMessage `json:"progress,omitempty"`
+	// Priority is 0 to 9; lower is claimed first.
+	Priority int `json:"priority"`
+	// Attempts counts the claims of the job.
+	Attempts    int `json:"attempts"`
+	MaxAttempts int `json:"max_attempts"`
+	// Stalled counts the times its lease lapsed and a sweep took it back.
+	Stalled   int    `json:"stalled"`
+	LastError string `json:"last_error,omitempty"`
+	// CancelRequested says a cancel was asked for the current attempt.
+	CancelRequested bool   `json:"cancel_requested"`
+	CancelReason    string `json:"cancel_reason,omitempty"`
+	// Worker is the name the last claimer gave.
+	Worker string `json:"worker,omitempty"`
+	// Token fences every call on a claimed job (extend, complete, fail,
+	// cancellation check). Only a claim's answer carries it; it is 0
+	// anywhere else. Treat it as opaque.
+	Token int64 `json:"token,omitempty"`
+
+	CreatedAt      time.Time `json:"created_at,omitzero"`
+	RunAt          time.Time `json:"run_at,omitzero"`
+	StartedAt      time.Time `json:"started_at,omitzero"`
+	LeaseExpiresAt time.Time `json:"lease_expires_at,omitzero"`
+	FinishedAt     time.Time `json:"finished_at,omitzero"`
+}

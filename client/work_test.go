@@ -1,0 +1,367 @@
+package client_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/echo-mq/echo_mq/client"
+	"github.com/echo-mq/echo_mq/internal/redistest"
+)
+
+// Work tests lease for 900 ms (an extend every 300 ms) and wait 300 ms, so
+// that they run fast and still stand a loaded machine.
+var fast = []client.WorkOption{client.WithLease(900 * time.Millisecond), client.WithWait(300 * time.Millisecond)}
+
+func TestWorkCompletesJobs(t *testing.T) {
+	t.Parallel()
+	c, q := newClient(t), redistest.Queue(t)
+	for i := range 6 {
+		enqueue(t, c, q, client.EnqueueRequest{ID: fmt.Sprint("j", i), Payload: i})
+	}
+	stop := startWork(t, c, q, func(ctx context.Context, job client.Job) (any, error) {
+		var n int
+		if err := json.Unmarshal(job.Payload, &n); err != nil {
+			return nil, err
+		}
+		return map[string]int{"double": 2 * n}, nil
+	}, append(fast, client.WithConcurrency(3), client.WithWorker("tester"))...)
+	for i := range 6 {
+		job := waitState(t, c, q, fmt.Sprint("j", i), client.StateCompleted)
+		if want := fmt.Sprintf(`{"double":%d}`, 2*i); string(job.Result) != want || job.Worker != "tester" {
+			t.Errorf("job %s: result %s by %q, want %s by tester", job.ID, job.Result, job.Worker, want)
+		}
+	}
+	if err := stop(); err != nil {
+		t.Fatalf("Work returned %v, want nil after a stop", err)
+	}
+}
+
+func TestWorkFailsJobWithHandlerError(t *testing.T) {
+	t.Parallel()
+	c, q := newClient(t), redistest.Queue(t)
+	// No backoff: the retry is claimable at once.
+	enqueue(t, c, q, client.EnqueueRequest{ID: "j", MaxAttempts: 2, Backoff: &client.Backoff{Fixed: true}})
+	var calls atomic.Int32
+	stop := startWork(t, c, q, func(ctx context.Context, job client.Job) (any, error) {
+		calls.Add(1)
+		return nil, errors.New("smtp timeout")
+	}, fast...)
+	job := waitState(t, c, q, "j", client.StateDead)
+	stop()
+	if job.LastError != "smtp timeout" || job.Attempts != 2 || calls.Load() != 2 {
+		t.Fatalf("dead job %+v after %d calls, want last_error \"smtp timeout\" after 2 attempts", job, calls.Load())
+	}
+}
+
+func TestWorkFatalAndRetryIn(t *testing.T) {
+	t.Parallel()
+	c, q := newClient(t), redistest.Queue(t)
+	// An hour's backoff: only RetryIn brings the job back soon.
+	enqueue(t, c, q, client.EnqueueRequest{ID: "j", MaxAttempts: 5, Backoff: &client.Backoff{Fixed: true, Delay: time.Hour}})
+	stop := startWork(t, c, q, func(ctx context.Context, job client.Job) (any, error) {
+		if job.Attempts == 1 {
+			return nil, client.RetryIn(errors.New("rate limited"), 0)
+		}
+		return nil, client.Fatal(errors.New("bad input"))
+	}, fast...)
+	job := waitState(t, c, q, "j", client.StateDead)
+	stop()
+	if job.Attempts != 2 || job.LastError != "bad input" {
+		t.Fatalf("dead job %+v, want 2 attempts (a retry at once, then fatal) and last_error \"bad input\"", job)
+	}
+}
+
+func TestWorkHandlerPanicFailsJob(t *testing.T) {
+	t.Parallel()
+	c, q := newClient(t), redistest.Queue(t)
+	enqueue(t, c, q, client.EnqueueRequest{ID: "bad", Payload: "panic", MaxAttempts: 1})
+	enqueue(t, c, q, client.EnqueueRequest{ID: "good", Payload: "ok"})
+	stop := startWork(t, c, q, func(ctx context.Context, job client.Job) (any, error) {
+		if string(job.Payload) == `"panic"` {
+			panic("boom")
+		}
+		return "fine", nil
+	}, fast...)
+	bad := waitState(t, c, q, "bad", client.StateDead)
+	waitState(t, c, q, "good", client.StateCompleted) // the loop lived on
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	if bad.LastError != "panic: boom" {
+		t.Fatalf("last_error %q, want \"panic: boom\"", bad.LastError)
+	}
+}
+
+func TestWorkCancelInFlightCancelsHandler(t *testing.T) {
+	t.Parallel()
+	c, q, ctx := newClient(t), redistest.Queue(t), context.Background()
+	enqueue(t, c, q, client.EnqueueRequest{ID: "j"})
+	started := make(chan struct{})
+	causes := make(chan error, 1)
+	stop := startWork(t, c, q, func(ctx context.Context, job client.Job) (any, error) {
+		close(started)
+		<-ctx.Done() // the work: it stops only when told to
+		causes <- context.Cause(ctx)
+		return nil, ctx.Err()
+	}, fast...)
+	<-started
+	if _, requested, err := c.Cancel(ctx, q, "j", client.CancelRequest{Reason: "customer asked"}); err != nil || !requested {
+		t.Fatalf("cancel: requested %v, %v", requested, err)
+	}
+	job := waitState(t, c, q, "j", client.StateCancelled)
+	stop()
+	var cancel *client.CancelRequestedError
+	cause := <-causes
+	if !errors.Is(cause, client.ErrCancelRequested) || !errors.As(cause, &cancel) || cancel.Reason != "customer asked" {
+		t.Fatalf("the handler's context cause is %v, want a cancel request with its reason", cause)
+	}
+	if job.LastError != "cancelled: customer asked" {
+		t.Fatalf("last_error %q, want \"cancelled: customer asked\"", job.LastError)
+	}
+}
+
+func TestWorkLostJobIsNotReported(t *testing.T) {
+	t.Parallel()
+	sent := &requestLog{}
+	c, q := newClient(t, client.WithHTTPClient(&http.Client{Transport: sent})), redistest.Queue(t)
+	enqueue(t, c, q, client.EnqueueRequest{ID: "j"})
+	started := make(chan struct{})
+	causes := make(chan error, 1)
+	stop := startWork(t, c, q, func(ctx context.Context, job client.Job) (any, error) {
+		close(started)
+		<-ctx.Done()
+		causes <- context.Cause(ctx)
+		return "finished anyway", nil
+	}, fast...)
+	<-started
+	// An operator removes the job from under its worker.
+	removeJob(t, serviceURL(t), q, "j")
+	cause := <-causes
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	if !errors.Is(cause, client.ErrLeaseLost) || !errors.Is(cause, client.ErrGone) {
+		t.Fatalf("the handler's context cause is %v, want ErrLeaseLost wrapping ErrGone", cause)
+	}
+	for _, path := range sent.paths() {
+		if strings.HasSuffix(path, "/complete") || strings.HasSuffix(path, "/fail") {
+			t.Fatalf("Work reported the lost job: %s", path)
+		}
+	}
+}
+
+func TestWorkExtendsLeaseWhileHandlerRuns(t *testing.T) {
+	t.Parallel()
+	c, q := newClient(t), redistest.Queue(t)
+	enqueue(t, c, q, client.EnqueueRequest{ID: "slow"})
+	// The handler runs for three leases; without extends the reaper (every
+	// 200 ms) would take the job back and the complete would be stale.
+	stop := startWork(t, c, q, func(ctx context.Context, job client.Job) (any, error) {
+		select {
+		case <-time.After(2700 * time.Millisecond):
+			return "done", nil
+		case <-ctx.Done():
+			return nil, context.Cause(ctx)
+		}
+	}, fast...)
+	job := waitState(t, c, q, "slow", client.StateCompleted)
+	stop()
+	if job.Attempts != 1 || job.Stalled != 0 {
+		t.Fatalf("job %+v, want completed on its first attempt, never stalled", job)
+	}
+}
+
+func TestWorkProgress(t *testing.T) {
+	t.Parallel()
+	c, q := newClient(t), redistest.Queue(t)
+	enqueue(t, c, q, client.EnqueueRequest{ID: "j"})
+	stop := startWork(t, c, q, func(ctx context.Context, job client.Job) (any, error) {
+		if err := client.Progress(ctx, map[string]int{"pct": 50}); err != nil {
+			return nil, err
+		}
+		// Hold the job until the progress shows, so that the test sees it.
+		for ctx.Err() == nil {
+			if now, err := c.Job(ctx, q, job.ID); err == nil && string(now.Progress) == `{"pct":50}` {
+				return "seen", nil
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		return nil, ctx.Err()
+	}, client.WithLease(time.Minute), client.WithWait(300*time.Millisecond))
+	// With a minute's lease the first timed extend is 20 s away: only
+	// Progress's own extend can store the progress in time.
+	job := waitState(t, c, q, "j", client.StateCompleted)
+	stop()
+	if string(job.Result) != `"seen"` {
+		t.Fatalf("result %s, want \"seen\"", job.Result)
+	}
+	if err := client.Progress(context.Background(), 1); err == nil {
+		t.Fatal("Progress outside a handler succeeded, want an error")
+	}
+}
+
+func TestWorkStopFinishesJobInHand(t *testing.T) {
+	t.Parallel()
+	c, q := newClient(t), redistest.Queue(t)
+	enqueue(t, c, q, client.EnqueueRequest{ID: "first"})
+	started := make(chan struct{})
+	handlerErr := make(chan error, 1)
+	stop := startWork(t, c, q, func(ctx context.Context, job client.Job) (any, error) {
+		close(started)
+		time.Sleep(500 * time.Millisecond)
+		handlerErr <- ctx.Err()
+		return "finished", nil
+	}, fast...)
+	<-started
+	enqueue(t, c, q, client.EnqueueRequest{ID: "second"})
+	if err := stop(); err != nil {
+		t.Fatalf("Work returned %v, want nil", err)
+	}
+	if err := <-handlerErr; err != nil {
+		t.Fatalf("the handler's context ended with %v on stop, want it left to finish", err)
+	}
+	if job := getJob(t, c, q, "first"); job.State != client.StateCompleted {
+		t.Fatalf("the job in hand is %s after the stop, want completed", job.State)
+	}
+	if job := getJob(t, c, q, "second"); job.State != client.StatePending {
+		t.Fatalf("the job enqueued before the stop is %s, want pending: Work claimed after the stop", job.State)
+	}
+}
+
+func TestWorkStopKeepsClaimInFlight(t *testing.T) {
+	t.Parallel()
+	claimSent := make(chan struct{}, 1)
+	hc := &http.Client{Transport: &requestLog{onClaim: func() {
+		select {
+		case claimSent <- struct{}{}:
+		default:
+		}
+	}}}
+	c, q := newClient(t, client.WithHTTPClient(hc)), redistest.Queue(t)
+	stop := startWork(t, c, q, func(ctx context.Context, job client.Job) (any, error) {
+		return "worked", nil
+	}, client.WithLease(900*time.Millisecond), client.WithWait(3*time.Second))
+	<-claimSent
+	// The stop comes while the claim waits; the job comes after it. The
+	// claim must not be cut short: the job it brings is worked, not
+	// stranded as active until its lease lapses.
+	stopped := make(chan error, 1)
+	go func() { stopped <- stop() }()
+	time.Sleep(50 * time.Millisecond)
+	enqueue(t, c, q, client.EnqueueRequest{ID: "late"})
+	if err := <-stopped; err != nil {
+		t.Fatal(err)
+	}
+	if job := getJob(t, c, q, "late"); job.State != client.StateCompleted || string(job.Result) != `"worked"` {
+		t.Fatalf("the job the claim in flight brought is %s (%s), want completed", job.State, job.Result)
+	}
+}
+
+func TestWorkReturnsClaimRefusal(t *testing.T) {
+	t.Parallel()
+	c := newClient(t)
+	err := c.Work(context.Background(), "no spaces allowed", func(ctx context.Context, job client.Job) (any, error) {
+		return nil, nil
+	}, fast...)
+	if !errors.Is(err, client.ErrInvalid) {
+		t.Fatalf("Work on an invalid queue name returned %v, want ErrInvalid", err)
+	}
+}
+
+// startWork runs Work in the background and returns a function that stops
+// it and returns what Work returned. The test fails if Work has not
+// returned within 10 s of the stop.
+func startWork(tb testing.TB, c *client.Client, queue string, h client.Handler, opts ...client.WorkOption) (stop func() error) {
+	tb.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- c.Work(ctx, queue, h, opts...) }()
+	var once sync.Once
+	var err error
+	stop = func() error {
+		once.Do(func() {
+			cancel()
+			select {
+			case err = <-done:
+			case <-time.After(10 * time.Second):
+				err = errors.New("Work did not return within 10 s of its stop")
+			}
+		})
+		return err
+	}
+	tb.Cleanup(func() { stop() })
+	return stop
+}
+
+// waitState polls the job until it is in state, and returns it. It fails
+// the test after 10 s.
+func waitState(tb testing.TB, c *client.Client, queue, id, state string) client.Job {
+	tb.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		job, err := c.Job(context.Background(), queue, id)
+		if err == nil && job.State == state {
+			return job
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("job %s is %q (%v) after 10 s, want %s", id, job.State, err, state)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func getJob(tb testing.TB, c *client.Client, queue, id string) client.Job {
+	tb.Helper()
+	job, err := c.Job(context.Background(), queue, id)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return job
+}
+
+// removeJob deletes a job, even an active one, as an operator may: the
+// client has no operator calls.
+func removeJob(tb testing.TB, base, queue, id string) {
+	tb.Helper()
+	req, _ := http.NewRequest(http.MethodDelete, base+"/queues/"+queue+"/jobs/"+id+"?force=true", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		tb.Fatalf("remove %s: status %d", id, resp.StatusCode)
+	}
+}
+
+// requestLog is a transport that records the paths it sends, and calls
+// onClaim when it sends a claim.
+type requestLog struct {
+	mu      sync.Mutex
+	sent    []string
+	onClaim func()
+}
+
+func (l *requestLog) RoundTrip(req *http.Request) (*http.Response, error) {
+	l.mu.Lock()
+	l.sent = append(l.sent, req.URL.Path)
+	l.mu.Unlock()
+	if l.onClaim != nil && strings.HasSuffix(req.URL.Path, "/claim") {
+		l.onClaim()
+	}
+	return http.DefaultTransport.RoundTrip(req)
+}
+
+func (l *requestLog) paths() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]string(nil), l.sent...)
+}
