@@ -77,11 +77,11 @@ func TestWorkBacksOffAndRetries(t *testing.T) {
 	direct := newClient(t)
 	enqueue(t, direct, q, client.EnqueueRequest{ID: "j"})
 	proxy, proxyURL := newFlakyProxy(t, serviceURL(t))
-	stop := startWork(t, client.New(proxyURL), q, func(ctx context.Context, job client.Job) (any, error) {
+	w := startWork(t, client.New(proxyURL), q, func(ctx context.Context, job client.Job) (any, error) {
 		return "through", nil
 	}, fast...)
 	job := waitState(t, direct, q, "j", client.StateCompleted)
-	if err := stop(); err != nil {
+	if err := w.stop(); err != nil {
 		t.Fatal(err)
 	}
 	if string(job.Result) != `"through"` || job.Attempts != 1 {

@@ -26,7 +26,7 @@ func TestWorkCompletesJobs(t *testing.T) {
 	for i := range 6 {
 		enqueue(t, c, q, client.EnqueueRequest{ID: fmt.Sprint("j", i), Payload: i})
 	}
-	stop := startWork(t, c, q, func(ctx context.Context, job client.Job) (any, error) {
+	w := startWork(t, c, q, func(ctx context.Context, job client.Job) (any, error) {
 		var n int
 		if err := json.Unmarshal(job.Payload, &n); err != nil {
 			return nil, err
@@ -39,7 +39,7 @@ func TestWorkCompletesJobs(t *testing.T) {
 			t.Errorf("job %s: result %s by %q, want %s by tester", job.ID, job.Result, job.Worker, want)
 		}
 	}
-	if err := stop(); err != nil {
+	if err := w.stop(); err != nil {
 		t.Fatalf("Work returned %v, want nil after a stop", err)
 	}
 }
@@ -50,12 +50,12 @@ func TestWorkFailsJobWithHandlerError(t *testing.T) {
 	// No backoff: the retry is claimable at once.
 	enqueue(t, c, q, client.EnqueueRequest{ID: "j", MaxAttempts: 2, Backoff: &client.Backoff{Fixed: true}})
 	var calls atomic.Int32
-	stop := startWork(t, c, q, func(ctx context.Context, job client.Job) (any, error) {
+	w := startWork(t, c, q, func(ctx context.Context, job client.Job) (any, error) {
 		calls.Add(1)
 		return nil, errors.New("smtp timeout")
 	}, fast...)
 	job := waitState(t, c, q, "j", client.StateDead)
-	stop()
+	w.stop()
 	if job.LastError != "smtp timeout" || job.Attempts != 2 || calls.Load() != 2 {
 		t.Fatalf("dead job %+v after %d calls, want last_error \"smtp timeout\" after 2 attempts", job, calls.Load())
 	}
@@ -66,14 +66,14 @@ func TestWorkFatalAndRetryIn(t *testing.T) {
 	c, q := newClient(t), redistest.Queue(t)
 	// An hour's backoff: only RetryIn brings the job back soon.
 	enqueue(t, c, q, client.EnqueueRequest{ID: "j", MaxAttempts: 5, Backoff: &client.Backoff{Fixed: true, Delay: time.Hour}})
-	stop := startWork(t, c, q, func(ctx context.Context, job client.Job) (any, error) {
+	w := startWork(t, c, q, func(ctx context.Context, job client.Job) (any, error) {
 		if job.Attempts == 1 {
 			return nil, client.RetryIn(errors.New("rate limited"), 0)
 		}
 		return nil, client.Fatal(errors.New("bad input"))
 	}, fast...)
 	job := waitState(t, c, q, "j", client.StateDead)
-	stop()
+	w.stop()
 	if job.Attempts != 2 || job.LastError != "bad input" {
 		t.Fatalf("dead job %+v, want 2 attempts (a retry at once, then fatal) and last_error \"bad input\"", job)
 	}
@@ -84,7 +84,7 @@ func TestWorkHandlerPanicFailsJob(t *testing.T) {
 	c, q := newClient(t), redistest.Queue(t)
 	enqueue(t, c, q, client.EnqueueRequest{ID: "bad", Payload: "panic", MaxAttempts: 1})
 	enqueue(t, c, q, client.EnqueueRequest{ID: "good", Payload: "ok"})
-	stop := startWork(t, c, q, func(ctx context.Context, job client.Job) (any, error) {
+	w := startWork(t, c, q, func(ctx context.Context, job client.Job) (any, error) {
 		if string(job.Payload) == `"panic"` {
 			panic("boom")
 		}
@@ -92,7 +92,7 @@ func TestWorkHandlerPanicFailsJob(t *testing.T) {
 	}, fast...)
 	bad := waitState(t, c, q, "bad", client.StateDead)
 	waitState(t, c, q, "good", client.StateCompleted) // the loop lived on
-	if err := stop(); err != nil {
+	if err := w.stop(); err != nil {
 		t.Fatal(err)
 	}
 	if bad.LastError != "panic: boom" {
@@ -106,7 +106,7 @@ func TestWorkCancelInFlightCancelsHandler(t *testing.T) {
 	enqueue(t, c, q, client.EnqueueRequest{ID: "j"})
 	started := make(chan struct{})
 	causes := make(chan error, 1)
-	stop := startWork(t, c, q, func(ctx context.Context, job client.Job) (any, error) {
+	w := startWork(t, c, q, func(ctx context.Context, job client.Job) (any, error) {
 		close(started)
 		<-ctx.Done() // the work: it stops only when told to
 		causes <- context.Cause(ctx)
@@ -117,7 +117,7 @@ func TestWorkCancelInFlightCancelsHandler(t *testing.T) {
 		t.Fatalf("cancel: requested %v, %v", requested, err)
 	}
 	job := waitState(t, c, q, "j", client.StateCancelled)
-	stop()
+	w.stop()
 	var cancel *client.CancelRequestedError
 	cause := <-causes
 	if !errors.Is(cause, client.ErrCancelRequested) || !errors.As(cause, &cancel) || cancel.Reason != "customer asked" {
@@ -135,7 +135,7 @@ func TestWorkLostJobIsNotReported(t *testing.T) {
 	enqueue(t, c, q, client.EnqueueRequest{ID: "j"})
 	started := make(chan struct{})
 	causes := make(chan error, 1)
-	stop := startWork(t, c, q, func(ctx context.Context, job client.Job) (any, error) {
+	w := startWork(t, c, q, func(ctx context.Context, job client.Job) (any, error) {
 		close(started)
 		<-ctx.Done()
 		causes <- context.Cause(ctx)
@@ -145,7 +145,7 @@ func TestWorkLostJobIsNotReported(t *testing.T) {
 	// An operator removes the job from under its worker.
 	removeJob(t, serviceURL(t), q, "j")
 	cause := <-causes
-	if err := stop(); err != nil {
+	if err := w.stop(); err != nil {
 		t.Fatal(err)
 	}
 	if !errors.Is(cause, client.ErrLeaseLost) || !errors.Is(cause, client.ErrGone) {
@@ -164,7 +164,7 @@ func TestWorkExtendsLeaseWhileHandlerRuns(t *testing.T) {
 	enqueue(t, c, q, client.EnqueueRequest{ID: "slow"})
 	// The handler runs for three leases; without extends the reaper (every
 	// 200 ms) would take the job back and the complete would be stale.
-	stop := startWork(t, c, q, func(ctx context.Context, job client.Job) (any, error) {
+	w := startWork(t, c, q, func(ctx context.Context, job client.Job) (any, error) {
 		select {
 		case <-time.After(2700 * time.Millisecond):
 			return "done", nil
@@ -173,7 +173,7 @@ func TestWorkExtendsLeaseWhileHandlerRuns(t *testing.T) {
 		}
 	}, fast...)
 	job := waitState(t, c, q, "slow", client.StateCompleted)
-	stop()
+	w.stop()
 	if job.Attempts != 1 || job.Stalled != 0 {
 		t.Fatalf("job %+v, want completed on its first attempt, never stalled", job)
 	}
@@ -183,7 +183,7 @@ func TestWorkProgress(t *testing.T) {
 	t.Parallel()
 	c, q := newClient(t), redistest.Queue(t)
 	enqueue(t, c, q, client.EnqueueRequest{ID: "j"})
-	stop := startWork(t, c, q, func(ctx context.Context, job client.Job) (any, error) {
+	w := startWork(t, c, q, func(ctx context.Context, job client.Job) (any, error) {
 		if err := client.Progress(ctx, map[string]int{"pct": 50}); err != nil {
 			return nil, err
 		}
@@ -199,7 +199,7 @@ func TestWorkProgress(t *testing.T) {
 	// With a minute's lease the first timed extend is 20 s away: only
 	// Progress's own extend can store the progress in time.
 	job := waitState(t, c, q, "j", client.StateCompleted)
-	stop()
+	w.stop()
 	if string(job.Result) != `"seen"` {
 		t.Fatalf("result %s, want \"seen\"", job.Result)
 	}
@@ -212,17 +212,19 @@ func TestWorkStopFinishesJobInHand(t *testing.T) {
 	t.Parallel()
 	c, q := newClient(t), redistest.Queue(t)
 	enqueue(t, c, q, client.EnqueueRequest{ID: "first"})
-	started := make(chan struct{})
+	started, release := make(chan struct{}), make(chan struct{})
 	handlerErr := make(chan error, 1)
-	stop := startWork(t, c, q, func(ctx context.Context, job client.Job) (any, error) {
+	w := startWork(t, c, q, func(ctx context.Context, job client.Job) (any, error) {
 		close(started)
-		time.Sleep(500 * time.Millisecond)
+		<-release
 		handlerErr <- ctx.Err()
 		return "finished", nil
 	}, fast...)
 	<-started
 	enqueue(t, c, q, client.EnqueueRequest{ID: "second"})
-	if err := stop(); err != nil {
+	w.cancel() // the stop comes while the first job runs
+	close(release)
+	if err := w.wait(); err != nil {
 		t.Fatalf("Work returned %v, want nil", err)
 	}
 	if err := <-handlerErr; err != nil {
@@ -246,18 +248,16 @@ func TestWorkStopKeepsClaimInFlight(t *testing.T) {
 		}
 	}}}
 	c, q := newClient(t, client.WithHTTPClient(hc)), redistest.Queue(t)
-	stop := startWork(t, c, q, func(ctx context.Context, job client.Job) (any, error) {
+	w := startWork(t, c, q, func(ctx context.Context, job client.Job) (any, error) {
 		return "worked", nil
 	}, client.WithLease(900*time.Millisecond), client.WithWait(3*time.Second))
 	<-claimSent
 	// The stop comes while the claim waits; the job comes after it. The
 	// claim must not be cut short: the job it brings is worked, not
 	// stranded as active until its lease lapses.
-	stopped := make(chan error, 1)
-	go func() { stopped <- stop() }()
-	time.Sleep(50 * time.Millisecond)
+	w.cancel()
 	enqueue(t, c, q, client.EnqueueRequest{ID: "late"})
-	if err := <-stopped; err != nil {
+	if err := w.wait(); err != nil {
 		t.Fatal(err)
 	}
 	if job := getJob(t, c, q, "late"); job.State != client.StateCompleted || string(job.Result) != `"worked"` {
@@ -276,29 +276,39 @@ func TestWorkReturnsClaimRefusal(t *testing.T) {
 	}
 }
 
-// startWork runs Work in the background and returns a function that stops
-// it and returns what Work returned. The test fails if Work has not
-// returned within 10 s of the stop.
-func startWork(tb testing.TB, c *client.Client, queue string, h client.Handler, opts ...client.WorkOption) (stop func() error) {
+// working is a call of Work running in the background.
+type working struct {
+	cancel context.CancelFunc
+	done   chan error
+}
+
+// startWork runs Work in the background until the test stops it (or
+// ends).
+func startWork(tb testing.TB, c *client.Client, queue string, h client.Handler, opts ...client.WorkOption) *working {
 	tb.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- c.Work(ctx, queue, h, opts...) }()
-	var once sync.Once
-	var err error
-	stop = func() error {
-		once.Do(func() {
-			cancel()
-			select {
-			case err = <-done:
-			case <-time.After(10 * time.Second):
-				err = errors.New("Work did not return within 10 s of its stop")
-			}
-		})
+	w := &working{cancel: cancel, done: make(chan error, 1)}
+	go func() { w.done <- c.Work(ctx, queue, h, opts...) }()
+	tb.Cleanup(func() { w.stop() })
+	return w
+}
+
+// stop tells Work to stop and returns what it returned.
+func (w *working) stop() error {
+	w.cancel()
+	return w.wait()
+}
+
+// wait returns what Work returned, or an error if it has not returned
+// within 10 s. It may be called more than once.
+func (w *working) wait() error {
+	select {
+	case err := <-w.done:
+		w.done <- err // for the next wait
 		return err
+	case <-time.After(10 * time.Second):
+		return errors.New("Work did not return within 10 s")
 	}
-	tb.Cleanup(func() { stop() })
-	return stop
 }
 
 // waitState polls the job until it is in state, and returns it. It fails
