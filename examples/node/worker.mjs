@@ -180,12 +180,11 @@ async function work(job) {
   const abort = new AbortController();
   const stopCheckpoints = startCheckpoints(job, jobPath, abort);
 
-  let result;
-  let error;
+  let outcome;
   try {
-    result = await handle(job, abort.signal);
-  } catch (err) {
-    error = err;
+    outcome = { result: await handle(job, abort.signal) };
+  } catch (error) {
+    outcome = { error };
   }
   await stopCheckpoints();
 
@@ -194,12 +193,12 @@ async function work(job) {
     log(`lost ${job.id}`);
     return;
   }
-  if (error === undefined) {
+  if ("result" in outcome) {
     // Finished, also when a cancel came too late to stop it.
-    const res = await call("POST", `${jobPath}/complete`, { token: job.token, result });
+    const res = await call("POST", `${jobPath}/complete`, { token: job.token, result: outcome.result });
     report(job, res, `completed ${job.id}`);
   } else {
-    const text = why instanceof Cancelled ? `cancelled: ${why.message}` : errorText(error);
+    const text = why instanceof Cancelled ? `cancelled: ${why.message}` : errorText(outcome.error);
     const res = await call("POST", `${jobPath}/fail`, { token: job.token, error: text });
     const line = why instanceof Cancelled ? `cancelled ${job.id}: ${why.message}` : `failed ${job.id}: ${text}`;
     report(job, res, line);
