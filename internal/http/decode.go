@@ -8,6 +8,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"net/url"
 	"reflect"
 	"strconv"
 	"strings"
@@ -228,7 +229,7 @@ func fieldMessage(fe validator.FieldError) string {
 
 // queueParam reads and validates the {queue} path parameter.
 func queueParam(r *http.Request) (string, error) {
-	queue := chi.URLParam(r, "queue")
+	queue := pathParam(r, "queue")
 	if !keyspace.ValidQueueName(queue) {
 		return "", invalid("invalid queue name", FieldError{Field: "queue",
 			Message: "must be 1 to 100 characters of A-Z a-z 0-9 . _ -"})
@@ -236,12 +237,24 @@ func queueParam(r *http.Request) (string, error) {
 	return queue, nil
 }
 
+// pathParam is the path parameter name, percent-decoded: chi matches the
+// escaped path, and clients escape characters such as ':' in a job id
+// (JavaScript's encodeURIComponent, Python's quote with safe=""). A bad
+// escape is kept as sent, so that validation refuses it.
+func pathParam(r *http.Request, name string) string {
+	raw := chi.URLParam(r, name)
+	if v, err := url.PathUnescape(raw); err == nil {
+		return v
+	}
+	return raw
+}
+
 // jobParams reads and validates the {queue} and {id} path parameters.
 func jobParams(r *http.Request) (queue, id string, err error) {
 	if queue, err = queueParam(r); err != nil {
 		return "", "", err
 	}
-	id = chi.URLParam(r, "id")
+	id = pathParam(r, "id")
 	if !keyspace.ValidJobID(id) {
 		return "", "", invalid("invalid job id", FieldError{Field: "id",
 			Message: `must be 1 to 128 characters of A-Z a-z 0-9 . _ : - and not "batch"`})

@@ -143,7 +143,7 @@ func (s *server) writeProblem(w http.ResponseWriter, r *http.Request, err error)
 		p = newProblem(CodeUnavailable, "the request was cancelled")
 		s.log.Debug("Request cancelled by the client", "path", r.URL.Path)
 	case code == CodeStale && s.cfg.Metrics != nil:
-		s.cfg.Metrics.StaleRefusal(chi.URLParam(r, "queue"))
+		s.cfg.Metrics.StaleRefusal(pathParam(r, "queue"))
 	case code == CodeInternal:
 		p.Detail = "internal error"
 		s.log.Error("Request failed", "error", err, "method", r.Method, "path", r.URL.Path,
