@@ -4,7 +4,7 @@
 // caller) is checked against the new spec by `tsc`. openapi-fetch does the
 // requests; this file adds one method per verb and turns refusals into EmqError.
 
-import createClient, { defaultPathSerializer } from "openapi-fetch";
+import createClient from "openapi-fetch";
 import type { components, paths } from "./schema.js";
 
 type Schemas = components["schemas"];
@@ -79,7 +79,6 @@ export class EmqClient {
     this.api = createClient<paths>({
       baseUrl: options.url,
       headers: options.apiKey ? { Authorization: `Bearer ${options.apiKey}` } : {},
-      pathSerializer: keepColons,
     });
   }
 
@@ -185,13 +184,4 @@ function claimed(job: Job): ClaimedJob {
     throw new Error(`a claim answered a job without id or token: ${JSON.stringify(job)}`);
   }
   return { ...job, id: job.id, token: job.token };
-}
-
-/**
- * keepColons builds the URL path as openapi-fetch does, but leaves ":" as it
- * is: job ids may hold ":" and the service matches path segments as sent,
- * so "a%3Ab" would not name the job "a:b".
- */
-function keepColons(pathname: string, params: Record<string, unknown>): string {
-  return defaultPathSerializer(pathname, params).replaceAll("%3A", ":");
 }
