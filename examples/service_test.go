@@ -1,0 +1,212 @@
+package examples
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/echo-mq/echo_mq/internal/redistest"
+)
+
+// serviceBin is the service binary TestMain builds once for every test.
+var serviceBin string
+
+// buildService builds cmd/api into dir.
+func buildService(dir string) (string, error) {
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
+	}
+	bin := filepath.Join(dir, "emq")
+	cmd := exec.Command(goBin, "build", "-o", bin, "github.com/echo-mq/echo_mq/cmd/api")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build ./cmd/api: %v\n%s", err, out)
+	}
+	return bin, nil
+}
+
+// service is the service binary running on a loopback port of its own,
+// against the redis-server TestMain started.
+type service struct {
+	base string // http://127.0.0.1:port
+	log  string // the file its output goes to
+}
+
+// startService runs the service and waits until /healthz answers. It is
+// killed when the test ends.
+func startService(t *testing.T) *service {
+	t.Helper()
+	addr := net.JoinHostPort("127.0.0.1", fmt.Sprint(loopbackPort(t)))
+	s := &service{base: "http://" + addr, log: filepath.Join(t.TempDir(), "service.log")}
+	logFile, err := os.Create(s.log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logFile.Close()
+	cmd := exec.Command(serviceBin)
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "EMQ_ADDR=" + addr,
+		"EMQ_REDIS_URL=redis://" + redistest.Addr() + "/0", "EMQ_PREFIX=examples",
+		"EMQ_SWEEP_INTERVAL=200ms", "EMQ_LOG_LEVEL=warn"}
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.SysProcAttr = ownGroup()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { cmd.Wait(); close(done) }()
+	t.Cleanup(func() { cmd.Process.Kill(); <-done })
+
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		if a, err := call("GET", s.base+"/healthz", ""); err == nil && a.status == 200 {
+			return s
+		}
+		select {
+		case <-done:
+			t.Fatalf("the service exited before answering: %v\n%s", cmd.ProcessState, readFile(s.log))
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the service did not answer /healthz within 15 s\n%s", readFile(s.log))
+		}
+	}
+}
+
+// job is the part of a job's JSON the tests look at.
+type job struct {
+	ID        string          `json:"id"`
+	State     string          `json:"state"`
+	Payload   json.RawMessage `json:"payload"`
+	Result    json.RawMessage `json:"result"`
+	LastError string          `json:"last_error"`
+	Stalled   int             `json:"stalled"`
+	Worker    string          `json:"worker"`
+}
+
+// enqueue posts body to the queue's jobs and returns the new job's id.
+func (s *service) enqueue(t *testing.T, queue, body string) string {
+	t.Helper()
+	var j job
+	s.mustCall(t, "POST", "/queues/"+queue+"/jobs", body, 201, &j)
+	return j.ID
+}
+
+// job reads one job; it fails the test unless the answer is 200.
+func (s *service) job(t *testing.T, queue, id string) job {
+	t.Helper()
+	var j job
+	s.mustCall(t, "GET", "/queues/"+queue+"/jobs/"+id, "", 200, &j)
+	return j
+}
+
+// rawJob reads one job's JSON as the service answers it, for a failure
+// message; it never fails the test.
+func (s *service) rawJob(queue, id string) string {
+	a, err := call("GET", s.base+"/queues/"+queue+"/jobs/"+id, "")
+	if err != nil {
+		return err.Error()
+	}
+	return a.String()
+}
+
+// waitState waits until the job is in state, and returns it.
+func (s *service) waitState(t *testing.T, queue, id, state string, limit time.Duration) job {
+	t.Helper()
+	var j job
+	eventually(t, limit, fmt.Sprintf("job %s %s", id, state), func() bool {
+		j = s.job(t, queue, id)
+		return j.State == state
+	})
+	return j
+}
+
+// mustCall sends method path with body and fails the test unless the
+// answer has status; it decodes the answer into out when out is not nil.
+func (s *service) mustCall(t *testing.T, method, path, body string, status int, out any) {
+	t.Helper()
+	a, err := call(method, s.base+path, body)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	if a.status != status {
+		t.Fatalf("%s %s: got %s, want status %d", method, path, a, status)
+	}
+	if out != nil {
+		if err := json.Unmarshal(a.body, out); err != nil {
+			t.Fatalf("%s %s: decode %s: %v", method, path, a, err)
+		}
+	}
+}
+
+// answer is an HTTP answer of the service.
+type answer struct {
+	status int
+	body   []byte
+}
+
+func (a answer) String() string { return fmt.Sprintf("%d %s", a.status, bytes.TrimSpace(a.body)) }
+
+var client = &http.Client{Timeout: 30 * time.Second}
+
+// call sends method url with a JSON body ("" for none) and reads the whole
+// answer. It fails only on a transport error.
+func call(method, url, body string) (answer, error) {
+	req, err := http.NewRequestWithContext(context.Background(), method, url, strings.NewReader(body))
+	if err != nil {
+		return answer{}, err
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return answer{}, err
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	return answer{status: resp.StatusCode, body: raw}, err
+}
+
+// eventually polls check until it reports true, and fails the test with
+// what if it has not within limit.
+func eventually(t *testing.T, limit time.Duration, what string, check func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for !check() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %s", what, limit)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// loopbackPort returns a port free on 127.0.0.1 a moment ago.
+func loopbackPort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// readFile returns a file's text, or why it could not be read.
+func readFile(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	return string(b)
+}

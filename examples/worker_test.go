@@ -1,0 +1,171 @@
+package examples
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// language is one folder of example workers and how to run them.
+type language struct {
+	name     string   // the folder, and the "by" of its results
+	tools    []string // the commands it needs on PATH
+	worker   []string // the worker's command, run in the folder
+	producer []string // the producer's command, run in the folder
+}
+
+var languages = []language{
+	{name: "python", tools: []string{"python3"},
+		worker: []string{"python3", "worker.py"}, producer: []string{"python3", "producer.py"}},
+	{name: "node", tools: []string{"node"},
+		worker: []string{"node", "worker.mjs"}, producer: []string{"node", "producer.mjs"}},
+	{name: "shell", tools: []string{"sh", "curl", "jq"},
+		worker: []string{"sh", "worker.sh"}, producer: []string{"sh", "producer.sh"}},
+}
+
+// requireTools fails the test, never skips it, when a tool is missing: CI
+// must run every example.
+func (l language) requireTools(t *testing.T) {
+	t.Helper()
+	for _, tool := range l.tools {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Fatalf("the %s examples need %s, which is not on PATH: install it (apt-get install -y %s)",
+				l.name, tool, aptPackage(tool))
+		}
+	}
+}
+
+func aptPackage(tool string) string {
+	switch tool {
+	case "python3":
+		return "python3"
+	case "node":
+		return "nodejs"
+	case "sh":
+		return "dash"
+	}
+	return tool
+}
+
+// exampleEnv is the environment of an example: the test's own, without any
+// EMQ_ variable a developer may have set, plus env.
+func exampleEnv(env ...string) []string {
+	out := slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "EMQ_") })
+	return append(out, env...)
+}
+
+// produce runs the language's producer with args and returns the lines it
+// printed; it fails the test unless the producer exits 0.
+func (l language) produce(t *testing.T, env []string, args ...string) []string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, l.producer[0], append(l.producer[1:], args...)...)
+	cmd.Dir, cmd.Env = l.name, exampleEnv(env...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("%s %s: %v\nstdout:\n%s\nstderr:\n%s", strings.Join(l.producer, " "), strings.Join(args, " "),
+			err, stdout.String(), stderr.String())
+	}
+	return strings.Split(strings.TrimRight(stdout.String(), "\n"), "\n")
+}
+
+// producedLine is what a producer prints per job: "<id> <state>".
+var producedLine = regexp.MustCompile(`^([A-Za-z0-9._:-]+) (pending)$`)
+
+// producedIDs checks that every line names a new pending job and returns
+// the ids.
+func producedIDs(t *testing.T, lines []string, want int) []string {
+	t.Helper()
+	if len(lines) != want {
+		t.Fatalf("the producer printed %d lines %q, want %d", len(lines), lines, want)
+	}
+	ids := make([]string, len(lines))
+	for i, line := range lines {
+		m := producedLine.FindStringSubmatch(line)
+		if m == nil {
+			t.Fatalf("producer line %q, want \"<id> pending\"", line)
+		}
+		ids[i] = m[1]
+	}
+	return ids
+}
+
+// worker is an example worker running as a process of its own group.
+type worker struct {
+	cmd    *exec.Cmd
+	done   chan struct{} // closed when the process has exited
+	log    string        // the file its standard output and error go to
+	tmpDir string        // its TMPDIR
+}
+
+// startWorker runs the language's worker with env. It is killed, with any
+// process it left, when the test ends; its log goes to the test's log if
+// the test failed.
+func (l language) startWorker(t *testing.T, env ...string) *worker {
+	t.Helper()
+	dir := t.TempDir()
+	w := &worker{done: make(chan struct{}), log: filepath.Join(dir, "worker.log"), tmpDir: filepath.Join(dir, "tmp")}
+	if err := os.Mkdir(w.tmpDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	logFile, err := os.Create(w.log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logFile.Close()
+	w.cmd = exec.Command(l.worker[0], l.worker[1:]...)
+	w.cmd.Dir, w.cmd.Env = l.name, exampleEnv(append(env, "TMPDIR="+w.tmpDir)...)
+	// A file, not a pipe: Wait must not wait for a child the worker left
+	// holding the pipe (the test looks for those itself).
+	w.cmd.Stdout, w.cmd.Stderr = logFile, logFile
+	w.cmd.SysProcAttr = ownGroup()
+	if err := w.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { w.cmd.Wait(); close(w.done) }()
+	t.Cleanup(func() {
+		killGroup(w.cmd.Process.Pid)
+		<-w.done
+		if t.Failed() {
+			t.Logf("%s worker log:\n%s", l.name, readFile(w.log))
+		}
+	})
+	return w
+}
+
+// lines returns the worker's log lines so far.
+func (w *worker) lines() []string {
+	return strings.Split(readFile(w.log), "\n")
+}
+
+// logged reports whether the worker logged line, whole.
+func (w *worker) logged(line string) bool { return slices.Contains(w.lines(), line) }
+
+// loggedPrefix reports whether a line the worker logged starts with prefix.
+func (w *worker) loggedPrefix(prefix string) bool {
+	return slices.ContainsFunc(w.lines(), func(l string) bool { return strings.HasPrefix(l, prefix) })
+}
+
+// waitLogged waits until the worker logged line, and fails the test if it
+// exits or takes longer than limit first.
+func (w *worker) waitLogged(t *testing.T, line string, limit time.Duration) {
+	t.Helper()
+	eventually(t, limit, fmt.Sprintf("the worker logs %q", line), func() bool {
+		select {
+		case <-w.done:
+			t.Fatalf("the worker exited (%v) before it logged %q", w.cmd.ProcessState, line)
+		default:
+		}
+		return w.logged(line)
+	})
+}
