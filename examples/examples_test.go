@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"reflect"
+	"slices"
 	"syscall"
 	"testing"
 	"time"
@@ -83,6 +84,36 @@ func runExample(t *testing.T, lang language) {
 	}
 	checkBackoff(t, w, proxy)
 	checkSIGTERM(t, lang, svc, w, q, func(id string) { ids = append(ids, id) })
+}
+
+// TestShellWorkerKilledStopsExtending SIGKILLs the shell worker, whose
+// lease extender is a background subshell, while it holds a job: the
+// extender must notice and end, so that the lease lapses and the sweep
+// gives the job back, instead of a job nobody works staying active.
+func TestShellWorkerKilledStopsExtending(t *testing.T) {
+	t.Parallel()
+	shell := languages[slices.IndexFunc(languages, func(l language) bool { return l.name == "shell" })]
+	shell.requireTools(t)
+	svc := startService(t)
+	q := redistest.Queue(t)
+	id := svc.enqueue(t, q, `{"payload": {"ms": 60000}}`)
+	w := shell.startWorker(t, "EMQ_URL="+svc.base, "EMQ_QUEUE="+q, "EMQ_LEASE_MS=1500", "EMQ_WAIT_MS=1000")
+	w.waitLogged(t, "claimed "+id, 20*time.Second)
+	if err := w.cmd.Process.Kill(); err != nil { // the shell alone, not its children
+		t.Fatal(err)
+	}
+	<-w.done
+	eventually(t, 10*time.Second, "the extender ends after the worker was killed", func() bool {
+		return len(leftovers(w.cmd.Process.Pid)) == 0
+	})
+	var j job
+	eventually(t, 20*time.Second, "the sweep recovers the job once its lease lapsed", func() bool {
+		j = svc.job(t, q, id)
+		return j.Stalled > 0
+	})
+	if j.State != "pending" {
+		t.Errorf("job after one stall: %s, want pending\n%s", j.State, svc.rawJob(q, id))
+	}
 }
 
 // checkDefaultPayload runs the producer with no argument, on a queue no

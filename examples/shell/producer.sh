@@ -25,6 +25,7 @@ done
 
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/emq-producer.XXXXXX") || exit 1
 trap 'rm -rf "$TMP"' EXIT
+trap 'exit 1' TERM INT # so that the EXIT trap runs
 {
 	echo 'header = "Content-Type: application/json"'
 	[ -n "$EMQ_API_KEY" ] && echo "header = \"Authorization: Bearer $EMQ_API_KEY\""

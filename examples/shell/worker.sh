@@ -136,7 +136,7 @@ detail() { jq -r '.detail // empty' "$TMP/$1.body" 2>/dev/null; }
 # ---------------------------------------------------------------------------
 
 # extend_every ID TOKEN extends the job's lease every EMQ_LEASE_MS / 3 until
-# it gets SIGTERM. When the answer says the job was cancelled it writes
+# it gets SIGTERM, or finds the worker gone. When the answer says the job was cancelled it writes
 # "cancelled: <reason>" to the stop file, and "lost" on a 409 EMQSTALE or
 # 404 EMQGONE (the job is no longer ours); then it ends.
 extend_every() {
@@ -146,6 +146,7 @@ extend_every() {
 	while :; do
 		nap "$every"
 		[ -n "$stopping" ] && return
+		kill -0 $$ 2>/dev/null || return # the worker was killed: stop extending its job
 		post extend "/jobs/$1/lease" "{\"token\": $2, \"lease_ms\": $EMQ_LEASE_MS}" until-stopped || return
 		case $status in
 		200)
