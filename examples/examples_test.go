@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"reflect"
-	"slices"
 	"syscall"
 	"testing"
 	"time"
@@ -45,6 +44,7 @@ func TestWorkers(t *testing.T) {
 	}
 }
 
+// runExample is one language's case of TestWorkers.
 func runExample(t *testing.T, lang language) {
 	svc := startService(t)
 	q := redistest.Queue(t)
@@ -92,7 +92,6 @@ func runExample(t *testing.T, lang language) {
 // gives the job back, instead of a job nobody works staying active.
 func TestShellWorkerKilledStopsExtending(t *testing.T) {
 	t.Parallel()
-	shell := languages[slices.IndexFunc(languages, func(l language) bool { return l.name == "shell" })]
 	shell.requireTools(t)
 	svc := startService(t)
 	q := redistest.Queue(t)
@@ -204,9 +203,10 @@ func checkSIGTERM(t *testing.T, lang language, svc *service, w *worker, q string
 	if files, _ := os.ReadDir(w.tmpDir); len(files) > 0 {
 		t.Errorf("the worker left %d files in its TMPDIR, e.g. %s", len(files), files[0].Name())
 	}
-	checkResult(t, lang, svc.job(t, q, id), 1500)
 	if j := svc.job(t, q, id); j.State != "completed" {
 		t.Errorf("the job in hand at SIGTERM is %s, want completed", j.State)
+	} else {
+		checkResult(t, lang, j, 1500)
 	}
 	if j := svc.job(t, q, later); j.State != "pending" {
 		t.Errorf("a job enqueued after SIGTERM is %s, want pending: the worker claimed after SIGTERM", j.State)

@@ -22,14 +22,16 @@ type language struct {
 	producer []string // the producer's command, run in the folder
 }
 
-var languages = []language{
-	{name: "python", tools: []string{"python3"},
-		worker: []string{"python3", "worker.py"}, producer: []string{"python3", "producer.py"}},
-	{name: "node", tools: []string{"node"},
-		worker: []string{"node", "worker.mjs"}, producer: []string{"node", "producer.mjs"}},
-	{name: "shell", tools: []string{"sh", "curl", "jq"},
-		worker: []string{"sh", "worker.sh"}, producer: []string{"sh", "producer.sh"}},
-}
+var (
+	python = language{name: "python", tools: []string{"python3"},
+		worker: []string{"python3", "worker.py"}, producer: []string{"python3", "producer.py"}}
+	node = language{name: "node", tools: []string{"node"},
+		worker: []string{"node", "worker.mjs"}, producer: []string{"node", "producer.mjs"}}
+	shell = language{name: "shell", tools: []string{"sh", "curl", "jq"},
+		worker: []string{"sh", "worker.sh"}, producer: []string{"sh", "producer.sh"}}
+
+	languages = []language{python, node, shell}
+)
 
 // requireTools fails the test, never skips it, when a tool is missing: CI
 // must run every example.
