@@ -96,7 +96,7 @@ nap() {
 # doubling up to 30 s when there is none, and sends the same request again;
 # on a connection error likewise. Sending a complete or a fail again is
 # safe: the service answers a repeat as the first time. With until-stopped
-# it gives up, returning 1, once $stopping is set.
+# it gives up, returning 1, once told to stop.
 post() {
 	max_time=$CALL_TIMEOUT_S
 	[ "$2" = /claim ] && max_time=$((CALL_TIMEOUT_S + EMQ_WAIT_MS / 1000)) # a claim waits for a job
@@ -119,14 +119,18 @@ post() {
 			;;
 		*) return 0 ;;
 		esac
-		[ -n "$until_stopped" ] && [ -n "$stopping" ] && return 1
+		[ -n "$until_stopped" ] && told_to_stop && return 1
 		log "backing off $(seconds "$pause_ms")s: $why"
 		nap "$(seconds "$pause_ms")"
-		[ -n "$until_stopped" ] && [ -n "$stopping" ] && return 1
+		[ -n "$until_stopped" ] && told_to_stop && return 1
 		backoff_ms=$((backoff_ms * 2))
 		[ "$backoff_ms" -gt 30000 ] && backoff_ms=30000
 	done
 }
+
+# told_to_stop reports whether a signal came (it sets $stopping) or, in the
+# extender, the worker is gone ($$ is the worker's process in both).
+told_to_stop() { [ -n "$stopping" ] || ! kill -0 $$ 2>/dev/null; }
 
 # detail NAME prints the detail of a problem answer, for a log line.
 detail() { jq -r '.detail // empty' "$TMP/$1.body" 2>/dev/null; }
@@ -136,17 +140,18 @@ detail() { jq -r '.detail // empty' "$TMP/$1.body" 2>/dev/null; }
 # ---------------------------------------------------------------------------
 
 # extend_every ID TOKEN extends the job's lease every EMQ_LEASE_MS / 3 until
-# it gets SIGTERM, or finds the worker gone. When the answer says the job was cancelled it writes
-# "cancelled: <reason>" to the stop file, and "lost" on a 409 EMQSTALE or
-# 404 EMQGONE (the job is no longer ours); then it ends.
+# it gets SIGTERM, or finds the worker gone (killed: then the lease lapses
+# and the service gives the job to another worker). When the answer says
+# the job was cancelled it writes "cancelled: <reason>" to the stop file,
+# and "lost" on a 409 EMQSTALE or 404 EMQGONE (the job is no longer ours);
+# then it ends.
 extend_every() {
 	stopping=
 	trap 'stopping=1' TERM
 	every=$(seconds $((EMQ_LEASE_MS / 3)))
 	while :; do
 		nap "$every"
-		[ -n "$stopping" ] && return
-		kill -0 $$ 2>/dev/null || return # the worker was killed: stop extending its job
+		told_to_stop && return
 		post extend "/jobs/$1/lease" "{\"token\": $2, \"lease_ms\": $EMQ_LEASE_MS}" until-stopped || return
 		case $status in
 		200)
