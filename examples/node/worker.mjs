@@ -127,7 +127,10 @@ async function claim(stopping) {
     if (stopping.aborted) return [];
     throw err;
   }
-  if (!res.ok) throw new ApiError(res.status, res.body);
+  if (!res.ok) {
+    // A bad key, queue name or setting: asking again cannot help.
+    throw new Error(`claim refused: ${new ApiError(res.status, res.body).message}`);
+  }
   return res.body.jobs;
 }
 
@@ -239,6 +242,6 @@ async function main() {
 }
 
 main().catch((err) => {
-  log(`worker: ${err.message}`);
+  log(err.message);
   process.exitCode = 1;
 });

@@ -72,7 +72,8 @@ async function claim(stopping: AbortSignal): Promise<ClaimedJob[]> {
     return await withRetry(() => client.claim(config.queue, request), { signal: stopping, log });
   } catch (err) {
     if (stopping.aborted) return [];
-    throw err;
+    // A bad key, queue name or setting: asking again cannot help.
+    throw new Error(`claim refused: ${errorText(err)}`);
   }
 }
 
@@ -186,6 +187,6 @@ async function main(): Promise<void> {
 }
 
 main().catch((err: unknown) => {
-  log(`worker: ${errorText(err)}`);
+  log(errorText(err));
   process.exitCode = 1;
 });
