@@ -11,9 +11,9 @@ import (
 
 // JobPage is a page of a listing of jobs.
 type JobPage struct {
-	Jobs []Job `json:"jobs"`
+	Jobs []Job `json:"jobs" binding:"required"`
 	// NextCursor fetches the next page; null on the last one.
-	NextCursor *string `json:"next_cursor"`
+	NextCursor *string `json:"next_cursor" binding:"required" extensions:"x-nullable"`
 } // @name JobPage
 
 // handleJobList godoc
@@ -22,13 +22,19 @@ type JobPage struct {
 //	@Description	A page of the queue's jobs in one state: newest first for completed, dead and cancelled; claim order for pending; lease expiry for active; run-at for delayed. Pass next_cursor back as cursor until it is null. Cursors are stable: no job is given twice or skipped across pages while other jobs come and go.
 //	@ID				listJobs
 //	@Tags			operator
-//	@Param			queue	path	string	true	"queue name"
+//	@Security		BearerAuth
+//	@Security		Signature
+//	@Param			queue	path	string	true	"queue name: 1 to 100 of A-Z a-z 0-9 . _ -, not only dots"	minlength(1)	maxlength(100)
 //	@Param			state	query	string	true	"the state to list"	Enums(pending, active, delayed, completed, dead, cancelled)
-//	@Param			limit	query	int		false	"jobs per page, 1 to 500 (default 50)"
+//	@Param			limit	query	int		false	"jobs per page"	minimum(1)	maximum(500)	default(50)
 //	@Param			cursor	query	string	false	"next_cursor of the previous page"
 //	@Produce		application/problem+json
 //	@Failure		400	{object}	Problem	"EMQINVALID"
+//	@Failure		401	{object}	Problem	"EMQUNAUTHORIZED: no key, a wrong one, or a bad signature"
+//	@Failure		500	{object}	Problem	"EMQINTERNAL: a bug, logged with the request id"
 //	@Failure		503	{object}	Problem	"EMQUNAVAILABLE"
+//	@Header		401	{string}	WWW-Authenticate	"the Bearer scheme, realm echo_mq"
+//	@Header		503	{integer}	Retry-After	"seconds to wait before trying again"
 //	@Produce		json
 //	@Success		200	{object}	JobPage
 //	@Router			/queues/{queue}/jobs [get]
@@ -64,13 +70,20 @@ func (s *server) handleJobList(w http.ResponseWriter, r *http.Request) {
 //	@Description	Sends a dead or cancelled job back to pending, with its stalled count reset and a fresh attempt budget (attempts 0). Its next claim draws a new token, as every claim does.
 //	@ID				retryJob
 //	@Tags			operator
-//	@Param			queue	path	string	true	"queue name"
-//	@Param			id		path	string	true	"job id"
+//	@Security		BearerAuth
+//	@Security		Signature
+//	@Param			queue	path	string	true	"queue name: 1 to 100 of A-Z a-z 0-9 . _ -, not only dots"	minlength(1)	maxlength(100)
+//	@Param			id		path	string	true	"job id: 1 to 128 of A-Z a-z 0-9 . _ : -, not only dots"	minlength(1)	maxlength(128)
 //	@Produce		application/problem+json
 //	@Failure		400	{object}	Problem	"EMQINVALID"
+//	@Failure		401	{object}	Problem	"EMQUNAUTHORIZED: no key, a wrong one, or a bad signature"
+//	@Failure		403	{object}	Problem	"EMQFORBIDDEN: the key's role may not do this"
 //	@Failure		404	{object}	Problem	"EMQGONE"
 //	@Failure		409	{object}	Problem	"EMQSTATE: the job is not dead or cancelled"
+//	@Failure		500	{object}	Problem	"EMQINTERNAL: a bug, logged with the request id"
 //	@Failure		503	{object}	Problem	"EMQUNAVAILABLE"
+//	@Header		401	{string}	WWW-Authenticate	"the Bearer scheme, realm echo_mq"
+//	@Header		503	{integer}	Retry-After	"seconds to wait before trying again"
 //	@Produce		json
 //	@Success		200	{object}	Job
 //	@Router			/queues/{queue}/jobs/{id}/retry [post]
@@ -84,13 +97,20 @@ func (s *server) handleJobRetry(w http.ResponseWriter, r *http.Request) {
 //	@Description	Makes a delayed job pending now.
 //	@ID				promoteJob
 //	@Tags			operator
-//	@Param			queue	path	string	true	"queue name"
-//	@Param			id		path	string	true	"job id"
+//	@Security		BearerAuth
+//	@Security		Signature
+//	@Param			queue	path	string	true	"queue name: 1 to 100 of A-Z a-z 0-9 . _ -, not only dots"	minlength(1)	maxlength(100)
+//	@Param			id		path	string	true	"job id: 1 to 128 of A-Z a-z 0-9 . _ : -, not only dots"	minlength(1)	maxlength(128)
 //	@Produce		application/problem+json
 //	@Failure		400	{object}	Problem	"EMQINVALID"
+//	@Failure		401	{object}	Problem	"EMQUNAUTHORIZED: no key, a wrong one, or a bad signature"
+//	@Failure		403	{object}	Problem	"EMQFORBIDDEN: the key's role may not do this"
 //	@Failure		404	{object}	Problem	"EMQGONE"
 //	@Failure		409	{object}	Problem	"EMQSTATE: the job is not delayed"
+//	@Failure		500	{object}	Problem	"EMQINTERNAL: a bug, logged with the request id"
 //	@Failure		503	{object}	Problem	"EMQUNAVAILABLE"
+//	@Header		401	{string}	WWW-Authenticate	"the Bearer scheme, realm echo_mq"
+//	@Header		503	{integer}	Retry-After	"seconds to wait before trying again"
 //	@Produce		json
 //	@Success		200	{object}	Job
 //	@Router			/queues/{queue}/jobs/{id}/promote [post]

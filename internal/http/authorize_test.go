@@ -41,8 +41,10 @@ func keyedHandler(t *testing.T) (http.Handler, string) {
 	}), prefix
 }
 
-// send makes one request; one that streams (events) is cut after a second.
-func send(h http.Handler, method, path, key string, body string) *httptest.ResponseRecorder {
+// send makes one request, and checks it and its answer against
+// api/openapi.yaml; one that streams (events) is cut after a second.
+func send(tb testing.TB, h http.Handler, method, path, key string, body string) *httptest.ResponseRecorder {
+	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	req := httptest.NewRequestWithContext(ctx, method, path, strings.NewReader(body))
@@ -52,6 +54,7 @@ func send(h http.Handler, method, path, key string, body string) *httptest.Respo
 	}
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, req)
+	CheckContract(tb, req, []byte(body), rec.Code, rec.Header(), rec.Body.Bytes())
 	return rec
 }
 
@@ -69,7 +72,7 @@ func TestEveryRouteChecksItsRole(t *testing.T) {
 			path += "?token=1"
 		}
 		for _, key := range []string{"", "not-a-key-not-a-key"} {
-			rec := send(h, rt.method, path, key, "{}")
+			rec := send(t, h, rt.method, path, key, "{}")
 			if rec.Code != http.StatusUnauthorized || !strings.Contains(rec.Body.String(), "EMQUNAUTHORIZED") ||
 				rec.Header().Get("WWW-Authenticate") == "" {
 				t.Errorf("%s %s with key %q: %d %s, want 401 EMQUNAUTHORIZED with WWW-Authenticate", rt.method, rt.pattern, key, rec.Code, rec.Body)
@@ -77,7 +80,7 @@ func TestEveryRouteChecksItsRole(t *testing.T) {
 			tried++
 		}
 		for role, key := range testKeys {
-			rec := send(h, rt.method, path, key, "{}")
+			rec := send(t, h, rt.method, path, key, "{}")
 			tried++
 			switch refused := rec.Code == http.StatusUnauthorized || rec.Code == http.StatusForbidden; {
 			case role < rt.role && (rec.Code != http.StatusForbidden || !strings.Contains(rec.Body.String(), "EMQFORBIDDEN")):
@@ -88,7 +91,7 @@ func TestEveryRouteChecksItsRole(t *testing.T) {
 		}
 	}
 	for _, open := range []string{"/healthz", "/openapi.yaml"} {
-		if rec := send(h, "GET", open, "", ""); rec.Code != http.StatusOK {
+		if rec := send(t, h, "GET", open, "", ""); rec.Code != http.StatusOK {
 			t.Errorf("GET %s without a key: %d, want 200", open, rec.Code)
 		}
 	}
@@ -105,7 +108,7 @@ func TestOpenMetricsNeedNoKey(t *testing.T) {
 	metrics := func(role auth.Role) int {
 		h := NewHandler(Config{Keys: kr, Ready: func(context.Context) error { return rdb.Ping(context.Background()).Err() },
 			MetricsHandler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {}), MetricsRole: role})
-		return send(h, "GET", "/metrics", "", "").Code
+		return send(t, h, "GET", "/metrics", "", "").Code
 	}
 	if got := metrics(auth.Open); got != http.StatusOK {
 		t.Errorf("open /metrics without a key: %d, want 200", got)
@@ -132,6 +135,7 @@ func TestASignedRequestIsAcceptedOnce(t *testing.T) {
 		req.Header.Set("X-EMQ-Signature", sig)
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, req)
+		CheckContract(t, req, []byte(body), rec.Code, rec.Header(), rec.Body.Bytes())
 		return rec
 	}
 	if rec := post(sig); rec.Code != http.StatusCreated {
@@ -151,7 +155,7 @@ func TestASignedRequestIsAcceptedOnce(t *testing.T) {
 func TestOperatorEventsNameTheKey(t *testing.T) {
 	t.Parallel()
 	h, prefix := keyedHandler(t)
-	if rec := send(h, "POST", "/queues/audited/pause", testKeys[auth.Admin], ""); rec.Code != http.StatusOK {
+	if rec := send(t, h, "POST", "/queues/audited/pause", testKeys[auth.Admin], ""); rec.Code != http.StatusOK {
 		t.Fatalf("pause: %d %s", rec.Code, rec.Body)
 	}
 	entries, err := redistest.Client(t).XRange(context.Background(), prefix+":{audited}:events", "-", "+").Result()

@@ -21,13 +21,21 @@ type ClaimRequest struct {
 //	@Description	Leases up to count jobs (priority first, FIFO within a priority), each with its token. Due delayed jobs are moved to pending first. With wait_ms, a claim that finds nothing waits (long poll) and answers as soon as a job comes, or with an empty list when wait_ms passes. A paused queue answers an empty list.
 //	@ID				claimJobs
 //	@Tags			worker
+//	@Security		BearerAuth
+//	@Security		Signature
 //	@Accept			json
-//	@Param			queue	path	string			true	"queue name"
+//	@Param			queue	path	string			true	"queue name: 1 to 100 of A-Z a-z 0-9 . _ -, not only dots"	minlength(1)	maxlength(100)
 //	@Param			claim	body	ClaimRequest	false	"lease, count, wait"
 //	@Produce		application/problem+json
 //	@Failure		400	{object}	Problem	"EMQINVALID"
+//	@Failure		401	{object}	Problem	"EMQUNAUTHORIZED: no key, a wrong one, or a bad signature"
+//	@Failure		403	{object}	Problem	"EMQFORBIDDEN: the key's role may not do this"
+//	@Failure		413	{object}	Problem	"EMQTOOLARGE"
 //	@Failure		415	{object}	Problem	"EMQMEDIATYPE"
+//	@Failure		500	{object}	Problem	"EMQINTERNAL: a bug, logged with the request id"
 //	@Failure		503	{object}	Problem	"EMQUNAVAILABLE, or EMQBUSY: too many claims are waiting"
+//	@Header		401	{string}	WWW-Authenticate	"the Bearer scheme, realm echo_mq"
+//	@Header		503	{integer}	Retry-After	"seconds to wait before trying again"
 //	@Produce		json
 //	@Success		200	{object}	JobList	"the claimed jobs, with their tokens; empty when none"
 //	@Router			/queues/{queue}/claim [post]

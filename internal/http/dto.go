@@ -9,23 +9,33 @@ import (
 
 // Job is a job as the API shows it. Timestamps are RFC 3339 UTC with
 // milliseconds; absent ones are omitted. Token is shown only to the claimer.
+//
+// The struct tags of the answer DTOs also write api/openapi.yaml (swag):
+// binding:"required" marks a field every answer has (nothing checks it at
+// run time but the contract tests); extensions:"x-any-json" a field that
+// holds any JSON value, and extensions:"x-nullable" one that may be null
+// (api/specfix spells both as OpenAPI 3.1 does).
 type Job struct {
-	ID              string          `json:"id" example:"0190f8a2-7c4e-7d2a-9b1e-3f5c2a1b0c9d"`
-	Queue           string          `json:"queue" example:"emails"`
-	State           string          `json:"state" enums:"pending,active,delayed,completed,dead,cancelled" example:"active"`
-	Payload         json.RawMessage `json:"payload" swaggertype:"object"`
-	Result          json.RawMessage `json:"result,omitempty" swaggertype:"object"`
-	Progress        json.RawMessage `json:"progress,omitempty" swaggertype:"object"`
-	Priority        int             `json:"priority" example:"0"`
-	Attempts        int             `json:"attempts" example:"1"`
-	MaxAttempts     int             `json:"max_attempts" example:"3"`
-	Stalled         int             `json:"stalled" example:"0"`
+	ID    string `json:"id" binding:"required" example:"0190f8a2-7c4e-7d2a-9b1e-3f5c2a1b0c9d"`
+	Queue string `json:"queue" binding:"required" example:"emails"`
+	State string `json:"state" binding:"required" enums:"pending,active,delayed,completed,dead,cancelled" example:"active"`
+	// Payload, like Result and Progress, is any JSON value, given back as
+	// it was sent (digit for digit, insignificant whitespace removed).
+	Payload json.RawMessage `json:"payload" binding:"required" swaggertype:"object" extensions:"x-any-json"`
+	// Result is what the worker completed the job with: any JSON value.
+	Result json.RawMessage `json:"result,omitempty" swaggertype:"object" extensions:"x-any-json"`
+	// Progress is the last progress a lease extension stored: any JSON value.
+	Progress        json.RawMessage `json:"progress,omitempty" swaggertype:"object" extensions:"x-any-json"`
+	Priority        int             `json:"priority" binding:"required" example:"0"`
+	Attempts        int             `json:"attempts" binding:"required" example:"1"`
+	MaxAttempts     int             `json:"max_attempts" binding:"required" example:"3"`
+	Stalled         int             `json:"stalled" binding:"required" example:"0"`
 	LastError       string          `json:"last_error,omitempty"`
-	CancelRequested bool            `json:"cancel_requested"`
+	CancelRequested bool            `json:"cancel_requested" binding:"required"`
 	CancelReason    string          `json:"cancel_reason,omitempty"`
 	Worker          string          `json:"worker,omitempty" example:"worker-1"`
 	Token           int64           `json:"token,omitempty" example:"42"`
-	CreatedAt       string          `json:"created_at,omitempty" example:"2026-11-29T19:06:37.123Z"`
+	CreatedAt       string          `json:"created_at,omitempty" binding:"required" example:"2026-11-29T19:06:37.123Z"`
 	RunAt           string          `json:"run_at,omitempty"`
 	StartedAt       string          `json:"started_at,omitempty"`
 	LeaseExpiresAt  string          `json:"lease_expires_at,omitempty"`
@@ -70,5 +80,5 @@ func claimedOf(jobs []job.Job) []Job {
 
 // JobList is a list of jobs.
 type JobList struct {
-	Jobs []Job `json:"jobs"`
+	Jobs []Job `json:"jobs" binding:"required"`
 } // @name JobList

@@ -29,11 +29,11 @@ const (
 // Event is the data of one Server-Sent Event of GET /queues/{queue}/events:
 // one state change of a queue or of one of its jobs.
 type Event struct {
-	Kind   string `json:"kind" enums:"enqueued,claimed,progress,completed,failed,dead,cancel_requested,cancelled,recovered,retried,promoted,due,removed,paused,resumed,drained" example:"completed"`
-	Queue  string `json:"queue" example:"emails"`
+	Kind   string `json:"kind" binding:"required" enums:"enqueued,claimed,progress,completed,failed,dead,cancel_requested,cancelled,recovered,retried,promoted,due,removed,paused,resumed,drained" example:"completed"`
+	Queue  string `json:"queue" binding:"required" example:"emails"`
 	JobID  string `json:"job_id,omitempty" example:"0190f8a2-7c4e-7d2a-9b1e-3f5c2a1b0c9d"`
 	State  string `json:"state,omitempty" enums:"pending,active,delayed,completed,dead,cancelled" example:"completed"`
-	At     string `json:"at" example:"2026-11-29T19:06:37.123Z"` // the Redis server's time of the change
+	At     string `json:"at" binding:"required" example:"2026-11-29T19:06:37.123Z"` // the Redis server's time of the change
 	Actor  string `json:"actor,omitempty" example:"alice"`
 	Role   string `json:"role,omitempty" example:"admin"`
 	Reason string `json:"reason,omitempty" example:"superseded"`
@@ -89,13 +89,19 @@ type eventTiming struct {
 //	@Description	Server-Sent Events of the queue's state changes, one event per change, in the order Redis made them: `id: <entry id>`, `event: <kind>`, `data: <Event as one line of JSON>`. `at` is the Redis server's time of the change. Without Last-Event-ID or `from`, the stream starts with the changes made after it opened. A reconnecting client sends Last-Event-ID (EventSource does this itself; or the `last_event_id` query parameter) and gets exactly the events after that one, as long as the stream retains them (about the last 10,000 per queue). `from=0` replays every retained event first; `from=<entry id>` or `from=<Unix ms>` starts at that entry or time. A `: ping` comment comes every 15 s. On a Redis error the stream sends an `error` event whose data is a Problem and ends; reconnect with Last-Event-ID. The stream also ends when the service shuts down.
 //	@ID				streamEvents
 //	@Tags			operator
-//	@Param			queue			path	string	true	"queue name"
+//	@Security		BearerAuth
+//	@Security		Signature
+//	@Param			queue			path	string	true	"queue name: 1 to 100 of A-Z a-z 0-9 . _ -, not only dots"	minlength(1)	maxlength(100)
 //	@Param			Last-Event-ID	header	string	false	"resume strictly after this entry id (<ms>-<seq>)"
 //	@Param			last_event_id	query	string	false	"the same as the Last-Event-ID header, for clients that cannot set it"
 //	@Param			from			query	string	false	"without Last-Event-ID: 0 replays every retained event; an entry id (<ms>-<seq>) or a Unix time in ms starts there"
 //	@Produce		application/problem+json
 //	@Failure		400	{object}	Problem	"EMQINVALID"
+//	@Failure		401	{object}	Problem	"EMQUNAUTHORIZED: no key, a wrong one, or a bad signature"
+//	@Failure		500	{object}	Problem	"EMQINTERNAL: a bug, logged with the request id"
 //	@Failure		503	{object}	Problem	"EMQUNAVAILABLE"
+//	@Header		401	{string}	WWW-Authenticate	"the Bearer scheme, realm echo_mq"
+//	@Header		503	{integer}	Retry-After	"seconds to wait before trying again"
 //	@Produce		text/event-stream
 //	@Success		200	{object}	Event	"a stream of events; each one's data is an Event"
 //	@Router			/queues/{queue}/events [get]

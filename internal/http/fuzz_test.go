@@ -120,13 +120,15 @@ func (r *fuzzRig) dump(t *testing.T) map[string]string {
 	return out
 }
 
-// exec sends req through the router and checks what every answer must be.
+// exec sends req through the router and checks what every answer must be,
+// and that api/openapi.yaml describes the answer.
 func (r *fuzzRig) exec(t *testing.T, req *http.Request) reply {
 	t.Helper()
 	before := r.dump(t)
 	rec := httptest.NewRecorder()
 	r.h.handler.ServeHTTP(rec, req)
 	rep := reply{Status: rec.Code, Header: rec.Header(), Body: rec.Body.Bytes()}
+	emqhttp.CheckAnswer(t, req, rep.Status, rep.Header, rep.Body)
 	fzCheckReply(t, req, rep)
 	if rep.Status >= 400 {
 		if after := r.dump(t); !maps.Equal(after, before) {

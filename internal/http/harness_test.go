@@ -264,7 +264,8 @@ func (h *harness) do(tb testing.TB, method, path string, body any) reply {
 	return h.send(tb, method, path, contentType, raw)
 }
 
-// send sends a request with the given Content-Type ("" for none).
+// send sends a request with the given Content-Type ("" for none), and
+// checks the request and its answer against api/openapi.yaml.
 func (h *harness) send(tb testing.TB, method, path, contentType string, body []byte) reply {
 	tb.Helper()
 	var rd io.Reader
@@ -277,6 +278,7 @@ func (h *harness) send(tb testing.TB, method, path, contentType string, body []b
 	}
 	rec := httptest.NewRecorder()
 	h.handler.ServeHTTP(rec, req)
+	emqhttp.CheckContract(tb, req, body, rec.Code, rec.Header(), rec.Body.Bytes())
 	return reply{Status: rec.Code, Header: rec.Header(), Body: rec.Body.Bytes()}
 }
 

@@ -12,8 +12,9 @@ import (
 // EnqueueRequest is one job to enqueue.
 type EnqueueRequest struct {
 	// ID is the client's idempotency key; made by the server (UUIDv7) when absent.
-	ID          string          `json:"id,omitempty" validate:"omitempty,jobid" example:"order-1234"`
-	Payload     json.RawMessage `json:"payload" validate:"required" swaggertype:"object"`
+	ID string `json:"id,omitempty" validate:"omitempty,jobid" minLength:"1" maxLength:"128" pattern:"^[A-Za-z0-9._:-]+$" example:"order-1234"`
+	// Payload is any JSON value, null included, at most 1 MiB by default.
+	Payload     json.RawMessage `json:"payload" validate:"required" swaggertype:"object" extensions:"x-any-json"`
 	Priority    int             `json:"priority,omitempty" validate:"min=0,max=9" example:"0"`
 	DelayMs     int64           `json:"delay_ms,omitempty" validate:"min=0,max=31536000000" example:"0"`
 	MaxAttempts *int            `json:"max_attempts,omitempty" validate:"omitnil,min=1,max=1000" example:"3"`
@@ -62,14 +63,21 @@ func (s *server) newJob(field valueField, req EnqueueRequest) (lease.NewJob, err
 //	@Description	Adds a job, pending or delayed by delay_ms. The id is an idempotency key: enqueueing an id that exists answers 200 with the existing job and adds nothing.
 //	@ID				enqueueJob
 //	@Tags			jobs
+//	@Security		BearerAuth
+//	@Security		Signature
 //	@Accept			json
-//	@Param			queue	path	string			true	"queue name"
+//	@Param			queue	path	string			true	"queue name: 1 to 100 of A-Z a-z 0-9 . _ -, not only dots"	minlength(1)	maxlength(100)
 //	@Param			job		body	EnqueueRequest	true	"the job"
 //	@Produce		application/problem+json
 //	@Failure		400	{object}	Problem	"EMQINVALID"
+//	@Failure		401	{object}	Problem	"EMQUNAUTHORIZED: no key, a wrong one, or a bad signature"
+//	@Failure		403	{object}	Problem	"EMQFORBIDDEN: the key's role may not do this"
 //	@Failure		413	{object}	Problem	"EMQTOOLARGE"
 //	@Failure		415	{object}	Problem	"EMQMEDIATYPE"
+//	@Failure		500	{object}	Problem	"EMQINTERNAL: a bug, logged with the request id"
 //	@Failure		503	{object}	Problem	"EMQUNAVAILABLE"
+//	@Header		401	{string}	WWW-Authenticate	"the Bearer scheme, realm echo_mq"
+//	@Header		503	{integer}	Retry-After	"seconds to wait before trying again"
 //	@Produce		json
 //	@Success		201	{object}	Job	"a new job"
 //	@Success		200	{object}	Job	"the existing job with that id"
@@ -107,14 +115,21 @@ func (s *server) handleEnqueue(w http.ResponseWriter, r *http.Request) {
 //	@Description	Adds every job in one atomic step and answers them in order. Ids that exist are answered with the existing job, as for a single enqueue. An invalid job refuses the whole batch.
 //	@ID				enqueueJobs
 //	@Tags			jobs
+//	@Security		BearerAuth
+//	@Security		Signature
 //	@Accept			json
-//	@Param			queue	path	string				true	"queue name"
+//	@Param			queue	path	string				true	"queue name: 1 to 100 of A-Z a-z 0-9 . _ -, not only dots"	minlength(1)	maxlength(100)
 //	@Param			jobs	body	EnqueueBatchRequest	true	"the jobs"
 //	@Produce		application/problem+json
 //	@Failure		400	{object}	Problem	"EMQINVALID"
+//	@Failure		401	{object}	Problem	"EMQUNAUTHORIZED: no key, a wrong one, or a bad signature"
+//	@Failure		403	{object}	Problem	"EMQFORBIDDEN: the key's role may not do this"
 //	@Failure		413	{object}	Problem	"EMQTOOLARGE"
 //	@Failure		415	{object}	Problem	"EMQMEDIATYPE"
+//	@Failure		500	{object}	Problem	"EMQINTERNAL: a bug, logged with the request id"
 //	@Failure		503	{object}	Problem	"EMQUNAVAILABLE"
+//	@Header		401	{string}	WWW-Authenticate	"the Bearer scheme, realm echo_mq"
+//	@Header		503	{integer}	Retry-After	"seconds to wait before trying again"
 //	@Produce		json
 //	@Success		200	{object}	JobList
 //	@Router			/queues/{queue}/jobs/batch [post]
@@ -157,12 +172,18 @@ func (s *server) handleEnqueueBatch(w http.ResponseWriter, r *http.Request) {
 //	@Summary	Get a job
 //	@ID			getJob
 //	@Tags		jobs
-//	@Param		queue	path	string	true	"queue name"
-//	@Param		id		path	string	true	"job id"
+//	@Security		BearerAuth
+//	@Security		Signature
+//	@Param		queue	path	string	true	"queue name: 1 to 100 of A-Z a-z 0-9 . _ -, not only dots"	minlength(1)	maxlength(100)
+//	@Param		id		path	string	true	"job id: 1 to 128 of A-Z a-z 0-9 . _ : -, not only dots"	minlength(1)	maxlength(128)
 //	@Produce	application/problem+json
 //	@Failure	400	{object}	Problem	"EMQINVALID"
+//	@Failure	401	{object}	Problem	"EMQUNAUTHORIZED: no key, a wrong one, or a bad signature"
 //	@Failure	404	{object}	Problem	"EMQGONE"
+//	@Failure	500	{object}	Problem	"EMQINTERNAL: a bug, logged with the request id"
 //	@Failure	503	{object}	Problem	"EMQUNAVAILABLE"
+//	@Header	401	{string}	WWW-Authenticate	"the Bearer scheme, realm echo_mq"
+//	@Header	503	{integer}	Retry-After	"seconds to wait before trying again"
 //	@Produce	json
 //	@Success	200	{object}	Job
 //	@Router		/queues/{queue}/jobs/{id} [get]
@@ -182,7 +203,7 @@ func (s *server) handleJobGet(w http.ResponseWriter, r *http.Request) {
 
 // Removed answers a removal.
 type Removed struct {
-	Removed int `json:"removed" example:"1"`
+	Removed int `json:"removed" binding:"required" example:"1"`
 } // @name Removed
 
 // handleJobRemove godoc
@@ -191,14 +212,21 @@ type Removed struct {
 //	@Description	Deletes the job. An active job is removed only with force=true; its holder's next call is then answered 404 EMQGONE. The queue's token counter is kept, so an id enqueued again never gets an old holder's token.
 //	@ID				removeJob
 //	@Tags			jobs
-//	@Param			queue	path	string	true	"queue name"
-//	@Param			id		path	string	true	"job id"
+//	@Security		BearerAuth
+//	@Security		Signature
+//	@Param			queue	path	string	true	"queue name: 1 to 100 of A-Z a-z 0-9 . _ -, not only dots"	minlength(1)	maxlength(100)
+//	@Param			id		path	string	true	"job id: 1 to 128 of A-Z a-z 0-9 . _ : -, not only dots"	minlength(1)	maxlength(128)
 //	@Param			force	query	bool	false	"remove an active job too"
 //	@Produce		application/problem+json
 //	@Failure		400	{object}	Problem	"EMQINVALID"
+//	@Failure		401	{object}	Problem	"EMQUNAUTHORIZED: no key, a wrong one, or a bad signature"
+//	@Failure		403	{object}	Problem	"EMQFORBIDDEN: the key's role may not do this"
 //	@Failure		404	{object}	Problem	"EMQGONE"
 //	@Failure		409	{object}	Problem	"EMQSTATE: the job is active and force is not set"
+//	@Failure		500	{object}	Problem	"EMQINTERNAL: a bug, logged with the request id"
 //	@Failure		503	{object}	Problem	"EMQUNAVAILABLE"
+//	@Header		401	{string}	WWW-Authenticate	"the Bearer scheme, realm echo_mq"
+//	@Header		503	{integer}	Retry-After	"seconds to wait before trying again"
 //	@Produce		json
 //	@Success		200	{object}	Removed
 //	@Router			/queues/{queue}/jobs/{id} [delete]

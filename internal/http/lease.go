@@ -34,16 +34,17 @@ func (c *ClaimNext) params() *lease.ClaimParams {
 
 // ExtendRequest is a checkpoint.
 type ExtendRequest struct {
-	Token    int64           `json:"token" validate:"required,gt=0" example:"42"`
-	LeaseMs  int64           `json:"lease_ms" validate:"required,min=100,max=86400000" example:"30000"`
-	Progress json.RawMessage `json:"progress,omitempty" swaggertype:"object"`
+	Token   int64 `json:"token" validate:"required,gt=0" example:"42"`
+	LeaseMs int64 `json:"lease_ms" validate:"required,min=100,max=86400000" example:"30000"`
+	// Progress is any JSON value, kept on the job (the last one wins).
+	Progress json.RawMessage `json:"progress,omitempty" swaggertype:"object" extensions:"x-any-json"`
 } // @name ExtendRequest
 
 // ExtendResponse is the new lease, and whether the holder should stop.
 type ExtendResponse struct {
-	LeaseExpiresAt  string `json:"lease_expires_at" example:"2026-11-29T19:07:07.123Z"`
-	CancelRequested bool   `json:"cancel_requested"`
-	CancelReason    string `json:"cancel_reason"`
+	LeaseExpiresAt  string `json:"lease_expires_at" binding:"required" example:"2026-11-29T19:07:07.123Z"`
+	CancelRequested bool   `json:"cancel_requested" binding:"required"`
+	CancelReason    string `json:"cancel_reason" binding:"required"`
 } // @name ExtendResponse
 
 // handleLeaseExtend godoc
@@ -52,17 +53,24 @@ type ExtendResponse struct {
 //	@Description	Re-scores the job's lease to server now + lease_ms, storing progress when given. Fenced by the token: a holder that lost the job (its lease lapsed and a sweep recovered it, or it was cancelled or claimed again) gets 409 EMQSTALE and never gets it back. A lapsed lease that no sweep has recovered yet is extended. The answer says whether a cancel was requested: stop at the next safe point and report fail.
 //	@ID				extendLease
 //	@Tags			worker
+//	@Security		BearerAuth
+//	@Security		Signature
 //	@Accept			json
-//	@Param			queue	path	string			true	"queue name"
-//	@Param			id		path	string			true	"job id"
+//	@Param			queue	path	string			true	"queue name: 1 to 100 of A-Z a-z 0-9 . _ -, not only dots"	minlength(1)	maxlength(100)
+//	@Param			id		path	string			true	"job id: 1 to 128 of A-Z a-z 0-9 . _ : -, not only dots"	minlength(1)	maxlength(128)
 //	@Param			extend	body	ExtendRequest	true	"token, lease and progress"
 //	@Produce		application/problem+json
 //	@Failure		400	{object}	Problem	"EMQINVALID"
+//	@Failure		401	{object}	Problem	"EMQUNAUTHORIZED: no key, a wrong one, or a bad signature"
+//	@Failure		403	{object}	Problem	"EMQFORBIDDEN: the key's role may not do this"
 //	@Failure		404	{object}	Problem	"EMQGONE"
 //	@Failure		409	{object}	Problem	"EMQSTALE"
 //	@Failure		413	{object}	Problem	"EMQTOOLARGE"
 //	@Failure		415	{object}	Problem	"EMQMEDIATYPE"
+//	@Failure		500	{object}	Problem	"EMQINTERNAL: a bug, logged with the request id"
 //	@Failure		503	{object}	Problem	"EMQUNAVAILABLE"
+//	@Header		401	{string}	WWW-Authenticate	"the Bearer scheme, realm echo_mq"
+//	@Header		503	{integer}	Retry-After	"seconds to wait before trying again"
 //	@Produce		json
 //	@Success		200	{object}	ExtendResponse
 //	@Router			/queues/{queue}/jobs/{id}/lease [post]
@@ -92,8 +100,9 @@ func (s *server) handleLeaseExtend(w http.ResponseWriter, r *http.Request) {
 
 // CompleteRequest finishes a job, and may claim the next ones.
 type CompleteRequest struct {
-	Token  int64           `json:"token" validate:"required,gt=0" example:"42"`
-	Result json.RawMessage `json:"result,omitempty" swaggertype:"object"`
+	Token int64 `json:"token" validate:"required,gt=0" example:"42"`
+	// Result is any JSON value, kept on the completed job.
+	Result json.RawMessage `json:"result,omitempty" swaggertype:"object" extensions:"x-any-json"`
 	Claim  *ClaimNext      `json:"claim,omitempty"`
 } // @name CompleteRequest
 
@@ -110,17 +119,24 @@ type CompleteResponse struct {
 //	@Description	Finishes the job held under token, storing result. With claim, also claims the worker's next jobs in the same step (next: [] when the queue is paused or empty). Repeating a complete that succeeded answers 200 with the job again.
 //	@ID				completeJob
 //	@Tags			worker
+//	@Security		BearerAuth
+//	@Security		Signature
 //	@Accept			json
-//	@Param			queue		path	string			true	"queue name"
-//	@Param			id			path	string			true	"job id"
+//	@Param			queue		path	string			true	"queue name: 1 to 100 of A-Z a-z 0-9 . _ -, not only dots"	minlength(1)	maxlength(100)
+//	@Param			id			path	string			true	"job id: 1 to 128 of A-Z a-z 0-9 . _ : -, not only dots"	minlength(1)	maxlength(128)
 //	@Param			complete	body	CompleteRequest	true	"token, result, claim-next"
 //	@Produce		application/problem+json
 //	@Failure		400	{object}	Problem	"EMQINVALID"
+//	@Failure		401	{object}	Problem	"EMQUNAUTHORIZED: no key, a wrong one, or a bad signature"
+//	@Failure		403	{object}	Problem	"EMQFORBIDDEN: the key's role may not do this"
 //	@Failure		404	{object}	Problem	"EMQGONE"
 //	@Failure		409	{object}	Problem	"EMQSTALE"
 //	@Failure		413	{object}	Problem	"EMQTOOLARGE"
 //	@Failure		415	{object}	Problem	"EMQMEDIATYPE"
+//	@Failure		500	{object}	Problem	"EMQINTERNAL: a bug, logged with the request id"
 //	@Failure		503	{object}	Problem	"EMQUNAVAILABLE"
+//	@Header		401	{string}	WWW-Authenticate	"the Bearer scheme, realm echo_mq"
+//	@Header		503	{integer}	Retry-After	"seconds to wait before trying again"
 //	@Produce		json
 //	@Success		200	{object}	CompleteResponse
 //	@Router			/queues/{queue}/jobs/{id}/complete [post]
@@ -150,9 +166,10 @@ func (s *server) handleComplete(w http.ResponseWriter, r *http.Request) {
 
 // CompleteItem is one job of a batch complete.
 type CompleteItem struct {
-	ID     string          `json:"id" validate:"required,jobid" example:"order-1234"`
-	Token  int64           `json:"token" validate:"required,gt=0" example:"42"`
-	Result json.RawMessage `json:"result,omitempty" swaggertype:"object"`
+	ID    string `json:"id" validate:"required,jobid" minLength:"1" maxLength:"128" pattern:"^[A-Za-z0-9._:-]+$" example:"order-1234"`
+	Token int64  `json:"token" validate:"required,gt=0" example:"42"`
+	// Result is any JSON value, kept on the completed job.
+	Result json.RawMessage `json:"result,omitempty" swaggertype:"object" extensions:"x-any-json"`
 } // @name CompleteItem
 
 // CompleteBatchRequest completes up to 1000 jobs, and may claim the next.
@@ -169,8 +186,9 @@ type CompleteResult struct {
 } // @name CompleteResult
 
 // CompleteBatchResponse holds the outcomes in order, and the next jobs.
+// For the spec each result is one of a Job and a Problem.
 type CompleteBatchResponse struct {
-	Results []CompleteResult `json:"results"`
+	Results []CompleteResult `json:"results" binding:"required" oneOf:"Job,Problem"`
 	Next    []Job            `json:"next,omitzero"`
 } // @name CompleteBatchResponse
 
@@ -180,14 +198,21 @@ type CompleteBatchResponse struct {
 //	@Description	Completes up to 1000 jobs in one atomic step, each fenced by its own token, and optionally claims the next jobs. One job's refusal does not stop the others: each result is the job, or a problem with its code (EMQSTALE, EMQGONE).
 //	@ID				completeJobs
 //	@Tags			worker
+//	@Security		BearerAuth
+//	@Security		Signature
 //	@Accept			json
-//	@Param			queue		path	string					true	"queue name"
+//	@Param			queue		path	string					true	"queue name: 1 to 100 of A-Z a-z 0-9 . _ -, not only dots"	minlength(1)	maxlength(100)
 //	@Param			complete	body	CompleteBatchRequest	true	"jobs and claim-next"
 //	@Produce		application/problem+json
 //	@Failure		400	{object}	Problem	"EMQINVALID"
+//	@Failure		401	{object}	Problem	"EMQUNAUTHORIZED: no key, a wrong one, or a bad signature"
+//	@Failure		403	{object}	Problem	"EMQFORBIDDEN: the key's role may not do this"
 //	@Failure		413	{object}	Problem	"EMQTOOLARGE"
 //	@Failure		415	{object}	Problem	"EMQMEDIATYPE"
+//	@Failure		500	{object}	Problem	"EMQINTERNAL: a bug, logged with the request id"
 //	@Failure		503	{object}	Problem	"EMQUNAVAILABLE"
+//	@Header		401	{string}	WWW-Authenticate	"the Bearer scheme, realm echo_mq"
+//	@Header		503	{integer}	Retry-After	"seconds to wait before trying again"
 //	@Produce		json
 //	@Success		200	{object}	CompleteBatchResponse
 //	@Router			/queues/{queue}/complete [post]
@@ -241,16 +266,24 @@ type FailRequest struct {
 //	@Description	Reports that the attempt held under token failed. The job becomes cancelled when a cancel was requested; dead when fatal or out of attempts; otherwise delayed by retry_in_ms or its backoff (pending when the delay is 0). Repeating a fail that succeeded answers 200 with the job as it is.
 //	@ID				failJob
 //	@Tags			worker
+//	@Security		BearerAuth
+//	@Security		Signature
 //	@Accept			json
-//	@Param			queue	path	string		true	"queue name"
-//	@Param			id		path	string		true	"job id"
+//	@Param			queue	path	string		true	"queue name: 1 to 100 of A-Z a-z 0-9 . _ -, not only dots"	minlength(1)	maxlength(100)
+//	@Param			id		path	string		true	"job id: 1 to 128 of A-Z a-z 0-9 . _ : -, not only dots"	minlength(1)	maxlength(128)
 //	@Param			fail	body	FailRequest	true	"token and error"
 //	@Produce		application/problem+json
 //	@Failure		400	{object}	Problem	"EMQINVALID"
+//	@Failure		401	{object}	Problem	"EMQUNAUTHORIZED: no key, a wrong one, or a bad signature"
+//	@Failure		403	{object}	Problem	"EMQFORBIDDEN: the key's role may not do this"
 //	@Failure		404	{object}	Problem	"EMQGONE"
 //	@Failure		409	{object}	Problem	"EMQSTALE"
+//	@Failure		413	{object}	Problem	"EMQTOOLARGE"
 //	@Failure		415	{object}	Problem	"EMQMEDIATYPE"
+//	@Failure		500	{object}	Problem	"EMQINTERNAL: a bug, logged with the request id"
 //	@Failure		503	{object}	Problem	"EMQUNAVAILABLE"
+//	@Header		401	{string}	WWW-Authenticate	"the Bearer scheme, realm echo_mq"
+//	@Header		503	{integer}	Retry-After	"seconds to wait before trying again"
 //	@Produce		json
 //	@Success		200	{object}	Job
 //	@Router			/queues/{queue}/jobs/{id}/fail [post]
@@ -287,8 +320,8 @@ var failKind = map[string]string{
 
 // CancellationResponse tells the holder whether to stop.
 type CancellationResponse struct {
-	CancelRequested bool   `json:"cancel_requested"`
-	CancelReason    string `json:"cancel_reason"`
+	CancelRequested bool   `json:"cancel_requested" binding:"required"`
+	CancelReason    string `json:"cancel_reason" binding:"required"`
 } // @name CancellationResponse
 
 // handleCancellation godoc
@@ -297,14 +330,21 @@ type CancellationResponse struct {
 //	@Description	The holder's O(1) check, fenced by its token: has a cancel been requested for this attempt?
 //	@ID				checkCancellation
 //	@Tags			worker
-//	@Param			queue	path	string	true	"queue name"
-//	@Param			id		path	string	true	"job id"
-//	@Param			token	query	int		true	"the holder's token"
+//	@Security		BearerAuth
+//	@Security		Signature
+//	@Param			queue	path	string	true	"queue name: 1 to 100 of A-Z a-z 0-9 . _ -, not only dots"	minlength(1)	maxlength(100)
+//	@Param			id		path	string	true	"job id: 1 to 128 of A-Z a-z 0-9 . _ : -, not only dots"	minlength(1)	maxlength(128)
+//	@Param			token	query	int		true	"the holder's token"	minimum(1)
 //	@Produce		application/problem+json
 //	@Failure		400	{object}	Problem	"EMQINVALID"
+//	@Failure		401	{object}	Problem	"EMQUNAUTHORIZED: no key, a wrong one, or a bad signature"
+//	@Failure		403	{object}	Problem	"EMQFORBIDDEN: the key's role may not do this"
 //	@Failure		404	{object}	Problem	"EMQGONE"
 //	@Failure		409	{object}	Problem	"EMQSTALE"
+//	@Failure		500	{object}	Problem	"EMQINTERNAL: a bug, logged with the request id"
 //	@Failure		503	{object}	Problem	"EMQUNAVAILABLE"
+//	@Header		401	{string}	WWW-Authenticate	"the Bearer scheme, realm echo_mq"
+//	@Header		503	{integer}	Retry-After	"seconds to wait before trying again"
 //	@Produce		json
 //	@Success		200	{object}	CancellationResponse
 //	@Router			/queues/{queue}/jobs/{id}/cancellation [get]
@@ -339,16 +379,24 @@ type CancelRequest struct {
 //	@Description	A cancel is a message, never a kill. A pending or delayed job is cancelled at once (200). An active job is marked cancel_requested for its current attempt (202): the holder sees it at its next extend or cancellation check and reports fail (cancelled) or complete. If its lease lapses first, the sweep cancels it. Cancelling a cancelled job answers 200; a completed or dead one, 409 EMQSTATE.
 //	@ID				cancelJob
 //	@Tags			jobs
+//	@Security		BearerAuth
+//	@Security		Signature
 //	@Accept			json
-//	@Param			queue	path	string			true	"queue name"
-//	@Param			id		path	string			true	"job id"
+//	@Param			queue	path	string			true	"queue name: 1 to 100 of A-Z a-z 0-9 . _ -, not only dots"	minlength(1)	maxlength(100)
+//	@Param			id		path	string			true	"job id: 1 to 128 of A-Z a-z 0-9 . _ : -, not only dots"	minlength(1)	maxlength(128)
 //	@Param			cancel	body	CancelRequest	false	"reason and token"
 //	@Produce		application/problem+json
 //	@Failure		400	{object}	Problem	"EMQINVALID"
+//	@Failure		401	{object}	Problem	"EMQUNAUTHORIZED: no key, a wrong one, or a bad signature"
+//	@Failure		403	{object}	Problem	"EMQFORBIDDEN: the key's role may not do this"
 //	@Failure		404	{object}	Problem	"EMQGONE"
 //	@Failure		409	{object}	Problem	"EMQSTATE (completed or dead) or EMQSTALE (token given, job not held under it)"
+//	@Failure		413	{object}	Problem	"EMQTOOLARGE"
 //	@Failure		415	{object}	Problem	"EMQMEDIATYPE"
+//	@Failure		500	{object}	Problem	"EMQINTERNAL: a bug, logged with the request id"
 //	@Failure		503	{object}	Problem	"EMQUNAVAILABLE"
+//	@Header		401	{string}	WWW-Authenticate	"the Bearer scheme, realm echo_mq"
+//	@Header		503	{integer}	Retry-After	"seconds to wait before trying again"
 //	@Produce		json
 //	@Success		200	{object}	Job	"cancelled"
 //	@Success		202	{object}	Job	"cancel requested"

@@ -21,19 +21,19 @@ import (
 // Problem is an RFC 9457 problem details body: every error the service
 // answers has this shape, with a machine-readable Code.
 type Problem struct {
-	Type     string       `json:"type" example:"https://github.com/echo-mq/echo_mq#emqstale"`
-	Title    string       `json:"title" example:"Stale token"`
-	Status   int          `json:"status" example:"409"`
-	Detail   string       `json:"detail" example:"the token does not hold this job: job-1"`
-	Code     string       `json:"code" example:"EMQSTALE"`
+	Type     string       `json:"type" binding:"required" example:"https://github.com/echo-mq/echo_mq#emqstale"`
+	Title    string       `json:"title" binding:"required" example:"Stale token"`
+	Status   int          `json:"status" binding:"required" example:"409"`
+	Detail   string       `json:"detail" binding:"required" example:"the token does not hold this job: job-1"`
+	Code     string       `json:"code" binding:"required" example:"EMQSTALE"`
 	Instance string       `json:"instance,omitempty" example:"/queues/emails/jobs/job-1/complete"`
 	Errors   []FieldError `json:"errors,omitempty"`
 } // @name Problem
 
 // FieldError names one invalid field of a request and what is wrong with it.
 type FieldError struct {
-	Field   string `json:"field" example:"lease_ms"`
-	Message string `json:"message" example:"must be at least 100"`
+	Field   string `json:"field" binding:"required" example:"lease_ms"`
+	Message string `json:"message" binding:"required" example:"must be at least 100"`
 } // @name FieldError
 
 // The problem codes. DESIGN.md fixes the first ones; the last three name the

@@ -9,18 +9,18 @@ import (
 
 // Queue is a queue as the API shows it.
 type Queue struct {
-	Name   string `json:"name" example:"emails"`
-	Paused bool   `json:"paused"`
+	Name   string `json:"name" binding:"required" example:"emails"`
+	Paused bool   `json:"paused" binding:"required"`
 	// Counts holds how many jobs are in each state: pending, active,
 	// delayed, completed, dead, cancelled.
-	Counts map[string]int64 `json:"counts"`
+	Counts map[string]int64 `json:"counts" binding:"required"`
 } // @name Queue
 
 // QueueList is a page of queues.
 type QueueList struct {
-	Queues []Queue `json:"queues"`
+	Queues []Queue `json:"queues" binding:"required"`
 	// NextCursor fetches the next page; null on the last one.
-	NextCursor *string `json:"next_cursor"`
+	NextCursor *string `json:"next_cursor" binding:"required" extensions:"x-nullable"`
 } // @name QueueList
 
 func queueOf(info admin.QueueInfo) Queue {
@@ -55,11 +55,17 @@ func limitQuery(r *http.Request, def, most int) (int, error) {
 //	@Description	A page of the known queues with their paused flag and counts per state (each count O(1)). Pages follow the queues set's cursor: pass next_cursor back as cursor until it is null. A page holds about limit queues (the set's scan may give a few more or fewer), sorted by name within the page.
 //	@ID				listQueues
 //	@Tags			operator
+//	@Security		BearerAuth
+//	@Security		Signature
 //	@Param			cursor	query	string	false	"next_cursor of the previous page"
-//	@Param			limit	query	int		false	"queues per page, 1 to 1000 (default 100)"
+//	@Param			limit	query	int		false	"queues per page"	minimum(1)	maximum(1000)	default(100)
 //	@Produce		application/problem+json
 //	@Failure		400	{object}	Problem	"EMQINVALID"
+//	@Failure		401	{object}	Problem	"EMQUNAUTHORIZED: no key, a wrong one, or a bad signature"
+//	@Failure		500	{object}	Problem	"EMQINTERNAL: a bug, logged with the request id"
 //	@Failure		503	{object}	Problem	"EMQUNAVAILABLE"
+//	@Header		401	{string}	WWW-Authenticate	"the Bearer scheme, realm echo_mq"
+//	@Header		503	{integer}	Retry-After	"seconds to wait before trying again"
 //	@Produce		json
 //	@Success		200	{object}	QueueList
 //	@Router			/queues [get]
@@ -87,10 +93,16 @@ func (s *server) handleQueueList(w http.ResponseWriter, r *http.Request) {
 //	@Description	The queue's paused flag and counts per state, each O(1). Queues are made by use: a name nobody used answers all zeros.
 //	@ID				getQueue
 //	@Tags			operator
-//	@Param			queue	path	string	true	"queue name"
+//	@Security		BearerAuth
+//	@Security		Signature
+//	@Param			queue	path	string	true	"queue name: 1 to 100 of A-Z a-z 0-9 . _ -, not only dots"	minlength(1)	maxlength(100)
 //	@Produce		application/problem+json
 //	@Failure		400	{object}	Problem	"EMQINVALID"
+//	@Failure		401	{object}	Problem	"EMQUNAUTHORIZED: no key, a wrong one, or a bad signature"
+//	@Failure		500	{object}	Problem	"EMQINTERNAL: a bug, logged with the request id"
 //	@Failure		503	{object}	Problem	"EMQUNAVAILABLE"
+//	@Header		401	{string}	WWW-Authenticate	"the Bearer scheme, realm echo_mq"
+//	@Header		503	{integer}	Retry-After	"seconds to wait before trying again"
 //	@Produce		json
 //	@Success		200	{object}	Queue
 //	@Router			/queues/{queue} [get]
@@ -113,10 +125,17 @@ func (s *server) handleQueueGet(w http.ResponseWriter, r *http.Request) {
 //	@Description	Claims answer an empty list while the queue is paused; active jobs go on and can still extend, complete and fail. Pausing a paused queue changes nothing.
 //	@ID				pauseQueue
 //	@Tags			operator
-//	@Param			queue	path	string	true	"queue name"
+//	@Security		BearerAuth
+//	@Security		Signature
+//	@Param			queue	path	string	true	"queue name: 1 to 100 of A-Z a-z 0-9 . _ -, not only dots"	minlength(1)	maxlength(100)
 //	@Produce		application/problem+json
 //	@Failure		400	{object}	Problem	"EMQINVALID"
+//	@Failure		401	{object}	Problem	"EMQUNAUTHORIZED: no key, a wrong one, or a bad signature"
+//	@Failure		403	{object}	Problem	"EMQFORBIDDEN: the key's role may not do this"
+//	@Failure		500	{object}	Problem	"EMQINTERNAL: a bug, logged with the request id"
 //	@Failure		503	{object}	Problem	"EMQUNAVAILABLE"
+//	@Header		401	{string}	WWW-Authenticate	"the Bearer scheme, realm echo_mq"
+//	@Header		503	{integer}	Retry-After	"seconds to wait before trying again"
 //	@Produce		json
 //	@Success		200	{object}	Queue
 //	@Router			/queues/{queue}/pause [post]
@@ -130,10 +149,17 @@ func (s *server) handleQueuePause(w http.ResponseWriter, r *http.Request) {
 //	@Description	Claims take jobs again; waiting long polls are woken.
 //	@ID				resumeQueue
 //	@Tags			operator
-//	@Param			queue	path	string	true	"queue name"
+//	@Security		BearerAuth
+//	@Security		Signature
+//	@Param			queue	path	string	true	"queue name: 1 to 100 of A-Z a-z 0-9 . _ -, not only dots"	minlength(1)	maxlength(100)
 //	@Produce		application/problem+json
 //	@Failure		400	{object}	Problem	"EMQINVALID"
+//	@Failure		401	{object}	Problem	"EMQUNAUTHORIZED: no key, a wrong one, or a bad signature"
+//	@Failure		403	{object}	Problem	"EMQFORBIDDEN: the key's role may not do this"
+//	@Failure		500	{object}	Problem	"EMQINTERNAL: a bug, logged with the request id"
 //	@Failure		503	{object}	Problem	"EMQUNAVAILABLE"
+//	@Header		401	{string}	WWW-Authenticate	"the Bearer scheme, realm echo_mq"
+//	@Header		503	{integer}	Retry-After	"seconds to wait before trying again"
 //	@Produce		json
 //	@Success		200	{object}	Queue
 //	@Router			/queues/{queue}/resume [post]
@@ -162,10 +188,17 @@ func (s *server) setPaused(w http.ResponseWriter, r *http.Request, paused bool) 
 //	@Description	Removes the queue's pending and delayed jobs, in bounded steps; active jobs are left to finish.
 //	@ID				drainQueue
 //	@Tags			operator
-//	@Param			queue	path	string	true	"queue name"
+//	@Security		BearerAuth
+//	@Security		Signature
+//	@Param			queue	path	string	true	"queue name: 1 to 100 of A-Z a-z 0-9 . _ -, not only dots"	minlength(1)	maxlength(100)
 //	@Produce		application/problem+json
 //	@Failure		400	{object}	Problem	"EMQINVALID"
+//	@Failure		401	{object}	Problem	"EMQUNAUTHORIZED: no key, a wrong one, or a bad signature"
+//	@Failure		403	{object}	Problem	"EMQFORBIDDEN: the key's role may not do this"
+//	@Failure		500	{object}	Problem	"EMQINTERNAL: a bug, logged with the request id"
 //	@Failure		503	{object}	Problem	"EMQUNAVAILABLE"
+//	@Header		401	{string}	WWW-Authenticate	"the Bearer scheme, realm echo_mq"
+//	@Header		503	{integer}	Retry-After	"seconds to wait before trying again"
 //	@Produce		json
 //	@Success		200	{object}	Removed
 //	@Router			/queues/{queue}/drain [post]
@@ -190,12 +223,19 @@ func (s *server) handleQueueDrain(w http.ResponseWriter, r *http.Request) {
 //	@Description	Deletes the queue and every key of it, in bounded steps (no single Redis call blocks for long). Refused with 409 EMQSTATE while jobs are active, unless force=true; forced, their holders' next calls are answered 404 EMQGONE.
 //	@ID				obliterateQueue
 //	@Tags			operator
-//	@Param			queue	path	string	true	"queue name"
+//	@Security		BearerAuth
+//	@Security		Signature
+//	@Param			queue	path	string	true	"queue name: 1 to 100 of A-Z a-z 0-9 . _ -, not only dots"	minlength(1)	maxlength(100)
 //	@Param			force	query	bool	false	"delete active jobs too"
 //	@Produce		application/problem+json
 //	@Failure		400	{object}	Problem	"EMQINVALID"
+//	@Failure		401	{object}	Problem	"EMQUNAUTHORIZED: no key, a wrong one, or a bad signature"
+//	@Failure		403	{object}	Problem	"EMQFORBIDDEN: the key's role may not do this"
 //	@Failure		409	{object}	Problem	"EMQSTATE: jobs are active"
+//	@Failure		500	{object}	Problem	"EMQINTERNAL: a bug, logged with the request id"
 //	@Failure		503	{object}	Problem	"EMQUNAVAILABLE"
+//	@Header		401	{string}	WWW-Authenticate	"the Bearer scheme, realm echo_mq"
+//	@Header		503	{integer}	Retry-After	"seconds to wait before trying again"
 //	@Produce		json
 //	@Success		200	{object}	Removed
 //	@Router			/queues/{queue} [delete]

@@ -5,6 +5,9 @@
 //	@version					0.1.0
 //	@description				A Redis-backed job queue for polyglot workers. Enqueue, claim, checkpoint, complete, fail and cancel jobs over HTTP; every state change is one atomic, token-fenced Lua script timed by the Redis server's clock. Every error is an RFC 9457 problem+json body with a machine-readable code.
 //	@license.name				MIT
+//	@license.url				https://opensource.org/license/mit
+//	@servers.url				/
+//	@servers.description		The service that serves this document at /openapi.yaml (EMQ_ADDR, 127.0.0.1:8080 by default).
 //	@externalDocs.description	README: the worker loop, the fence, the error codes
 //	@externalDocs.url			https://github.com/echo-mq/echo_mq#readme
 //	@tag.name					worker
@@ -38,6 +41,20 @@ import (
 	"github.com/echo-mq/echo_mq/internal/stall"
 	"github.com/echo-mq/echo_mq/internal/wake"
 )
+
+// The API's two security schemes, for swag. Each stands in a comment of its
+// own: swag ends a scheme at the next annotation of any kind, and names
+// every scheme of one comment after the first.
+//
+//	@securitydefinitions.bearerauth	BearerAuth
+//	@description					An API key of EMQ_API_KEYS (role:key pairs), sent as Authorization: Bearer <key>. A reader key may read; a worker key may also use the worker plane; an admin key may do everything. With no keys configured the API is open and no key is needed.
+
+// Signed requests, for senders that cannot set Authorization.
+//
+//	@securitydefinitions.apikey	Signature
+//	@in							header
+//	@name						X-EMQ-Signature
+//	@description				sha256= and the hex HMAC-SHA256, under a key of EMQ_API_KEYS, of "<timestamp>.<METHOD>.<path and query>.<body>", with the timestamp (Unix seconds, within 5 minutes of the service's clock) in X-EMQ-Timestamp. Each signature is accepted once.
 
 // Defaults of the HTTP layer.
 const (

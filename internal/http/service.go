@@ -40,7 +40,7 @@ func swaggerUI() http.HandlerFunc {
 
 // Health is the answer of the health routes.
 type Health struct {
-	Status string `json:"status" example:"ok"`
+	Status string `json:"status" binding:"required" example:"ok"`
 } // @name Health
 
 // handleHealthz godoc
@@ -49,6 +49,8 @@ type Health struct {
 //	@Description	200 while the process is up, whether or not Redis answers.
 //	@ID			healthz
 //	@Tags		service
+//	@Produce	application/problem+json
+//	@Failure	500	{object}	Problem	"EMQINTERNAL: a bug, logged with the request id"
 //	@Produce	json
 //	@Success	200	{object}	Health
 //	@Router		/healthz [get]
@@ -63,7 +65,9 @@ func (s *server) handleHealthz(w http.ResponseWriter, r *http.Request) {
 //	@ID			readyz
 //	@Tags		service
 //	@Produce	application/problem+json
+//	@Failure	500	{object}	Problem	"EMQINTERNAL: a bug, logged with the request id"
 //	@Failure	503	{object}	Problem	"EMQUNAVAILABLE"
+//	@Header	503	{integer}	Retry-After	"seconds to wait before trying again"
 //	@Produce	json
 //	@Success	200	{object}	Health
 //	@Router		/readyz [get]

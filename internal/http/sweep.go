@@ -17,9 +17,9 @@ type SweepRequest struct {
 
 // SweepResponse lists the ids the sweep moved, by where they went.
 type SweepResponse struct {
-	Recovered []string `json:"recovered"`
-	Dead      []string `json:"dead"`
-	Cancelled []string `json:"cancelled"`
+	Recovered []string `json:"recovered" binding:"required"`
+	Dead      []string `json:"dead" binding:"required"`
+	Cancelled []string `json:"cancelled" binding:"required"`
 } // @name SweepResponse
 
 // handleSweep godoc
@@ -28,13 +28,21 @@ type SweepResponse struct {
 //	@Description	Takes the active jobs whose lease has lapsed on the Redis server's clock (up to limit). Each one's stalled count goes up by one: a job whose cancel was requested is cancelled; one that reached max_stalled is dead-lettered (last_error "stalled"); any other goes back to the front of pending. The background reaper runs this for every queue; this route runs it now.
 //	@ID				sweepQueue
 //	@Tags			operator
+//	@Security		BearerAuth
+//	@Security		Signature
 //	@Accept			json
-//	@Param			queue	path	string			true	"queue name"
+//	@Param			queue	path	string			true	"queue name: 1 to 100 of A-Z a-z 0-9 . _ -, not only dots"	minlength(1)	maxlength(100)
 //	@Param			sweep	body	SweepRequest	false	"max_stalled and limit"
 //	@Produce		application/problem+json
 //	@Failure		400	{object}	Problem	"EMQINVALID"
+//	@Failure		401	{object}	Problem	"EMQUNAUTHORIZED: no key, a wrong one, or a bad signature"
+//	@Failure		403	{object}	Problem	"EMQFORBIDDEN: the key's role may not do this"
+//	@Failure		413	{object}	Problem	"EMQTOOLARGE"
 //	@Failure		415	{object}	Problem	"EMQMEDIATYPE"
+//	@Failure		500	{object}	Problem	"EMQINTERNAL: a bug, logged with the request id"
 //	@Failure		503	{object}	Problem	"EMQUNAVAILABLE"
+//	@Header		401	{string}	WWW-Authenticate	"the Bearer scheme, realm echo_mq"
+//	@Header		503	{integer}	Retry-After	"seconds to wait before trying again"
 //	@Produce		json
 //	@Success		200	{object}	SweepResponse
 //	@Router			/queues/{queue}/sweep [post]
