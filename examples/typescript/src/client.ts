@@ -175,7 +175,13 @@ function asProblem(error: unknown, response: Response): Problem {
   if (typeof error === "object" && error !== null) {
     return error as Problem;
   }
-  return { status: response.status, title: response.statusText, detail: String(error ?? "") };
+  return {
+    type: "about:blank",
+    code: "",
+    status: response.status,
+    title: response.statusText,
+    detail: String(error ?? ""),
+  };
 }
 
 /** claimed checks that a claimed job has what a holder needs. */

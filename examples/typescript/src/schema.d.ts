@@ -456,8 +456,8 @@ export interface components {
             token?: number;
         };
         CancellationResponse: {
-            cancel_reason?: string;
-            cancel_requested?: boolean;
+            cancel_reason: string;
+            cancel_requested: boolean;
         };
         ClaimNext: {
             /** @example 1 */
@@ -483,102 +483,62 @@ export interface components {
         };
         CompleteBatchResponse: {
             next?: components["schemas"]["Job"][];
-            results?: components["schemas"]["CompleteResult"][];
+            results: (components["schemas"]["Job"] | components["schemas"]["Problem"])[];
         };
         CompleteItem: {
             /** @example order-1234 */
             id: string;
-            result?: Record<string, unknown>;
+            /** @description Result is any JSON value, kept on the completed job. */
+            result?: Record<string, unknown> | unknown[] | string | number | boolean | null;
             /** @example 42 */
             token: number;
         };
         CompleteRequest: {
             claim?: components["schemas"]["ClaimNext"];
-            result?: Record<string, unknown>;
+            /** @description Result is any JSON value, kept on the completed job. */
+            result?: Record<string, unknown> | unknown[] | string | number | boolean | null;
             /** @example 42 */
             token: number;
         };
         CompleteResponse: {
             /** @example 1 */
-            attempts?: number;
+            attempts: number;
             cancel_reason?: string;
-            cancel_requested?: boolean;
+            cancel_requested: boolean;
             /** @example 2026-11-29T19:06:37.123Z */
-            created_at?: string;
+            created_at: string;
             finished_at?: string;
             /** @example 0190f8a2-7c4e-7d2a-9b1e-3f5c2a1b0c9d */
-            id?: string;
+            id: string;
             last_error?: string;
             lease_expires_at?: string;
             /** @example 3 */
-            max_attempts?: number;
+            max_attempts: number;
             next?: components["schemas"]["Job"][];
-            payload?: Record<string, unknown>;
+            /**
+             * @description Payload, like Result and Progress, is any JSON value, given back as
+             *     it was sent (digit for digit, insignificant whitespace removed).
+             */
+            payload: Record<string, unknown> | unknown[] | string | number | boolean | null;
             /** @example 0 */
-            priority?: number;
-            progress?: Record<string, unknown>;
+            priority: number;
+            /** @description Progress is the last progress a lease extension stored: any JSON value. */
+            progress?: Record<string, unknown> | unknown[] | string | number | boolean | null;
             /** @example emails */
-            queue?: string;
-            result?: Record<string, unknown>;
+            queue: string;
+            /** @description Result is what the worker completed the job with: any JSON value. */
+            result?: Record<string, unknown> | unknown[] | string | number | boolean | null;
             run_at?: string;
             /** @example 0 */
-            stalled?: number;
+            stalled: number;
             started_at?: string;
             /**
              * @example active
              * @enum {string}
              */
-            state?: "pending" | "active" | "delayed" | "completed" | "dead" | "cancelled";
+            state: "pending" | "active" | "delayed" | "completed" | "dead" | "cancelled";
             /** @example 42 */
             token?: number;
-            /** @example worker-1 */
-            worker?: string;
-        };
-        CompleteResult: {
-            /** @example 1 */
-            attempts?: number;
-            cancel_reason?: string;
-            cancel_requested?: boolean;
-            /** @example EMQSTALE */
-            code?: string;
-            /** @example 2026-11-29T19:06:37.123Z */
-            created_at?: string;
-            /** @example the token does not hold this job: job-1 */
-            detail?: string;
-            errors?: components["schemas"]["FieldError"][];
-            finished_at?: string;
-            /** @example 0190f8a2-7c4e-7d2a-9b1e-3f5c2a1b0c9d */
-            id?: string;
-            /** @example /queues/emails/jobs/job-1/complete */
-            instance?: string;
-            last_error?: string;
-            lease_expires_at?: string;
-            /** @example 3 */
-            max_attempts?: number;
-            payload?: Record<string, unknown>;
-            /** @example 0 */
-            priority?: number;
-            progress?: Record<string, unknown>;
-            /** @example emails */
-            queue?: string;
-            result?: Record<string, unknown>;
-            run_at?: string;
-            /** @example 0 */
-            stalled?: number;
-            started_at?: string;
-            /**
-             * @example active
-             * @enum {string}
-             */
-            state?: "pending" | "active" | "delayed" | "completed" | "dead" | "cancelled";
-            /** @example 409 */
-            status?: number;
-            /** @example Stale token */
-            title?: string;
-            /** @example 42 */
-            token?: number;
-            /** @example https://github.com/echo-mq/echo_mq#emqstale */
-            type?: string;
             /** @example worker-1 */
             worker?: string;
         };
@@ -596,7 +556,8 @@ export interface components {
             id?: string;
             /** @example 3 */
             max_attempts?: number;
-            payload: Record<string, unknown>;
+            /** @description Payload is any JSON value, null included, at most 1 MiB by default. */
+            payload: Record<string, unknown> | unknown[] | string | number | boolean | null;
             /** @example 0 */
             priority?: number;
         };
@@ -607,7 +568,7 @@ export interface components {
              * @description the Redis server's time of the change
              * @example 2026-11-29T19:06:37.123Z
              */
-            at?: string;
+            at: string;
             /** @example 12 */
             count?: number;
             /** @example smtp: connection refused */
@@ -618,9 +579,9 @@ export interface components {
              * @example completed
              * @enum {string}
              */
-            kind?: "enqueued" | "claimed" | "progress" | "completed" | "failed" | "dead" | "cancel_requested" | "cancelled" | "recovered" | "retried" | "promoted" | "due" | "removed" | "paused" | "resumed" | "drained";
+            kind: "enqueued" | "claimed" | "progress" | "completed" | "failed" | "dead" | "cancel_requested" | "cancelled" | "recovered" | "retried" | "promoted" | "due" | "removed" | "paused" | "resumed" | "drained";
             /** @example emails */
-            queue?: string;
+            queue: string;
             /** @example superseded */
             reason?: string;
             /** @example admin */
@@ -634,15 +595,16 @@ export interface components {
         ExtendRequest: {
             /** @example 30000 */
             lease_ms: number;
-            progress?: Record<string, unknown>;
+            /** @description Progress is any JSON value, kept on the job (the last one wins). */
+            progress?: Record<string, unknown> | unknown[] | string | number | boolean | null;
             /** @example 42 */
             token: number;
         };
         ExtendResponse: {
-            cancel_reason?: string;
-            cancel_requested?: boolean;
+            cancel_reason: string;
+            cancel_requested: boolean;
             /** @example 2026-11-29T19:07:07.123Z */
-            lease_expires_at?: string;
+            lease_expires_at: string;
         };
         FailRequest: {
             /**
@@ -662,92 +624,98 @@ export interface components {
         };
         FieldError: {
             /** @example lease_ms */
-            field?: string;
+            field: string;
             /** @example must be at least 100 */
-            message?: string;
+            message: string;
         };
         Health: {
             /** @example ok */
-            status?: string;
+            status: string;
         };
         Job: {
             /** @example 1 */
-            attempts?: number;
+            attempts: number;
             cancel_reason?: string;
-            cancel_requested?: boolean;
+            cancel_requested: boolean;
             /** @example 2026-11-29T19:06:37.123Z */
-            created_at?: string;
+            created_at: string;
             finished_at?: string;
             /** @example 0190f8a2-7c4e-7d2a-9b1e-3f5c2a1b0c9d */
-            id?: string;
+            id: string;
             last_error?: string;
             lease_expires_at?: string;
             /** @example 3 */
-            max_attempts?: number;
-            payload?: Record<string, unknown>;
+            max_attempts: number;
+            /**
+             * @description Payload, like Result and Progress, is any JSON value, given back as
+             *     it was sent (digit for digit, insignificant whitespace removed).
+             */
+            payload: Record<string, unknown> | unknown[] | string | number | boolean | null;
             /** @example 0 */
-            priority?: number;
-            progress?: Record<string, unknown>;
+            priority: number;
+            /** @description Progress is the last progress a lease extension stored: any JSON value. */
+            progress?: Record<string, unknown> | unknown[] | string | number | boolean | null;
             /** @example emails */
-            queue?: string;
-            result?: Record<string, unknown>;
+            queue: string;
+            /** @description Result is what the worker completed the job with: any JSON value. */
+            result?: Record<string, unknown> | unknown[] | string | number | boolean | null;
             run_at?: string;
             /** @example 0 */
-            stalled?: number;
+            stalled: number;
             started_at?: string;
             /**
              * @example active
              * @enum {string}
              */
-            state?: "pending" | "active" | "delayed" | "completed" | "dead" | "cancelled";
+            state: "pending" | "active" | "delayed" | "completed" | "dead" | "cancelled";
             /** @example 42 */
             token?: number;
             /** @example worker-1 */
             worker?: string;
         };
         JobList: {
-            jobs?: components["schemas"]["Job"][];
+            jobs: components["schemas"]["Job"][];
         };
         JobPage: {
-            jobs?: components["schemas"]["Job"][];
+            jobs: components["schemas"]["Job"][];
             /** @description NextCursor fetches the next page; null on the last one. */
-            next_cursor?: string;
+            next_cursor: string | null;
         };
         Problem: {
             /** @example EMQSTALE */
-            code?: string;
+            code: string;
             /** @example the token does not hold this job: job-1 */
-            detail?: string;
+            detail: string;
             errors?: components["schemas"]["FieldError"][];
             /** @example /queues/emails/jobs/job-1/complete */
             instance?: string;
             /** @example 409 */
-            status?: number;
+            status: number;
             /** @example Stale token */
-            title?: string;
+            title: string;
             /** @example https://github.com/echo-mq/echo_mq#emqstale */
-            type?: string;
+            type: string;
         };
         Queue: {
             /**
              * @description Counts holds how many jobs are in each state: pending, active,
              *     delayed, completed, dead, cancelled.
              */
-            counts?: {
+            counts: {
                 [key: string]: number;
             };
             /** @example emails */
-            name?: string;
-            paused?: boolean;
+            name: string;
+            paused: boolean;
         };
         QueueList: {
             /** @description NextCursor fetches the next page; null on the last one. */
-            next_cursor?: string;
-            queues?: components["schemas"]["Queue"][];
+            next_cursor: string | null;
+            queues: components["schemas"]["Queue"][];
         };
         Removed: {
             /** @example 1 */
-            removed?: number;
+            removed: number;
         };
         SweepRequest: {
             /**
@@ -763,9 +731,9 @@ export interface components {
             max_stalled?: number;
         };
         SweepResponse: {
-            cancelled?: string[];
-            dead?: string[];
-            recovered?: string[];
+            cancelled: string[];
+            dead: string[];
+            recovered: string[];
         };
     };
     responses: never;
@@ -794,6 +762,15 @@ export interface operations {
                     "application/json": components["schemas"]["Health"];
                 };
             };
+            /** @description EMQINTERNAL: a bug, logged with the request id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
         };
     };
     listQueues: {
@@ -801,7 +778,7 @@ export interface operations {
             query?: {
                 /** @description next_cursor of the previous page */
                 cursor?: string;
-                /** @description queues per page, 1 to 1000 (default 100) */
+                /** @description queues per page */
                 limit?: number;
             };
             header?: never;
@@ -828,9 +805,31 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description EMQUNAUTHORIZED: no key, a wrong one, or a bad signature */
+            401: {
+                headers: {
+                    /** @description the Bearer scheme, realm echo_mq */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQINTERNAL: a bug, logged with the request id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description EMQUNAVAILABLE */
             503: {
                 headers: {
+                    /** @description seconds to wait before trying again */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -844,7 +843,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description queue name */
+                /** @description queue name: 1 to 100 of A-Z a-z 0-9 . _ -, not only dots */
                 queue: string;
             };
             cookie?: never;
@@ -869,9 +868,31 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description EMQUNAUTHORIZED: no key, a wrong one, or a bad signature */
+            401: {
+                headers: {
+                    /** @description the Bearer scheme, realm echo_mq */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQINTERNAL: a bug, logged with the request id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description EMQUNAVAILABLE */
             503: {
                 headers: {
+                    /** @description seconds to wait before trying again */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -888,7 +909,7 @@ export interface operations {
             };
             header?: never;
             path: {
-                /** @description queue name */
+                /** @description queue name: 1 to 100 of A-Z a-z 0-9 . _ -, not only dots */
                 queue: string;
             };
             cookie?: never;
@@ -913,8 +934,37 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description EMQUNAUTHORIZED: no key, a wrong one, or a bad signature */
+            401: {
+                headers: {
+                    /** @description the Bearer scheme, realm echo_mq */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQFORBIDDEN: the key's role may not do this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description EMQSTATE: jobs are active */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQINTERNAL: a bug, logged with the request id */
+            500: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -925,6 +975,8 @@ export interface operations {
             /** @description EMQUNAVAILABLE */
             503: {
                 headers: {
+                    /** @description seconds to wait before trying again */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -938,7 +990,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description queue name */
+                /** @description queue name: 1 to 100 of A-Z a-z 0-9 . _ -, not only dots */
                 queue: string;
             };
             cookie?: never;
@@ -968,8 +1020,46 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description EMQUNAUTHORIZED: no key, a wrong one, or a bad signature */
+            401: {
+                headers: {
+                    /** @description the Bearer scheme, realm echo_mq */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQFORBIDDEN: the key's role may not do this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQTOOLARGE */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description EMQMEDIATYPE */
             415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQINTERNAL: a bug, logged with the request id */
+            500: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -980,6 +1070,8 @@ export interface operations {
             /** @description EMQUNAVAILABLE, or EMQBUSY: too many claims are waiting */
             503: {
                 headers: {
+                    /** @description seconds to wait before trying again */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -993,7 +1085,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description queue name */
+                /** @description queue name: 1 to 100 of A-Z a-z 0-9 . _ -, not only dots */
                 queue: string;
             };
             cookie?: never;
@@ -1023,6 +1115,26 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description EMQUNAUTHORIZED: no key, a wrong one, or a bad signature */
+            401: {
+                headers: {
+                    /** @description the Bearer scheme, realm echo_mq */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQFORBIDDEN: the key's role may not do this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description EMQTOOLARGE */
             413: {
                 headers: {
@@ -1041,9 +1153,20 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description EMQINTERNAL: a bug, logged with the request id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description EMQUNAVAILABLE */
             503: {
                 headers: {
+                    /** @description seconds to wait before trying again */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1057,7 +1180,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description queue name */
+                /** @description queue name: 1 to 100 of A-Z a-z 0-9 . _ -, not only dots */
                 queue: string;
             };
             cookie?: never;
@@ -1082,9 +1205,40 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description EMQUNAUTHORIZED: no key, a wrong one, or a bad signature */
+            401: {
+                headers: {
+                    /** @description the Bearer scheme, realm echo_mq */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQFORBIDDEN: the key's role may not do this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQINTERNAL: a bug, logged with the request id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description EMQUNAVAILABLE */
             503: {
                 headers: {
+                    /** @description seconds to wait before trying again */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1106,7 +1260,7 @@ export interface operations {
                 "Last-Event-ID"?: string;
             };
             path: {
-                /** @description queue name */
+                /** @description queue name: 1 to 100 of A-Z a-z 0-9 . _ -, not only dots */
                 queue: string;
             };
             cookie?: never;
@@ -1131,9 +1285,31 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description EMQUNAUTHORIZED: no key, a wrong one, or a bad signature */
+            401: {
+                headers: {
+                    /** @description the Bearer scheme, realm echo_mq */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQINTERNAL: a bug, logged with the request id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description EMQUNAVAILABLE */
             503: {
                 headers: {
+                    /** @description seconds to wait before trying again */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1147,14 +1323,14 @@ export interface operations {
             query: {
                 /** @description the state to list */
                 state: "pending" | "active" | "delayed" | "completed" | "dead" | "cancelled";
-                /** @description jobs per page, 1 to 500 (default 50) */
+                /** @description jobs per page */
                 limit?: number;
                 /** @description next_cursor of the previous page */
                 cursor?: string;
             };
             header?: never;
             path: {
-                /** @description queue name */
+                /** @description queue name: 1 to 100 of A-Z a-z 0-9 . _ -, not only dots */
                 queue: string;
             };
             cookie?: never;
@@ -1179,9 +1355,31 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description EMQUNAUTHORIZED: no key, a wrong one, or a bad signature */
+            401: {
+                headers: {
+                    /** @description the Bearer scheme, realm echo_mq */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQINTERNAL: a bug, logged with the request id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description EMQUNAVAILABLE */
             503: {
                 headers: {
+                    /** @description seconds to wait before trying again */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1195,7 +1393,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description queue name */
+                /** @description queue name: 1 to 100 of A-Z a-z 0-9 . _ -, not only dots */
                 queue: string;
             };
             cookie?: never;
@@ -1234,6 +1432,26 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description EMQUNAUTHORIZED: no key, a wrong one, or a bad signature */
+            401: {
+                headers: {
+                    /** @description the Bearer scheme, realm echo_mq */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQFORBIDDEN: the key's role may not do this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description EMQTOOLARGE */
             413: {
                 headers: {
@@ -1252,9 +1470,20 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description EMQINTERNAL: a bug, logged with the request id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description EMQUNAVAILABLE */
             503: {
                 headers: {
+                    /** @description seconds to wait before trying again */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1268,9 +1497,9 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description queue name */
+                /** @description queue name: 1 to 100 of A-Z a-z 0-9 . _ -, not only dots */
                 queue: string;
-                /** @description job id */
+                /** @description job id: 1 to 128 of A-Z a-z 0-9 . _ : -, not only dots */
                 id: string;
             };
             cookie?: never;
@@ -1295,8 +1524,28 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description EMQUNAUTHORIZED: no key, a wrong one, or a bad signature */
+            401: {
+                headers: {
+                    /** @description the Bearer scheme, realm echo_mq */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description EMQGONE */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQINTERNAL: a bug, logged with the request id */
+            500: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1307,6 +1556,8 @@ export interface operations {
             /** @description EMQUNAVAILABLE */
             503: {
                 headers: {
+                    /** @description seconds to wait before trying again */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1323,9 +1574,9 @@ export interface operations {
             };
             header?: never;
             path: {
-                /** @description queue name */
+                /** @description queue name: 1 to 100 of A-Z a-z 0-9 . _ -, not only dots */
                 queue: string;
-                /** @description job id */
+                /** @description job id: 1 to 128 of A-Z a-z 0-9 . _ : -, not only dots */
                 id: string;
             };
             cookie?: never;
@@ -1343,6 +1594,26 @@ export interface operations {
             };
             /** @description EMQINVALID */
             400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQUNAUTHORIZED: no key, a wrong one, or a bad signature */
+            401: {
+                headers: {
+                    /** @description the Bearer scheme, realm echo_mq */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQFORBIDDEN: the key's role may not do this */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1368,9 +1639,20 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description EMQINTERNAL: a bug, logged with the request id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description EMQUNAVAILABLE */
             503: {
                 headers: {
+                    /** @description seconds to wait before trying again */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1384,9 +1666,9 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description queue name */
+                /** @description queue name: 1 to 100 of A-Z a-z 0-9 . _ -, not only dots */
                 queue: string;
-                /** @description job id */
+                /** @description job id: 1 to 128 of A-Z a-z 0-9 . _ : -, not only dots */
                 id: string;
             };
             cookie?: never;
@@ -1425,6 +1707,26 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description EMQUNAUTHORIZED: no key, a wrong one, or a bad signature */
+            401: {
+                headers: {
+                    /** @description the Bearer scheme, realm echo_mq */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQFORBIDDEN: the key's role may not do this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description EMQGONE */
             404: {
                 headers: {
@@ -1443,8 +1745,26 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description EMQTOOLARGE */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description EMQMEDIATYPE */
             415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQINTERNAL: a bug, logged with the request id */
+            500: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1455,6 +1775,8 @@ export interface operations {
             /** @description EMQUNAVAILABLE */
             503: {
                 headers: {
+                    /** @description seconds to wait before trying again */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1471,9 +1793,9 @@ export interface operations {
             };
             header?: never;
             path: {
-                /** @description queue name */
+                /** @description queue name: 1 to 100 of A-Z a-z 0-9 . _ -, not only dots */
                 queue: string;
-                /** @description job id */
+                /** @description job id: 1 to 128 of A-Z a-z 0-9 . _ : -, not only dots */
                 id: string;
             };
             cookie?: never;
@@ -1491,6 +1813,26 @@ export interface operations {
             };
             /** @description EMQINVALID */
             400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQUNAUTHORIZED: no key, a wrong one, or a bad signature */
+            401: {
+                headers: {
+                    /** @description the Bearer scheme, realm echo_mq */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQFORBIDDEN: the key's role may not do this */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1516,9 +1858,20 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description EMQINTERNAL: a bug, logged with the request id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description EMQUNAVAILABLE */
             503: {
                 headers: {
+                    /** @description seconds to wait before trying again */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1532,9 +1885,9 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description queue name */
+                /** @description queue name: 1 to 100 of A-Z a-z 0-9 . _ -, not only dots */
                 queue: string;
-                /** @description job id */
+                /** @description job id: 1 to 128 of A-Z a-z 0-9 . _ : -, not only dots */
                 id: string;
             };
             cookie?: never;
@@ -1564,6 +1917,26 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description EMQUNAUTHORIZED: no key, a wrong one, or a bad signature */
+            401: {
+                headers: {
+                    /** @description the Bearer scheme, realm echo_mq */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQFORBIDDEN: the key's role may not do this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description EMQGONE */
             404: {
                 headers: {
@@ -1600,9 +1973,20 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description EMQINTERNAL: a bug, logged with the request id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description EMQUNAVAILABLE */
             503: {
                 headers: {
+                    /** @description seconds to wait before trying again */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1616,9 +2000,9 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description queue name */
+                /** @description queue name: 1 to 100 of A-Z a-z 0-9 . _ -, not only dots */
                 queue: string;
-                /** @description job id */
+                /** @description job id: 1 to 128 of A-Z a-z 0-9 . _ : -, not only dots */
                 id: string;
             };
             cookie?: never;
@@ -1648,6 +2032,26 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description EMQUNAUTHORIZED: no key, a wrong one, or a bad signature */
+            401: {
+                headers: {
+                    /** @description the Bearer scheme, realm echo_mq */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQFORBIDDEN: the key's role may not do this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description EMQGONE */
             404: {
                 headers: {
@@ -1666,8 +2070,26 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description EMQTOOLARGE */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description EMQMEDIATYPE */
             415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQINTERNAL: a bug, logged with the request id */
+            500: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1678,6 +2100,8 @@ export interface operations {
             /** @description EMQUNAVAILABLE */
             503: {
                 headers: {
+                    /** @description seconds to wait before trying again */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1691,9 +2115,9 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description queue name */
+                /** @description queue name: 1 to 100 of A-Z a-z 0-9 . _ -, not only dots */
                 queue: string;
-                /** @description job id */
+                /** @description job id: 1 to 128 of A-Z a-z 0-9 . _ : -, not only dots */
                 id: string;
             };
             cookie?: never;
@@ -1723,6 +2147,26 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description EMQUNAUTHORIZED: no key, a wrong one, or a bad signature */
+            401: {
+                headers: {
+                    /** @description the Bearer scheme, realm echo_mq */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQFORBIDDEN: the key's role may not do this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description EMQGONE */
             404: {
                 headers: {
@@ -1759,9 +2203,20 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description EMQINTERNAL: a bug, logged with the request id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description EMQUNAVAILABLE */
             503: {
                 headers: {
+                    /** @description seconds to wait before trying again */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1775,9 +2230,9 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description queue name */
+                /** @description queue name: 1 to 100 of A-Z a-z 0-9 . _ -, not only dots */
                 queue: string;
-                /** @description job id */
+                /** @description job id: 1 to 128 of A-Z a-z 0-9 . _ : -, not only dots */
                 id: string;
             };
             cookie?: never;
@@ -1795,6 +2250,26 @@ export interface operations {
             };
             /** @description EMQINVALID */
             400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQUNAUTHORIZED: no key, a wrong one, or a bad signature */
+            401: {
+                headers: {
+                    /** @description the Bearer scheme, realm echo_mq */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQFORBIDDEN: the key's role may not do this */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1820,9 +2295,20 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description EMQINTERNAL: a bug, logged with the request id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description EMQUNAVAILABLE */
             503: {
                 headers: {
+                    /** @description seconds to wait before trying again */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1836,9 +2322,9 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description queue name */
+                /** @description queue name: 1 to 100 of A-Z a-z 0-9 . _ -, not only dots */
                 queue: string;
-                /** @description job id */
+                /** @description job id: 1 to 128 of A-Z a-z 0-9 . _ : -, not only dots */
                 id: string;
             };
             cookie?: never;
@@ -1856,6 +2342,26 @@ export interface operations {
             };
             /** @description EMQINVALID */
             400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQUNAUTHORIZED: no key, a wrong one, or a bad signature */
+            401: {
+                headers: {
+                    /** @description the Bearer scheme, realm echo_mq */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQFORBIDDEN: the key's role may not do this */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1881,9 +2387,20 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description EMQINTERNAL: a bug, logged with the request id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description EMQUNAVAILABLE */
             503: {
                 headers: {
+                    /** @description seconds to wait before trying again */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1897,7 +2414,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description queue name */
+                /** @description queue name: 1 to 100 of A-Z a-z 0-9 . _ -, not only dots */
                 queue: string;
             };
             cookie?: never;
@@ -1927,6 +2444,26 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description EMQUNAUTHORIZED: no key, a wrong one, or a bad signature */
+            401: {
+                headers: {
+                    /** @description the Bearer scheme, realm echo_mq */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQFORBIDDEN: the key's role may not do this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description EMQTOOLARGE */
             413: {
                 headers: {
@@ -1945,9 +2482,20 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description EMQINTERNAL: a bug, logged with the request id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description EMQUNAVAILABLE */
             503: {
                 headers: {
+                    /** @description seconds to wait before trying again */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1961,7 +2509,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description queue name */
+                /** @description queue name: 1 to 100 of A-Z a-z 0-9 . _ -, not only dots */
                 queue: string;
             };
             cookie?: never;
@@ -1986,9 +2534,40 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description EMQUNAUTHORIZED: no key, a wrong one, or a bad signature */
+            401: {
+                headers: {
+                    /** @description the Bearer scheme, realm echo_mq */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQFORBIDDEN: the key's role may not do this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQINTERNAL: a bug, logged with the request id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description EMQUNAVAILABLE */
             503: {
                 headers: {
+                    /** @description seconds to wait before trying again */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2002,7 +2581,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description queue name */
+                /** @description queue name: 1 to 100 of A-Z a-z 0-9 . _ -, not only dots */
                 queue: string;
             };
             cookie?: never;
@@ -2027,9 +2606,40 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description EMQUNAUTHORIZED: no key, a wrong one, or a bad signature */
+            401: {
+                headers: {
+                    /** @description the Bearer scheme, realm echo_mq */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQFORBIDDEN: the key's role may not do this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQINTERNAL: a bug, logged with the request id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description EMQUNAVAILABLE */
             503: {
                 headers: {
+                    /** @description seconds to wait before trying again */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2043,7 +2653,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description queue name */
+                /** @description queue name: 1 to 100 of A-Z a-z 0-9 . _ -, not only dots */
                 queue: string;
             };
             cookie?: never;
@@ -2073,8 +2683,46 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description EMQUNAUTHORIZED: no key, a wrong one, or a bad signature */
+            401: {
+                headers: {
+                    /** @description the Bearer scheme, realm echo_mq */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQFORBIDDEN: the key's role may not do this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQTOOLARGE */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description EMQMEDIATYPE */
             415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQINTERNAL: a bug, logged with the request id */
+            500: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2085,6 +2733,8 @@ export interface operations {
             /** @description EMQUNAVAILABLE */
             503: {
                 headers: {
+                    /** @description seconds to wait before trying again */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2111,9 +2761,20 @@ export interface operations {
                     "application/json": components["schemas"]["Health"];
                 };
             };
+            /** @description EMQINTERNAL: a bug, logged with the request id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description EMQUNAVAILABLE */
             503: {
                 headers: {
+                    /** @description seconds to wait before trying again */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {

@@ -38,7 +38,11 @@ type Result = CompleteRequest["result"];
  * work there when the job was cancelled or lost.
  */
 async function handle(job: ClaimedJob, signal: AbortSignal): Promise<Result> {
-  const payload = job.payload ?? {};
+  // A payload is any JSON value; this work reads an object's "ms" and "fail".
+  const payload: Record<string, unknown> =
+    typeof job.payload === "object" && job.payload !== null && !Array.isArray(job.payload)
+      ? job.payload
+      : {};
   const ms = Number(payload.ms ?? 100);
   let worked = 0;
   while (worked < ms) {
