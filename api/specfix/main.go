@@ -6,9 +6,10 @@
 //   - `extensions:"x-nullable"`: the field is null at times (a last page's
 //     next_cursor): its type T becomes [T, "null"];
 //   - `extensions:"x-any-json"`: the field holds any JSON value (a payload,
-//     a result, progress): its type becomes the list of every JSON type.
-//     (Not the empty schema {}: kin-openapi's fallback validator, which it
-//     uses for a schema with $refs inside, refuses null against {}.)
+//     a result, progress): its type becomes the list of every JSON type,
+//     null included. (Not the empty schema {}, which means the same in 3.1
+//     but which some tools read otherwise: kin-openapi's 3.0 validator, for
+//     one, refuses null against it.)
 //   - `oneOf:"A,B"`: the field (or each item) is one of A and B. swag also
 //     leaves the $ref of the field's Go type beside the oneOf, which would
 //     have to match too: the $ref goes, and so does a component schema that
