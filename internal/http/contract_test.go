@@ -1,9 +1,10 @@
 package http
 
 // The contract check: every request the test suites send through the real
-// router, and every answer they get, is checked against api/openapi.yaml
-// with kin-openapi, so the suites that prove the behaviour also prove that
-// the spec describes it. It lives in the internal test package so that both
+// router, and every answer they get, is checked against api/openapi.yaml,
+// so the suites that prove the behaviour also prove that the spec describes
+// it. kin-openapi finds the operation and checks parameters, statuses,
+// media types and headers; bodies go through bodySchemas. It lives in the internal test package so that both
 // the contract suites (package http_test) and the internal tests (keys,
 // events) can call it; TestMain fails the run when an operation of the spec
 // was never answered 2xx with both sides checked (ContractGaps).
