@@ -1,9 +1,11 @@
 package http
 
-// These tests are internal (package http): the events route is not wired
-// into NewHandler yet, so they mount handleEvents on a router of their own.
-// They share the test binary, and so the redis-server that TestMain in
-// main_test.go starts.
+// These tests are internal (package http): they mount handleEvents on a
+// router and a real HTTP server of their own, so that they can set its
+// timing and read streams as a client does. They share the test binary, and
+// so the redis-server that TestMain in main_test.go starts. The stream
+// through NewHandler's router, checked against api/openapi.yaml, is
+// events_route_test.go's.
 
 import (
 	"bufio"
