@@ -42,13 +42,40 @@ func WithHTTPClient(hc *http.Client) Option {
 }
 
 // New returns a client of the service at baseURL, such as
-// "http://127.0.0.1:8080".
-func New(baseURL string, opts ...Option) *Client {
-	c := &Client{baseURL: strings.TrimRight(baseURL, "/"), http: defaultHTTPClient()}
+// "http://127.0.0.1:8080" or "https://emq.example.com/prefix".
+//
+// It returns an error when baseURL is not an http or https URL with a
+// host: a URL that cannot work ("localhost:8080", with no scheme) is
+// refused here, at start-up, rather than failing every call later. The
+// error is returned, not panicked, because a base URL usually comes from
+// configuration (an environment variable), which a program should report,
+// not crash on.
+func New(baseURL string, opts ...Option) (*Client, error) {
+	base, err := parseBaseURL(baseURL)
+	if err != nil {
+		return nil, err
+	}
+	c := &Client{baseURL: base, http: defaultHTTPClient()}
 	for _, opt := range opts {
 		opt(c)
 	}
-	return c
+	return c, nil
+}
+
+// parseBaseURL checks that raw is an http or https URL with a host and no
+// query or fragment, and returns it without a trailing slash.
+func parseBaseURL(raw string) (string, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "", fmt.Errorf("client: base URL %q: want http://host:port or https://host: %w", raw, err)
+	}
+	if u.Scheme != "http" && u.Scheme != "https" || u.Host == "" {
+		return "", fmt.Errorf("client: base URL %q: want http://host:port or https://host", raw)
+	}
+	if u.RawQuery != "" || u.Fragment != "" {
+		return "", fmt.Errorf("client: base URL %q: want no query or fragment", raw)
+	}
+	return strings.TrimRight(raw, "/"), nil
 }
 
 // defaultHTTPClient keeps more idle connections per host than
@@ -80,7 +107,7 @@ func (c *Client) do(ctx context.Context, method, path string, body, out any) (in
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return 0, fmt.Errorf("emq: %s %s: %w", method, path, err)
+		return 0, fmt.Errorf("client: %w", err) // a *url.Error names the method and URL
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
@@ -92,7 +119,7 @@ func (c *Client) do(ctx context.Context, method, path string, body, out any) (in
 		err = json.NewDecoder(resp.Body).Decode(out)
 	}
 	if err != nil {
-		return resp.StatusCode, fmt.Errorf("emq: %s %s: reading the answer: %w", method, path, err)
+		return resp.StatusCode, fmt.Errorf("client: %s %s: reading the answer: %w", method, path, err)
 	}
 	return resp.StatusCode, nil
 }
@@ -102,13 +129,13 @@ func (c *Client) newRequest(ctx context.Context, method, path string, body any) 
 	if body != nil {
 		b, err := json.Marshal(body)
 		if err != nil {
-			return nil, fmt.Errorf("emq: %s %s: %w", method, path, err)
+			return nil, fmt.Errorf("client: %s %s: %w", method, path, err)
 		}
 		r = bytes.NewReader(b)
 	}
 	req, err := http.NewRequestWithContext(ctx, method, c.baseURL+path, r)
 	if err != nil {
-		return nil, fmt.Errorf("emq: %w", err)
+		return nil, fmt.Errorf("client: %w", err)
 	}
 	req.Header.Set("Accept", "application/json")
 	if body != nil {
@@ -121,17 +148,23 @@ func (c *Client) newRequest(ctx context.Context, method, path string, body any) 
 }
 
 // marshal turns v into the raw JSON a request carries: nil for a nil v, so
-// that the field is left out; v itself when it is already raw JSON.
+// that the field is left out (an empty json.RawMessage too); v itself when
+// it is a json.RawMessage (raw
+// JSON, checked by the request's encoding); otherwise json.Marshal(v), so
+// that a []byte becomes a base64 string, as encoding/json writes it.
 func marshal(v any) (json.RawMessage, error) {
 	switch v := v.(type) {
 	case nil:
 		return nil, nil
 	case json.RawMessage:
+		if len(v) == 0 {
+			return nil, nil
+		}
 		return v, nil
 	}
 	b, err := json.Marshal(v)
 	if err != nil {
-		return nil, fmt.Errorf("emq: %w", err)
+		return nil, fmt.Errorf("client: %w", err)
 	}
 	return b, nil
 }

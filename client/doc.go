@@ -4,7 +4,10 @@
 //
 // A producer enqueues jobs:
 //
-//	c := client.New("http://127.0.0.1:8080", client.WithAPIKey(os.Getenv("EMQ_API_KEY")))
+//	c, err := client.New(os.Getenv("EMQ_URL"), client.WithAPIKey(os.Getenv("EMQ_API_KEY")))
+//	if err != nil {
+//		log.Fatal(err) // not an http:// or https:// URL
+//	}
 //	job, created, err := c.Enqueue(ctx, "emails", client.EnqueueRequest{
 //		ID:      "welcome-42", // optional: an idempotency key
 //		Payload: map[string]string{"to": "ada@example.com"},
@@ -29,8 +32,18 @@
 // runs, completes it with the handler's result or fails it with its error
 // (the service retries it with backoff), and cancels the handler's context
 // when someone cancels the job or the job is lost. It backs off on 503s and
-// connection errors, and on SIGTERM it stops claiming, finishes the jobs in
-// hand and returns nil. See Client.Work for the details.
+// connection errors, logging a warning to slog.Default() (or WithLogger's
+// logger), and on SIGTERM it stops claiming, finishes the jobs in hand and
+// returns nil. See Client.Work for the details.
+//
+// # Values
+//
+// A payload, a result or a progress is any value that encoding/json
+// encodes, sent as JSON; nil sends none (a payload: null). A
+// json.RawMessage is sent as it is, so JSON you hold as bytes goes as
+// json.RawMessage(b). A plain []byte goes as encoding/json writes it: a
+// base64 string. Job.Payload, Result and Progress come back as raw JSON:
+// decode them with json.Unmarshal.
 //
 // # Errors
 //
@@ -39,7 +52,10 @@
 // sentinel with errors.Is: ErrStale (the token no longer holds the job),
 // ErrGone, ErrState, ErrInvalid, ErrUnauthorized, ErrForbidden and
 // ErrUnavailable (any 503; Error.RetryAfter says how long to wait).
-// Retryable tells the errors worth sending again.
+// Retryable tells the errors worth sending again: 502, 503 and 504, and
+// transport failures that may pass (a refused or reset connection, a
+// timeout), not a TLS certificate that is not trusted. Error texts start
+// with "client:".
 //
 // # Tokens
 //

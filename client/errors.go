@@ -8,9 +8,9 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -56,22 +56,22 @@ type FieldError struct {
 var (
 	// ErrStale: the token is not the current holder's, or the job is no
 	// longer active under it (409 EMQSTALE). Drop the job.
-	ErrStale = errors.New("emq: stale token")
+	ErrStale = errors.New("client: stale token")
 	// ErrGone: no such job (404 EMQGONE). Drop the job.
-	ErrGone = errors.New("emq: no such job")
+	ErrGone = errors.New("client: no such job")
 	// ErrState: the verb does not apply in the job's or queue's state, such
 	// as cancelling a completed job (409 EMQSTATE).
-	ErrState = errors.New("emq: not in this state")
+	ErrState = errors.New("client: not in this state")
 	// ErrInvalid: the request is malformed or fails validation (400
 	// EMQINVALID); Error.Fields says which fields.
-	ErrInvalid = errors.New("emq: invalid request")
+	ErrInvalid = errors.New("client: invalid request")
 	// ErrUnauthorized: no API key or a wrong one (401 EMQUNAUTHORIZED).
-	ErrUnauthorized = errors.New("emq: unauthorized")
+	ErrUnauthorized = errors.New("client: unauthorized")
 	// ErrForbidden: the key's role may not do this (403 EMQFORBIDDEN).
-	ErrForbidden = errors.New("emq: forbidden")
+	ErrForbidden = errors.New("client: forbidden")
 	// ErrUnavailable: any 503, from the service (Redis cannot be reached,
 	// too many waiting claims) or a proxy. Retry after Error.RetryAfter.
-	ErrUnavailable = errors.New("emq: service unavailable")
+	ErrUnavailable = errors.New("client: service unavailable")
 )
 
 // sentinelCodes maps each sentinel but ErrUnavailable to its problem code.
@@ -84,16 +84,16 @@ var sentinelCodes = map[error]string{
 	ErrForbidden:    "EMQFORBIDDEN",
 }
 
-// Error returns "emq: <status> <code>: <detail>".
+// Error returns "client: <status> <code>: <detail>".
 func (e *Error) Error() string {
 	kind := e.Code
 	if kind == "" {
 		kind = http.StatusText(e.Status)
 	}
 	if e.Detail == "" {
-		return fmt.Sprintf("emq: %d %s", e.Status, kind)
+		return fmt.Sprintf("client: %d %s", e.Status, kind)
 	}
-	return fmt.Sprintf("emq: %d %s: %s", e.Status, kind, e.Detail)
+	return fmt.Sprintf("client: %d %s: %s", e.Status, kind, e.Detail)
 }
 
 // Is reports whether target is the sentinel of e's code (or ErrUnavailable
@@ -107,11 +107,14 @@ func (e *Error) Is(target error) bool {
 }
 
 // Retryable reports whether err is worth sending again after a pause: a
-// 502, 503 or 504 answer, or a request that failed on its way (a refused
-// connection, a reset, a timeout), but not one its context cancelled.
-// Work retries these on its own.
+// 502, 503 or 504 answer, or a request that failed on its way in a way
+// that may pass (see transient). It is false for a request its context
+// cancelled, for any other answer, and for a failure that sending again
+// cannot mend: a URL the transport cannot use, a TLS certificate that is
+// not trusted, a host name that does not resolve. Work retries the
+// retryable errors on its own and gives up on the others.
 func Retryable(err error) bool {
-	if errors.Is(err, context.Canceled) {
+	if err == nil || errors.Is(err, context.Canceled) {
 		return false
 	}
 	var e *Error
@@ -119,10 +122,54 @@ func Retryable(err error) bool {
 		return e.Status == http.StatusBadGateway || e.Status == http.StatusServiceUnavailable ||
 			e.Status == http.StatusGatewayTimeout
 	}
-	var urlErr *url.Error
-	var netErr net.Error
-	return errors.As(err, &urlErr) || errors.As(err, &netErr) ||
-		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, context.DeadlineExceeded)
+	return transient(err)
+}
+
+// transient reports whether err is a failure of the transport that may
+// not happen again: a timeout (a deadline, a dial or TLS handshake that
+// took too long), a temporary DNS failure, a dial, read or write that
+// failed (refused, reset, unreachable, broken pipe), or a connection that
+// closed before the whole answer came (EOF, as a server that restarts or
+// drops an idle connection gives). TLS refusals are not: a local or remote
+// TLS alert is a *net.OpError of another Op, and a certificate error is
+// not a net.Error at all.
+func transient(err error) bool {
+	var dns *net.DNSError
+	if errors.As(err, &dns) {
+		return dns.IsTimeout || dns.IsTemporary
+	}
+	return anyInChain(err, func(err error) bool {
+		switch err := err.(type) {
+		case *net.OpError:
+			return err.Op == "dial" || err.Op == "read" || err.Op == "write"
+		case interface{ Timeout() bool }:
+			return err.Timeout()
+		}
+		return err == io.EOF || err == io.ErrUnexpectedEOF || err == syscall.ECONNRESET || err == syscall.ECONNREFUSED
+	})
+}
+
+// anyInChain reports whether f is true of err or of any error it wraps.
+// Unlike errors.As, it looks past the first error of a type: a *url.Error
+// is a net.Error whose Timeout sees only the error right under it.
+func anyInChain(err error, f func(error) bool) bool {
+	if err == nil {
+		return false
+	}
+	if f(err) {
+		return true
+	}
+	switch err := err.(type) {
+	case interface{ Unwrap() error }:
+		return anyInChain(err.Unwrap(), f)
+	case interface{ Unwrap() []error }:
+		for _, e := range err.Unwrap() {
+			if anyInChain(e, f) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // maxDetail bounds how much of a body that is not a problem goes into

@@ -12,6 +12,7 @@ import (
 
 	"github.com/echo-mq/echo_mq/client"
 	"github.com/echo-mq/echo_mq/internal/redistest"
+	"github.com/echo-mq/echo_mq/internal/servicetest"
 )
 
 func TestStaleTokenIsErrStale(t *testing.T) {
@@ -27,7 +28,7 @@ func TestStaleTokenIsErrStale(t *testing.T) {
 	if !errors.As(err, &e) || e.Status != http.StatusConflict || e.Code != "EMQSTALE" || e.Title == "" || e.Detail == "" {
 		t.Fatalf("complete with another token: %#v, want a 409 EMQSTALE problem", e)
 	}
-	if !strings.HasPrefix(err.Error(), "emq: 409 EMQSTALE: ") {
+	if !strings.HasPrefix(err.Error(), "client: 409 EMQSTALE: ") {
 		t.Fatalf("error text %q", err)
 	}
 }
@@ -61,18 +62,15 @@ func TestInvalidRequestNamesItsFields(t *testing.T) {
 func TestAPIKeys(t *testing.T) {
 	t.Parallel()
 	const workerKey, readerKey = "worker-key-0123456789abcdef", "reader-key-0123456789abcdef"
-	base, err := services.start("EMQ_API_KEYS=worker:" + workerKey + ",reader:" + readerKey)
-	if err != nil {
-		t.Fatal(err)
-	}
+	base := servicetest.Start(t, serviceBin, serviceEnv("EMQ_API_KEYS=worker:"+workerKey+",reader:"+readerKey)...).URL()
 	q, ctx, req := redistest.Queue(t), context.Background(), client.EnqueueRequest{Payload: 1}
-	if _, created, err := client.New(base, client.WithAPIKey(workerKey)).Enqueue(ctx, q, req); err != nil || !created {
+	if _, created, err := mustNew(t, base, client.WithAPIKey(workerKey)).Enqueue(ctx, q, req); err != nil || !created {
 		t.Fatalf("enqueue with a worker key: created %v, %v", created, err)
 	}
-	if _, _, err := client.New(base).Enqueue(ctx, q, req); !errors.Is(err, client.ErrUnauthorized) {
+	if _, _, err := mustNew(t, base).Enqueue(ctx, q, req); !errors.Is(err, client.ErrUnauthorized) {
 		t.Fatalf("enqueue with no key: %v, want ErrUnauthorized", err)
 	}
-	if _, _, err := client.New(base, client.WithAPIKey(readerKey)).Enqueue(ctx, q, req); !errors.Is(err, client.ErrForbidden) {
+	if _, _, err := mustNew(t, base, client.WithAPIKey(readerKey)).Enqueue(ctx, q, req); !errors.Is(err, client.ErrForbidden) {
 		t.Fatalf("enqueue with a reader key: %v, want ErrForbidden", err)
 	}
 }
@@ -90,7 +88,7 @@ func TestErrorFromSomethingElse(t *testing.T) {
 		w.Write([]byte("<html>bad gateway</html>"))
 	}))
 	defer proxy.Close()
-	c, ctx := client.New(proxy.URL), context.Background()
+	c, ctx := mustNew(t, proxy.URL), context.Background()
 
 	_, err := c.Claim(ctx, "q", client.ClaimRequest{})
 	var e *client.Error
@@ -99,7 +97,7 @@ func TestErrorFromSomethingElse(t *testing.T) {
 		t.Fatalf("a proxy's 503: %#v, want status 503, Retry-After 2 s, retryable", e)
 	}
 	_, err = c.Job(ctx, "q", "j")
-	if !client.Retryable(err) || errors.Is(err, client.ErrUnavailable) || err.Error() != "emq: 502 Bad Gateway: <html>bad gateway</html>" {
+	if !client.Retryable(err) || errors.Is(err, client.ErrUnavailable) || err.Error() != "client: 502 Bad Gateway: <html>bad gateway</html>" {
 		t.Fatalf("a proxy's 502: %v, want retryable, not ErrUnavailable", err)
 	}
 }
@@ -108,7 +106,7 @@ func TestConnectionErrorIsRetryable(t *testing.T) {
 	t.Parallel()
 	closed := httptest.NewServer(http.NotFoundHandler())
 	closed.Close() // nothing listens there any more
-	c := client.New(closed.URL)
+	c := mustNew(t, closed.URL)
 	_, _, err := c.Enqueue(context.Background(), "q", client.EnqueueRequest{})
 	if err == nil || !client.Retryable(err) {
 		t.Fatalf("enqueue to a closed port: %v, want a retryable error", err)
@@ -128,7 +126,7 @@ func TestRetryAfterDate(t *testing.T) {
 		w.WriteHeader(http.StatusServiceUnavailable)
 	}))
 	defer srv.Close()
-	_, err := client.New(srv.URL).Job(context.Background(), "q", "j")
+	_, err := mustNew(t, srv.URL).Job(context.Background(), "q", "j")
 	var e *client.Error
 	if !errors.As(err, &e) {
 		t.Fatalf("a 503: %v, want an *Error", err)

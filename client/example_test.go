@@ -14,7 +14,10 @@ import (
 // nothing, so a producer may safely retry.
 func ExampleClient_Enqueue() {
 	ctx := context.Background()
-	c := client.New(exampleURL()) // the service, such as "http://127.0.0.1:8080"
+	c, err := client.New(exampleURL()) // the service, such as "http://127.0.0.1:8080"
+	if err != nil {
+		log.Fatal(err)
+	}
 
 	job, created, err := c.Enqueue(ctx, "emails", client.EnqueueRequest{
 		ID:      "welcome-42",
@@ -42,7 +45,10 @@ func ExampleClient_Enqueue() {
 //
 // Either way, the job in hand is finished and reported before Work returns.
 func ExampleClient_Work() {
-	c := client.New(exampleURL())
+	c, err := client.New(exampleURL())
+	if err != nil {
+		log.Fatal(err)
+	}
 	job, _, err := c.Enqueue(context.Background(), "emails", client.EnqueueRequest{
 		Payload: map[string]string{"to": "ada@example.com"},
 	})
@@ -75,7 +81,10 @@ func ExampleClient_Work() {
 // next extend (every third of the lease); the job ends cancelled when the
 // handler then returns an error.
 func ExampleCancelRequestedError() {
-	c := client.New(exampleURL())
+	c, err := client.New(exampleURL())
+	if err != nil {
+		log.Fatal(err)
+	}
 	job, _, err := c.Enqueue(context.Background(), "reports", client.EnqueueRequest{Payload: "year 2026"})
 	if err != nil {
 		log.Fatal(err)

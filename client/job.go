@@ -5,24 +5,26 @@ import (
 	"time"
 )
 
+// State is the state of a job, as the service names it.
+type State string
+
 // The states of a job.
 const (
-	StatePending   = "pending"   // waiting to be claimed
-	StateActive    = "active"    // claimed: a worker holds its lease
-	StateDelayed   = "delayed"   // waiting for its run-at (a delay or a retry's backoff)
-	StateCompleted = "completed" // finished with a result
-	StateDead      = "dead"      // failed for good: out of attempts, fatal, or stalled too often
-	StateCancelled = "cancelled" // cancelled before or while it ran
+	StatePending   State = "pending"   // waiting to be claimed
+	StateActive    State = "active"    // claimed: a worker holds its lease
+	StateDelayed   State = "delayed"   // waiting for its run-at (a delay or a retry's backoff)
+	StateCompleted State = "completed" // finished with a result
+	StateDead      State = "dead"      // failed for good: out of attempts, fatal, or stalled too often
+	StateCancelled State = "cancelled" // cancelled before or while it ran
 )
 
 // Job is a job as the service shows it. Payload, Result and Progress are
 // the JSON values that were sent, as they were sent; decode them with
 // json.Unmarshal. A timestamp the job does not have yet is the zero time.
 type Job struct {
-	ID    string `json:"id"`
-	Queue string `json:"queue"`
-	// State is one of the State constants.
-	State    string          `json:"state"`
+	ID       string          `json:"id"`
+	Queue    string          `json:"queue"`
+	State    State           `json:"state"`
 	Payload  json.RawMessage `json:"payload"`
 	Result   json.RawMessage `json:"result,omitempty"`
 	Progress json.RawMessage `json:"progress,omitempty"`

@@ -13,8 +13,9 @@ type EnqueueRequest struct {
 	// enqueueing an id that exists adds nothing and answers the job already
 	// there. Empty: the service makes a time-ordered id.
 	ID string
-	// Payload is the job's input, sent as JSON (a json.RawMessage as it is).
-	// nil sends JSON null.
+	// Payload is the job's input, sent as JSON: a json.RawMessage as it
+	// is, a []byte as a base64 string (encoding/json's way; see the
+	// package doc, "Values"). nil sends JSON null.
 	Payload any
 	// Priority is 0 (the default, first) to 9 (last).
 	Priority int

@@ -53,7 +53,8 @@ type ExtendRequest struct {
 	// Lease is the new lease, counted from now on the service's clock;
 	// 0 means DefaultLease.
 	Lease time.Duration
-	// Progress, when not nil, is stored on the job as JSON.
+	// Progress, when not nil, is stored on the job as JSON (a
+	// json.RawMessage as it is: see the package doc, "Values").
 	Progress any
 }
 
@@ -93,7 +94,8 @@ func (c *Client) Extend(ctx context.Context, queue, id string, req ExtendRequest
 // CompleteRequest finishes a job held under Token.
 type CompleteRequest struct {
 	Token int64
-	// Result, when not nil, is stored on the job as JSON.
+	// Result, when not nil, is stored on the job as JSON (a
+	// json.RawMessage as it is: see the package doc, "Values").
 	Result any
 }
 

@@ -9,11 +9,11 @@ import (
 var (
 	// ErrCancelRequested matches a *CancelRequestedError: someone
 	// cancelled the job while it ran.
-	ErrCancelRequested = errors.New("emq: cancel requested")
+	ErrCancelRequested = errors.New("client: cancel requested")
 	// ErrLeaseLost: an extend was answered ErrStale or ErrGone (which the
 	// cause also wraps): the job is no longer this worker's, its result
 	// will not be reported.
-	ErrLeaseLost = errors.New("emq: lease lost")
+	ErrLeaseLost = errors.New("client: lease lost")
 )
 
 // CancelRequestedError is the cause of a handler's context cancelled
@@ -28,9 +28,9 @@ type CancelRequestedError struct {
 	Reason string
 }
 
-// Error returns "emq: cancel requested: <reason>".
+// Error returns "client: cancel requested: <reason>".
 func (e *CancelRequestedError) Error() string {
-	return "emq: cancel requested: " + e.Reason
+	return "client: cancel requested: " + e.Reason
 }
 
 // Is makes errors.Is(err, ErrCancelRequested) true.

@@ -13,11 +13,16 @@ import (
 // not given.
 const DefaultWait = 10 * time.Second
 
+// MaxWait is the longest wait a claim may ask for: the service refuses a
+// longer one.
+const MaxWait = 30 * time.Second
+
 const (
 	// claimMargin is how long past its wait Work waits for a claim's
 	// answer before it gives up on it as a connection error.
 	claimMargin = 10 * time.Second
-	// callTimeout bounds each extend, complete and fail that Work sends.
+	// callTimeout bounds each complete and fail that Work sends, and each
+	// extend unless a third of the lease is shorter.
 	callTimeout = 30 * time.Second
 	// idlePause is the pause between empty claims when the wait is 0, so
 	// that a poll without a wait does not spin.
@@ -57,9 +62,13 @@ func WithLease(d time.Duration) WorkOption {
 }
 
 // WithWait sets how long each claim waits for a job (default DefaultWait,
-// 10 s; at most 30 s). It also bounds how long a stop waits for a claim
-// already sent.
-func WithWait(d time.Duration) WorkOption { return func(c *workConfig) { c.wait = max(0, d) } }
+// 10 s). It also bounds how long a stop waits for a claim already sent.
+// A d over MaxWait (30 s), which the service would refuse, is taken as
+// MaxWait: Work asks again when a wait ends empty, so a longer wait would
+// change nothing else.
+func WithWait(d time.Duration) WorkOption {
+	return func(c *workConfig) { c.wait = min(max(0, d), MaxWait) }
+}
 
 // WithConcurrency sets how many jobs Work runs at once (default 1), each
 // with a claim loop of its own.
@@ -69,19 +78,44 @@ func WithConcurrency(n int) WorkOption { return func(c *workConfig) { c.concurre
 // "go-<host>-<pid>").
 func WithWorker(name string) WorkOption { return func(c *workConfig) { c.worker = name } }
 
-// WithLogger makes Work log one line per event (claimed, completed,
-// failed, cancelled, lost, backing off, stopping, stopped) to l. Work logs
-// nothing without it.
+// WithLogger makes Work log one line per event to l: claimed, completed,
+// failed, cancelled, stopping and stopped at Info; backing off, lost and
+// an extend refused at Warn; a claim refused, a report refused or given up
+// and a handler's panic at Error. l's handler decides which levels it keeps.
+//
+// Without WithLogger, Work logs to slog.Default() at Warn and Error only:
+// a worker that is backing off, losing jobs or giving up is never silent,
+// and a busy worker does not write a line per job into a program's log
+// unasked. To silence Work, pass slog.New(slog.DiscardHandler).
 func WithLogger(l *slog.Logger) WorkOption { return func(c *workConfig) { c.log = l } }
 
 func newWorkConfig(opts []WorkOption) workConfig {
 	host, _ := os.Hostname()
 	cfg := workConfig{lease: DefaultLease, wait: DefaultWait, concurrency: 1,
-		worker: fmt.Sprintf("go-%s-%d", host, os.Getpid()), log: slog.New(slog.DiscardHandler)}
+		worker: fmt.Sprintf("go-%s-%d", host, os.Getpid())}
 	for _, opt := range opts {
 		opt(&cfg)
 	}
+	if cfg.log == nil {
+		cfg.log = slog.New(warnAndAbove{slog.Default().Handler()})
+	}
 	return cfg
+}
+
+// warnAndAbove passes on the records of Warn level and above only: what
+// Work logs when no logger is given.
+type warnAndAbove struct{ slog.Handler }
+
+func (h warnAndAbove) Enabled(ctx context.Context, level slog.Level) bool {
+	return level >= slog.LevelWarn && h.Handler.Enabled(ctx, level)
+}
+
+func (h warnAndAbove) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return warnAndAbove{h.Handler.WithAttrs(attrs)}
+}
+
+func (h warnAndAbove) WithGroup(name string) slog.Handler {
+	return warnAndAbove{h.Handler.WithGroup(name)}
 }
 
 // Work claims jobs of queue and runs handle on each, until ctx is done.
@@ -100,17 +134,31 @@ func newWorkConfig(opts []WorkOption) workConfig {
 // answers ErrStale or ErrGone, the job is no longer this worker's: Work
 // cancels handle's ctx with an ErrLeaseLost cause and reports nothing.
 //
-// On a 502, 503 or 504 answer or a connection error, Work waits the
-// answer's Retry-After, or else 0.5 s doubling up to 30 s, and sends the
-// same call again; repeating a complete or a fail is safe.
+// On an error Retryable accepts (a 502, 503 or 504 answer, a refused or
+// reset connection, a timeout), Work waits the answer's Retry-After, or
+// else 0.5 s doubling up to 30 s, and sends the same call again;
+// repeating a complete or a fail is safe. An extend gives up after a third
+// of the lease, so that a hung one is retried before the lease lapses. A
+// complete or a fail is retried until the job's lease would have lapsed
+// (counted from the last claim or extend answered): then the service's
+// sweep takes the job back and runs it again, so Work logs that it gave
+// up the report and goes on.
 //
 // When ctx is done Work stops claiming, lets the jobs in hand finish and
 // be reported, and returns nil. A claim already sent is not cut short (a
 // claim cut short after the service leased a job would leave that job
 // stranded until its lease lapsed): it is answered within the wait, and a
-// job it brings is worked too. Work returns an error only when a claim is
-// refused for good (a wrong API key, an invalid queue name or option),
-// after the jobs in hand are finished.
+// job it brings is worked too. With the service unreachable, a stop thus
+// waits up to a lease (and a report's last call) for the reports.
+//
+// Work returns an error when a claim fails in a way that asking again
+// cannot mend: refused for good (a wrong API key, an invalid queue name
+// or option) or not sent (a TLS certificate that is not trusted, a host
+// name that does not resolve); it returns after the jobs in hand are
+// finished.
+//
+// Without WithLogger, Work logs its warnings and errors (backing off, a
+// claim refused, a report given up) to slog.Default(): see WithLogger.
 func (c *Client) Work(ctx context.Context, queue string, handle Handler, opts ...WorkOption) error {
 	w := &worker{c: c, queue: queue, handle: handle, cfg: newWorkConfig(opts)}
 	w.log = w.cfg.log.With("queue", queue)
@@ -155,6 +203,7 @@ func (w *worker) loop(ctx context.Context) error {
 	var b backoff
 	for ctx.Err() == nil {
 		jobs, err := w.claim(ctx)
+		claimedAt := time.Now()
 		if err != nil && Retryable(err) {
 			d := b.delay(err)
 			w.log.Warn("Backing off", "seconds", d.Seconds(), "error", err)
@@ -167,7 +216,7 @@ func (w *worker) loop(ctx context.Context) error {
 		}
 		b.reset()
 		for _, job := range jobs {
-			w.work(ctx, job)
+			w.work(ctx, job, claimedAt)
 		}
 		if len(jobs) == 0 && w.cfg.wait == 0 {
 			sleep(ctx, idlePause)

@@ -313,7 +313,7 @@ func (w *working) wait() error {
 
 // waitState polls the job until it is in state, and returns it. It fails
 // the test after 10 s.
-func waitState(tb testing.TB, c *client.Client, queue, id, state string) client.Job {
+func waitState(tb testing.TB, c *client.Client, queue, id string, state client.State) client.Job {
 	tb.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
