@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
@@ -108,10 +109,34 @@ func embedded(log *slog.Logger) (redis.UniversalClient, func(), error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("start the embedded store: %w", err)
 	}
+	stopClock := runClock(mr, time.Second)
 	log.Warn("NO EMQ_REDIS_URL: running on an embedded in-memory store. NOTHING PERSISTS: every job is lost when the process stops. Set EMQ_REDIS_URL=redis://host:6379 for real use.",
 		"embedded_addr", mr.Addr())
 	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr(), MaxRetries: noRetries})
-	return rdb, func() { _ = rdb.Close(); mr.Close() }, nil
+	return rdb, func() { stopClock(); _ = rdb.Close(); mr.Close() }, nil
+}
+
+// runClock makes the embedded store's key expiry follow the clock, every
+// tick: miniredis expires keys only when told to, and the reaper's turn on a
+// queue (SET PX) must end for the queue to be swept again. It ticks rather
+// than using miniredis's ClockTTL, which walks every key on every command.
+func runClock(mr *miniredis.Miniredis, tick time.Duration) (stop func()) {
+	done := make(chan struct{})
+	go func() {
+		t := time.NewTicker(tick)
+		defer t.Stop()
+		last := time.Now()
+		for {
+			select {
+			case <-done:
+				return
+			case now := <-t.C:
+				mr.FastForward(now.Sub(last))
+				last = now
+			}
+		}
+	}()
+	return func() { close(done) }
 }
 
 // maskURLs hides the passwords of comma-separated Redis URLs; a URL that

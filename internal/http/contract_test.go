@@ -129,6 +129,13 @@ func CheckAnswer(tb testing.TB, req *http.Request, status int, header http.Heade
 	mustContract(tb).check(tb, req, nil, status, header, body, false)
 }
 
+// outsideTheSpec tells the service's routes that are not part of the API
+// the spec describes: the spec itself, its viewer, and the Prometheus
+// exposition.
+func outsideTheSpec(path string) bool {
+	return path == "/openapi.yaml" || path == "/metrics" || path == "/docs" || strings.HasPrefix(path, "/docs/")
+}
+
 // mustContract is the loaded spec, or the end of the test.
 func mustContract(tb testing.TB) *contract {
 	tb.Helper()
@@ -152,6 +159,12 @@ func (c *contract) check(tb testing.TB, req *http.Request, reqBody []byte, statu
 	}
 	route, pathParams, err := c.router.FindRoute(sent)
 	if err != nil {
+		// Unknown routes and wrong methods are refused (their problem
+		// bodies are checked by the tests that send them); an accepted
+		// request the spec has no operation for is drift.
+		if status >= 200 && status < 300 && !outsideTheSpec(req.URL.Path) {
+			tb.Errorf("%s %s answered %d, but api/openapi.yaml has no such operation", req.Method, req.URL.RequestURI(), status)
+		}
 		return
 	}
 	in := &openapi3filter.RequestValidationInput{Request: sent, PathParams: pathParams, Route: route, Options: c.options}
