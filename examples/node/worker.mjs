@@ -1,14 +1,15 @@
 // An echo_mq worker in plain Node.js (20 or later): no packages, only the
 // built-in fetch. It claims jobs with a long poll, checkpoints each job on a
 // timer while it works, completes or fails it, backs off while the service is
-// unavailable, and on SIGTERM or SIGINT finishes the job in hand and exits 0.
+// unavailable, and on SIGTERM or SIGINT finishes the job in hand and exits 0
+// (a second signal exits at once).
 //
 //   node worker.mjs          (settings: the EMQ_* variables below)
 //
 // Put your own work in handle(); the rest is the loop every echo_mq worker
 // runs (examples/README.md describes it).
 
-import { hostname } from "node:os";
+import { constants, hostname } from "node:os";
 import { setTimeout as sleep } from "node:timers/promises";
 
 const config = {
@@ -19,6 +20,12 @@ const config = {
   waitMs: Number(process.env.EMQ_WAIT_MS || 10000),
   worker: process.env.EMQ_WORKER || `node-${hostname()}-${process.pid}`,
 };
+
+// How long a request may take before it counts as a connection error (a
+// claim gets its wait on top, an extend at most a third of the lease), and
+// the longest pause between two tries of a request.
+const REQUEST_TIMEOUT_MS = 30000;
+const MAX_BACKOFF_MS = 30000;
 
 const log = (line) => console.error(line);
 
@@ -32,7 +39,8 @@ const log = (line) => console.error(line);
 // your work can stop cleanly, or pass it on to what takes it (fetch,
 // timers/promises, streams).
 async function handle(job, signal) {
-  const payload = job.payload ?? {};
+  // A payload is any JSON value; this work reads an object's "ms" and "fail".
+  const payload = typeof job.payload === "object" && job.payload !== null ? job.payload : {};
   const ms = Number(payload.ms ?? 100);
   let worked = 0;
   while (worked < ms) {
@@ -51,6 +59,11 @@ async function handle(job, signal) {
 class Cancelled extends Error {}
 class Lost extends Error {}
 
+// ConnectionError is a request that got no answer: the service could not be
+// reached, the connection broke, or no answer came in time. Sending the
+// request again may work.
+class ConnectionError extends Error {}
+
 // ApiError is an answer the worker did not expect: a problem+json body
 // (RFC 9457) with its status and machine-readable code.
 class ApiError extends Error {
@@ -61,18 +74,23 @@ class ApiError extends Error {
   }
 }
 
-// request sends one call to the service and returns {status, ok, body,
-// headers}. A connection error throws (fetch's TypeError).
-async function request(method, path, body) {
+// request sends one call to the service, its body already JSON text, and
+// returns {status, ok, body, headers}. It throws a ConnectionError when no
+// whole answer comes within timeoutMs or the connection fails.
+async function request(method, path, json, timeoutMs) {
   const headers = { accept: "application/json" };
-  if (body !== undefined) headers["content-type"] = "application/json";
+  if (json !== undefined) headers["content-type"] = "application/json";
   if (config.apiKey) headers.authorization = `Bearer ${config.apiKey}`;
-  const res = await fetch(config.url + path, {
-    method,
-    headers,
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await res.text();
+  let res, text;
+  try {
+    // Node's fetch would wait minutes for a silent server: bound the
+    // request, and the reading of its answer, by the timeout.
+    res = await fetch(config.url + path, { method, headers, body: json, signal: AbortSignal.timeout(timeoutMs) });
+    text = await res.text();
+  } catch (err) {
+    if (err.name === "TimeoutError") throw new ConnectionError(`no answer within ${timeoutMs / 1000}s`);
+    throw new ConnectionError(err.cause?.code ?? err.message);
+  }
   let parsed = null;
   try {
     parsed = text ? JSON.parse(text) : null;
@@ -82,33 +100,51 @@ async function request(method, path, body) {
   return { status: res.status, ok: res.ok, body: parsed, headers: res.headers };
 }
 
-// call sends a request, and while the answer is a 503 (EMQUNAVAILABLE,
-// EMQBUSY) or the connection fails, waits and sends the same request again:
-// Retry-After seconds when the answer gives it, otherwise 0.5 s doubling up to
-// 30 s. Sending a complete or a fail again is safe: the service answers a
-// repeat as the first time.
+// retryable tells the answers worth sending the same request again for: a
+// proxy's 502 or 504, and 503 (EMQUNAVAILABLE, EMQBUSY).
+function retryable(status) {
+  return status === 502 || status === 503 || status === 504;
+}
+
+// call sends a request, and while it gets no answer (a ConnectionError) or
+// a retryable one, waits and sends the same request again: Retry-After
+// seconds when the answer gives it, otherwise 0.5 s doubling, never longer
+// than maxDelayMs. Sending a complete or a fail again is safe: the service
+// answers a repeat as the first time. A body that is not JSON (a result with
+// a cycle or a BigInt) throws a TypeError before anything is sent.
 //
-// An abort of `signal` ends the waiting between tries (call then throws), but
-// never a request already sent: see claim() for why.
-async function call(method, path, body, signal) {
-  let delay = 0.5;
+// Options: timeoutMs bounds each request; retry(status) says which answers
+// to send again for; an abort of `signal` ends the waiting between tries
+// (call then throws), but never a request already sent: see claim() for why.
+async function call(method, path, body, options = {}) {
+  const { timeoutMs = REQUEST_TIMEOUT_MS, maxDelayMs = MAX_BACKOFF_MS, retry = retryable, signal } = options;
+  const json = body === undefined ? undefined : JSON.stringify(body);
+  let delay = Math.min(500, maxDelayMs);
   for (;;) {
     let why;
-    let seconds = delay;
+    let wait = delay;
     try {
-      const res = await request(method, path, body);
-      if (res.status !== 503) return res;
-      why = `503 ${res.body?.code ?? ""}`.trim();
-      const retryAfter = Number(res.headers.get("retry-after"));
-      if (retryAfter > 0) seconds = retryAfter;
+      const res = await request(method, path, json, timeoutMs);
+      if (!retry(res.status)) return res;
+      why = `${res.status} ${res.body?.code ?? ""}`.trim();
+      wait = Math.min(retryAfterMs(res.headers) ?? delay, maxDelayMs);
     } catch (err) {
-      why = err.cause?.code ?? err.message;
+      if (!(err instanceof ConnectionError)) throw err;
+      why = err.message;
     }
     signal?.throwIfAborted();
-    log(`backing off ${seconds}s: ${why}`);
-    await sleep(seconds * 1000, undefined, { signal });
-    delay = Math.min(delay * 2, 30);
+    log(`backing off ${Number((wait / 1000).toFixed(3))}s: ${why}`);
+    await sleep(wait, undefined, { signal });
+    delay = Math.min(delay * 2, maxDelayMs);
   }
+}
+
+// retryAfterMs reads a Retry-After header given in seconds, the form the
+// service sends. Its other form, an HTTP date, is ignored: the worker's own
+// back-off applies then.
+function retryAfterMs(headers) {
+  const value = (headers.get("retry-after") ?? "").trim();
+  return /^\d+$/.test(value) && Number(value) > 0 ? Number(value) * 1000 : undefined;
 }
 
 // claim asks for one job, waiting up to waitMs for one to come (a long poll).
@@ -116,13 +152,19 @@ async function call(method, path, body, signal) {
 // A claim already sent is never aborted, not even on SIGTERM: the service may
 // have leased a job to us by then, and if we dropped the answer nobody would
 // work that job until its lease lapsed and a sweep recovered it. So the
-// worker waits for the answer (at most waitMs) and works what it brings.
-// `stopping` only cuts short a back-off wait, when no claim is in flight.
+// worker waits for the answer (waitMs at most) and works what it brings.
+// Only a service that stops answering makes it give up, 30 s after the wait:
+// then a job leased meanwhile waits for its lease to lapse. `stopping` only
+// cuts short a back-off wait, when no claim is in flight.
 async function claim(stopping) {
   const body = { lease_ms: config.leaseMs, wait_ms: config.waitMs, worker: config.worker };
   let res;
   try {
-    res = await call("POST", `/queues/${config.queue}/claim`, body, stopping);
+    res = await call("POST", `/queues/${config.queue}/claim`, body, {
+      timeoutMs: config.waitMs + REQUEST_TIMEOUT_MS,
+      retry: (status) => status >= 500, // a 500 too: only a 4xx is final
+      signal: stopping,
+    });
   } catch (err) {
     if (stopping.aborted) return [];
     throw err;
@@ -134,20 +176,32 @@ async function claim(stopping) {
   return res.body.jobs;
 }
 
-// startCheckpoints extends the job's lease every leaseMs/3 while it is worked.
-// It aborts `work` with Cancelled when an extend says a cancel was requested,
-// and with Lost when an extend answers 409 EMQSTALE or 404 EMQGONE: the job is
-// no longer ours (its lease lapsed and it was recovered, or it was cancelled,
-// removed or claimed by another), so we stop and report nothing.
-// It returns stop(), which ends the timer and waits for an extend in flight.
+// startCheckpoints extends the job's lease every leaseMs/3 while it is worked,
+// until stop() is called when the work has ended.
+//
+// When an extend says a cancel was requested, it aborts `work` with
+// Cancelled, and goes on extending: the work stops at its next safe point,
+// and until it does the job must not look stalled. When an extend answers
+// 409 EMQSTALE or 404 EMQGONE, the job is no longer ours (its lease lapsed and
+// it was recovered, or it was cancelled, removed or claimed by another): it
+// aborts `work` with Lost and extends no more.
+//
+// An extend that gets no answer gives up after a third of the lease and is
+// sent again after a back-off of at most a third of the lease, so a silent
+// service never holds up the extends that follow.
 function startCheckpoints(job, jobPath, work) {
   const done = new AbortController();
+  const interval = config.leaseMs / 3;
   let inFlight = null;
   let lost = false;
 
   async function extend() {
     const body = { token: job.token, lease_ms: config.leaseMs };
-    const res = await call("POST", `${jobPath}/lease`, body, done.signal);
+    const res = await call("POST", `${jobPath}/lease`, body, {
+      timeoutMs: Math.min(interval, REQUEST_TIMEOUT_MS),
+      maxDelayMs: interval,
+      signal: done.signal,
+    });
     if (res.status === 409 || res.status === 404) {
       lost = true;
       work.abort(new Lost(`${res.status} ${res.body?.code}`));
@@ -161,10 +215,12 @@ function startCheckpoints(job, jobPath, work) {
   const timer = setInterval(() => {
     if (inFlight || lost) return; // one extend at a time; none once lost
     inFlight = extend()
-      .catch(() => {}) // the job ended while the extend was backing off
+      .catch(() => {}) // the work ended while the extend was backing off
       .finally(() => (inFlight = null));
-  }, config.leaseMs / 3);
+  }, interval);
 
+  // stop ends the timer and waits for an extend in flight (at most a third
+  // of the lease), so that its answer cannot race the report.
   return async function stop() {
     clearInterval(timer);
     done.abort();
@@ -196,16 +252,40 @@ async function work(job) {
     log(`lost ${job.id}`);
     return;
   }
+  let text; // the error to fail the job with
   if ("result" in outcome) {
     // Finished, also when a cancel came too late to stop it.
-    const res = await call("POST", `${jobPath}/complete`, { token: job.token, result: outcome.result });
-    report(job, res, `completed ${job.id}`);
+    const refusal = await complete(job, jobPath, outcome.result);
+    if (refusal === undefined) return;
+    // The service took neither the result nor the job back: fail the job, so
+    // that it does not stay active until its lease lapses.
+    text = `result refused: ${refusal}`;
+  } else if (why instanceof Cancelled) {
+    text = `cancelled: ${why.message}`;
   } else {
-    const text = why instanceof Cancelled ? `cancelled: ${why.message}` : errorText(outcome.error);
-    const res = await call("POST", `${jobPath}/fail`, { token: job.token, error: text });
-    const line = why instanceof Cancelled ? `cancelled ${job.id}: ${why.message}` : `failed ${job.id}: ${text}`;
-    report(job, res, line);
+    text = errorText(outcome.error);
   }
+  const res = await call("POST", `${jobPath}/fail`, { token: job.token, error: text });
+  if (res.status === 409 || res.status === 404) log(`lost ${job.id}`);
+  else if (!res.ok) log(`report ${job.id}: ${new ApiError(res.status, res.body).message}`);
+  else if (res.body?.state === "cancelled") log(`cancelled ${job.id}: ${why?.message ?? res.body.cancel_reason}`);
+  else log(`failed ${job.id}: ${text}`);
+}
+
+// complete reports a job's result. It returns undefined when that is done
+// (the job completed, or it was lost: 409 or 404), or else why the result
+// was refused, such as "413 EMQTOOLARGE: ..." or a result that is not JSON.
+async function complete(job, jobPath, result) {
+  let res;
+  try {
+    res = await call("POST", `${jobPath}/complete`, { token: job.token, result });
+  } catch (err) {
+    return err.message; // JSON.stringify refused the result
+  }
+  if (res.ok) log(`completed ${job.id}`);
+  else if (res.status === 409 || res.status === 404) log(`lost ${job.id}`);
+  else return new ApiError(res.status, res.body).message;
+  return undefined;
 }
 
 // errorText is what a fail reports of an error: its message.
@@ -213,19 +293,19 @@ function errorText(error) {
   return error instanceof Error ? error.message : String(error);
 }
 
-// report logs how the service took a complete or a fail.
-function report(job, res, line) {
-  if (res.ok) log(line);
-  else if (res.status === 409 || res.status === 404) log(`lost ${job.id}`);
-  else log(`report ${job.id}: ${new ApiError(res.status, res.body).message}`);
-}
-
 // main claims and works jobs until SIGTERM or SIGINT, then finishes the job in
-// hand and returns.
+// hand and returns. A second signal exits at once, with 128 + the signal's
+// number (143 for SIGTERM, 130 for SIGINT), leaving the job in hand to its
+// lease: once that lapses, a sweep gives it to another worker.
 async function main() {
+  // A malformed EMQ_URL would fail every request as if the service were down.
+  if (!URL.canParse(config.url)) throw new Error(`EMQ_URL is not a URL: ${config.url}`);
   const stopping = new AbortController();
-  const stop = () => {
-    if (stopping.signal.aborted) return;
+  const stop = (signal) => {
+    if (stopping.signal.aborted) {
+      log(`stopped at once (a second ${signal})`);
+      process.exit(128 + constants.signals[signal]);
+    }
     log("stopping");
     stopping.abort();
   };
