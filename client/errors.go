@@ -139,13 +139,16 @@ func transient(err error) bool {
 		return dns.IsTimeout || dns.IsTemporary
 	}
 	return anyInChain(err, func(err error) bool {
+		if err == io.EOF || err == io.ErrUnexpectedEOF || err == syscall.ECONNRESET || err == syscall.ECONNREFUSED {
+			return true
+		}
 		switch err := err.(type) {
 		case *net.OpError:
 			return err.Op == "dial" || err.Op == "read" || err.Op == "write"
 		case interface{ Timeout() bool }:
 			return err.Timeout()
 		}
-		return err == io.EOF || err == io.ErrUnexpectedEOF || err == syscall.ECONNRESET || err == syscall.ECONNREFUSED
+		return false
 	})
 }
 

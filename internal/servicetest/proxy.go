@@ -1,6 +1,7 @@
 package servicetest
 
 import (
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -150,6 +151,9 @@ func (p *FlakyProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			conn.Close()
 		}
 	case answer.Hang:
+		// Read the body first: the server watches for the client hanging up
+		// only once the body is read.
+		io.Copy(io.Discard, r.Body)
 		select {
 		case <-r.Context().Done():
 		case <-p.closing:

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -82,7 +83,9 @@ func TestFlakyProxyDropsAndHangs(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, p.URL()+"/queues/q/jobs/j/lease", nil)
+	// With a body, as an extend has: the proxy must notice the client give
+	// up all the same.
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, p.URL()+"/queues/q/jobs/j/lease", strings.NewReader(`{"token":1}`))
 	if _, err := http.DefaultClient.Do(req); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("a hung request: %v; want the client to give up at its deadline", err)
 	}
