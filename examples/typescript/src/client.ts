@@ -2,7 +2,9 @@
 // request body and answer is typed by src/schema.d.ts, which openapi-typescript
 // generates from api/openapi.yaml: when the spec changes, this file (and every
 // caller) is checked against the new spec by `tsc`. openapi-fetch does the
-// requests; this file adds one method per verb and turns refusals into EmqError.
+// requests; this file adds one method per verb, a timeout on every request,
+// and turns refusals into EmqError and requests that got no answer into
+// ConnectionError.
 
 import createClient from "openapi-fetch";
 import type { components, paths } from "./schema.js";
@@ -24,11 +26,14 @@ export type CancelRequest = Schemas["CancelRequest"];
 export type CancellationResponse = Schemas["CancellationResponse"];
 
 /**
- * ClaimedJob is a job as a claim hands it out: it always carries its id and
- * the token that fences every later call on it. (The spec marks no answer
- * field as required, so the client checks these two when a claim answers.)
+ * ClaimedJob is a job as a claim hands it out, with the token that fences
+ * every later call on it. The spec's Job carries a token only in a claim's
+ * answer, so the token is optional there and the client checks it is present.
  */
-export type ClaimedJob = Job & Required<Pick<Job, "id" | "token">>;
+export type ClaimedJob = Job & { token: number };
+
+/** DefaultTimeoutMs bounds a request: a claim gets its wait on top, an extend at most a third of its lease. */
+export const DefaultTimeoutMs = 30_000;
 
 /**
  * EmqError is a refusal from the service: the HTTP status and the problem
@@ -37,7 +42,7 @@ export type ClaimedJob = Job & Required<Pick<Job, "id" | "token">>;
 export class EmqError extends Error {
   readonly status: number;
   readonly problem: Problem;
-  /** retryAfterSeconds is the Retry-After header of a 503, when given. */
+  /** retryAfterSeconds is the answer's Retry-After in seconds (a 503 has it), when given so. */
   readonly retryAfterSeconds: number | undefined;
 
   constructor(status: number, problem: Problem, retryAfterSeconds?: number) {
@@ -51,6 +56,18 @@ export class EmqError extends Error {
   /** code is the machine-readable problem code, such as "EMQSTALE". */
   get code(): string | undefined {
     return this.problem.code;
+  }
+}
+
+/**
+ * ConnectionError is a request that got no answer: the service could not be
+ * reached, the connection broke, or no whole answer came within the request's
+ * timeout. Sending the request again may work.
+ */
+export class ConnectionError extends Error {
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = "ConnectionError";
   }
 }
 
@@ -69,32 +86,48 @@ export interface ClientOptions {
   url: string;
   /** apiKey, when set, is sent as `Authorization: Bearer <key>`. */
   apiKey?: string;
+  /**
+   * timeoutMs bounds each request, DefaultTimeoutMs when not set. A claim
+   * gets its wait_ms on top; an extend gets at most a third of its lease_ms,
+   * so that a silent service does not hold up the next extend.
+   */
+  timeoutMs?: number;
 }
 
 /** EmqClient calls the service's worker plane; each method is one request. */
 export class EmqClient {
   private readonly api;
+  private readonly timeoutMs: number;
 
   constructor(options: ClientOptions) {
     this.api = createClient<paths>({
       baseUrl: options.url,
       headers: options.apiKey ? { Authorization: `Bearer ${options.apiKey}` } : {},
     });
+    this.timeoutMs = options.timeoutMs ?? DefaultTimeoutMs;
   }
 
   /** enqueue adds a job (or answers the existing one when its id was used). */
   async enqueue(queue: string, job: EnqueueRequest): Promise<Job> {
     return unwrap(
-      await this.api.POST("/queues/{queue}/jobs", { params: { path: { queue } }, body: job }),
+      await this.api.POST("/queues/{queue}/jobs", {
+        params: { path: { queue } },
+        body: job,
+        fetch: fetchWithin(this.timeoutMs),
+      }),
     );
   }
 
   /** claim leases up to `count` jobs, waiting up to `wait_ms` for one. */
   async claim(queue: string, request: ClaimRequest): Promise<ClaimedJob[]> {
     const list = unwrap(
-      await this.api.POST("/queues/{queue}/claim", { params: { path: { queue } }, body: request }),
+      await this.api.POST("/queues/{queue}/claim", {
+        params: { path: { queue } },
+        body: request,
+        fetch: fetchWithin((request.wait_ms ?? 0) + this.timeoutMs),
+      }),
     );
-    return (list.jobs ?? []).map(claimed);
+    return list.jobs.map(claimed);
   }
 
   /** extend checkpoints a held job: a new lease, and whether a cancel came. */
@@ -103,6 +136,7 @@ export class EmqClient {
       await this.api.POST("/queues/{queue}/jobs/{id}/lease", {
         params: { path: { queue, id } },
         body: request,
+        fetch: fetchWithin(Math.min(this.timeoutMs, request.lease_ms / 3)),
       }),
     );
   }
@@ -113,6 +147,7 @@ export class EmqClient {
       await this.api.POST("/queues/{queue}/jobs/{id}/complete", {
         params: { path: { queue, id } },
         body: request,
+        fetch: fetchWithin(this.timeoutMs),
       }),
     );
   }
@@ -123,6 +158,7 @@ export class EmqClient {
       await this.api.POST("/queues/{queue}/jobs/{id}/fail", {
         params: { path: { queue, id } },
         body: request,
+        fetch: fetchWithin(this.timeoutMs),
       }),
     );
   }
@@ -133,6 +169,7 @@ export class EmqClient {
       await this.api.POST("/queues/{queue}/jobs/{id}/cancel", {
         params: { path: { queue, id } },
         body: request,
+        fetch: fetchWithin(this.timeoutMs),
       }),
     );
   }
@@ -142,6 +179,7 @@ export class EmqClient {
     return unwrap(
       await this.api.GET("/queues/{queue}/jobs/{id}/cancellation", {
         params: { path: { queue, id }, query: { token } },
+        fetch: fetchWithin(this.timeoutMs),
       }),
     );
   }
@@ -149,9 +187,39 @@ export class EmqClient {
   /** getJob reads a job. */
   async getJob(queue: string, id: string): Promise<Job> {
     return unwrap(
-      await this.api.GET("/queues/{queue}/jobs/{id}", { params: { path: { queue, id } } }),
+      await this.api.GET("/queues/{queue}/jobs/{id}", {
+        params: { path: { queue, id } },
+        fetch: fetchWithin(this.timeoutMs),
+      }),
     );
   }
+}
+
+/**
+ * fetchWithin returns a fetch for openapi-fetch that gives up after ms: it
+ * reads the whole answer within that time (Node's fetch alone would wait
+ * minutes for a silent server), and turns a failed connection or a timeout
+ * into a ConnectionError. The request body is serialised before this runs,
+ * so a body that is not JSON throws its own TypeError, never this one.
+ */
+function fetchWithin(ms: number): (request: Request) => Promise<Response> {
+  return async (request) => {
+    try {
+      const response = await fetch(request, { signal: AbortSignal.timeout(ms) });
+      const body = response.body === null ? null : await response.arrayBuffer();
+      return new Response(body, {
+        status: response.status,
+        statusText: response.statusText,
+        headers: response.headers,
+      });
+    } catch (err) {
+      if (err instanceof Error && err.name === "TimeoutError") {
+        throw new ConnectionError(`no answer within ${ms / 1000}s`, { cause: err });
+      }
+      const cause = (err as { cause?: { code?: string } }).cause;
+      throw new ConnectionError(cause?.code ?? String(err), { cause: err });
+    }
+  };
 }
 
 /** An answer as openapi-fetch gives it: data on success, error otherwise. */
@@ -162,12 +230,17 @@ function unwrap<T>({ data, error, response }: Answer<T>): T {
   if (response.ok && data !== undefined) {
     return data;
   }
-  const retryAfter = Number(response.headers.get("Retry-After"));
-  throw new EmqError(
-    response.status,
-    asProblem(error, response),
-    retryAfter > 0 ? retryAfter : undefined,
-  );
+  throw new EmqError(response.status, asProblem(error, response), retryAfterSeconds(response));
+}
+
+/**
+ * retryAfterSeconds reads a Retry-After header given in seconds, the form the
+ * service sends. Its other form, an HTTP date, is ignored: the caller's own
+ * back-off applies then.
+ */
+function retryAfterSeconds(response: Response): number | undefined {
+  const value = (response.headers.get("Retry-After") ?? "").trim();
+  return /^\d+$/.test(value) && Number(value) > 0 ? Number(value) : undefined;
 }
 
 /** asProblem reads an error body as a Problem, also when it is not one (a proxy's page). */
@@ -184,10 +257,10 @@ function asProblem(error: unknown, response: Response): Problem {
   };
 }
 
-/** claimed checks that a claimed job has what a holder needs. */
+/** claimed checks that a claimed job carries the token a holder needs. */
 function claimed(job: Job): ClaimedJob {
-  if (job.id === undefined || job.token === undefined) {
-    throw new Error(`a claim answered a job without id or token: ${JSON.stringify(job)}`);
+  if (job.token === undefined) {
+    throw new Error(`a claim answered a job without a token: ${JSON.stringify(job)}`);
   }
-  return { ...job, id: job.id, token: job.token };
+  return { ...job, token: job.token };
 }

@@ -1,54 +1,62 @@
 // Backing off while the service is unavailable, as every echo_mq worker does.
 
 import { setTimeout as sleep } from "node:timers/promises";
-import { EmqError } from "./client.js";
+import { ConnectionError, EmqError } from "./client.js";
 
-/** RetryOptions says what may end the waiting and where to log it. */
+/** RetryOptions says how long to wait at most, what may end the waiting, and where to log it. */
 export interface RetryOptions {
-  /** signal, when aborted, ends the wait between tries (never a request in flight). */
-  signal?: AbortSignal;
   /** log gets one "backing off <seconds>s: <why>" line per wait. */
   log: (line: string) => void;
+  /** signal, when aborted, ends the wait between tries (never a request in flight). */
+  signal?: AbortSignal;
+  /** maxDelaySeconds caps each wait, Retry-After included; 30 when not set. */
+  maxDelaySeconds?: number;
+  /**
+   * retryServerErrors also sends the call again after a 500 or any other
+   * 5xx, not only after 502, 503 and 504 (a claim does: only a 4xx is a
+   * refusal that asking again cannot change).
+   */
+  retryServerErrors?: boolean;
 }
 
 /**
- * withRetry runs `send`, and while it fails with a 503 (EMQUNAVAILABLE,
- * EMQBUSY) or a connection error, waits and runs it again: Retry-After seconds
- * when the answer gives it, otherwise 0.5 s doubling up to 30 s. Any other
- * error is thrown at once. Running a complete or a fail again is safe: the
- * service answers a repeat as the first time.
+ * withRetry runs `send`, and while it fails with a retryable error (see
+ * isRetryable), waits and runs it again: Retry-After seconds when the answer
+ * gives it, otherwise 0.5 s doubling, never longer than maxDelaySeconds. Any
+ * other error is thrown at once. Running a complete or a fail again is safe:
+ * the service answers a repeat as the first time.
  */
 export async function withRetry<T>(send: () => Promise<T>, options: RetryOptions): Promise<T> {
-  let delay = 0.5;
+  const maxDelay = options.maxDelaySeconds ?? 30;
+  let delay = Math.min(0.5, maxDelay);
   for (;;) {
     let seconds = delay;
     let why: string;
     try {
       return await send();
     } catch (err) {
-      if (err instanceof EmqError && err.status === 503) {
-        why = `503 ${err.code ?? ""}`.trim();
-        seconds = err.retryAfterSeconds ?? delay;
-      } else if (isConnectionError(err)) {
-        why = connectionErrorText(err);
+      if (err instanceof EmqError && (isRetryable(err) || (options.retryServerErrors && err.status >= 500))) {
+        why = `${err.status} ${err.code ?? ""}`.trim();
+        seconds = Math.min(err.retryAfterSeconds ?? delay, maxDelay);
+      } else if (err instanceof ConnectionError) {
+        why = err.message;
       } else {
         throw err;
       }
     }
     options.signal?.throwIfAborted();
-    options.log(`backing off ${seconds}s: ${why}`);
+    options.log(`backing off ${Number(seconds.toFixed(3))}s: ${why}`);
     await sleep(seconds * 1000, undefined, { signal: options.signal });
-    delay = Math.min(delay * 2, 30);
+    delay = Math.min(delay * 2, maxDelay);
   }
 }
 
-/** isConnectionError tells a failed connection: fetch reports it as a TypeError. */
-function isConnectionError(err: unknown): err is TypeError {
-  return err instanceof TypeError;
-}
-
-/** connectionErrorText names a failed connection by its cause, such as ECONNREFUSED. */
-function connectionErrorText(err: TypeError): string {
-  const cause = err.cause as { code?: string } | undefined;
-  return cause?.code ?? err.message;
+/**
+ * isRetryable tells the errors worth sending the same request again for: no
+ * answer (a ConnectionError: refused, broken, timed out), a proxy's 502 or
+ * 504, and 503 (EMQUNAVAILABLE, EMQBUSY).
+ */
+export function isRetryable(err: unknown): boolean {
+  if (err instanceof ConnectionError) return true;
+  return err instanceof EmqError && (err.status === 502 || err.status === 503 || err.status === 504);
 }

@@ -2,13 +2,14 @@
 // loop as examples/node/worker.mjs (examples/README.md describes it). It claims
 // jobs with a long poll, checkpoints each job on a timer while it works,
 // completes or fails it, backs off while the service is unavailable, and on
-// SIGTERM or SIGINT finishes the job in hand and exits 0.
+// SIGTERM or SIGINT finishes the job in hand and exits 0 (a second signal
+// exits at once).
 //
 //   npm run build && node dist/worker.js     (settings: the EMQ_* variables)
 //
 // Put your own work in handle().
 
-import { hostname } from "node:os";
+import { constants, hostname } from "node:os";
 import { setTimeout as sleep } from "node:timers/promises";
 import { type ClaimedJob, type CompleteRequest, EmqClient, isLost } from "./client.js";
 import { withRetry } from "./retry.js";
@@ -67,13 +68,19 @@ class Lost extends Error {}
  * A claim already sent is never aborted, not even on SIGTERM: the service may
  * have leased a job to us by then, and if we dropped the answer nobody would
  * work that job until its lease lapsed and a sweep recovered it. So the worker
- * waits for the answer (at most waitMs) and works what it brings. `stopping`
- * only cuts short a back-off wait, when no claim is in flight.
+ * waits for the answer (waitMs at most) and works what it brings. Only a
+ * service that stops answering makes it give up, 30 s after the wait (the
+ * client's timeout): then a job leased meanwhile waits for its lease to lapse.
+ * `stopping` only cuts short a back-off wait, when no claim is in flight.
  */
 async function claim(stopping: AbortSignal): Promise<ClaimedJob[]> {
   const request = { lease_ms: config.leaseMs, wait_ms: config.waitMs, worker: config.worker };
   try {
-    return await withRetry(() => client.claim(config.queue, request), { signal: stopping, log });
+    return await withRetry(() => client.claim(config.queue, request), {
+      log,
+      signal: stopping,
+      retryServerErrors: true, // a 500 too: only a 4xx is final
+    });
   } catch (err) {
     if (stopping.aborted) return [];
     // A bad key, queue name or setting: asking again cannot help.
@@ -82,14 +89,22 @@ async function claim(stopping: AbortSignal): Promise<ClaimedJob[]> {
 }
 
 /**
- * startCheckpoints extends the job's lease every leaseMs/3 while it is worked.
- * It aborts `work` with Cancelled when an extend says a cancel was requested,
- * and with Lost when an extend answers 409 EMQSTALE or 404 EMQGONE: the job is
- * no longer ours, so we stop and report nothing. It returns stop(), which ends
- * the timer and waits for an extend in flight.
+ * startCheckpoints extends the job's lease every leaseMs/3 while it is worked,
+ * until the stop() it returns is called when the work has ended.
+ *
+ * When an extend says a cancel was requested, it aborts `work` with
+ * Cancelled, and goes on extending: the work stops at its next safe point,
+ * and until it does the job must not look stalled. When an extend answers 409
+ * EMQSTALE or 404 EMQGONE, the job is no longer ours: it aborts `work` with
+ * Lost and extends no more.
+ *
+ * An extend that gets no answer gives up after a third of the lease (the
+ * client's timeout) and is sent again after a back-off of at most a third of
+ * the lease, so a silent service never holds up the extends that follow.
  */
 function startCheckpoints(job: ClaimedJob, work: AbortController): () => Promise<void> {
   const done = new AbortController();
+  const interval = config.leaseMs / 3;
   let inFlight: Promise<void> | null = null;
   let lost = false;
 
@@ -97,18 +112,19 @@ function startCheckpoints(job: ClaimedJob, work: AbortController): () => Promise
     const request = { token: job.token, lease_ms: config.leaseMs };
     try {
       const answer = await withRetry(() => client.extend(config.queue, job.id, request), {
-        signal: done.signal,
         log,
+        signal: done.signal,
+        maxDelaySeconds: interval / 1000,
       });
       if (answer.cancel_requested && !work.signal.aborted) {
-        work.abort(new Cancelled(answer.cancel_reason ?? ""));
+        work.abort(new Cancelled(answer.cancel_reason));
       }
     } catch (err) {
       if (isLost(err)) {
         lost = true;
         work.abort(new Lost(String(err)));
       } else if (!done.signal.aborted) {
-        log(`extend ${job.id}: ${String(err)}`);
+        log(`extend ${job.id}: ${errorText(err)}`);
       }
     }
   }
@@ -116,8 +132,10 @@ function startCheckpoints(job: ClaimedJob, work: AbortController): () => Promise
   const timer = setInterval(() => {
     if (inFlight || lost) return; // one extend at a time; none once lost
     inFlight = extend().finally(() => (inFlight = null));
-  }, config.leaseMs / 3);
+  }, interval);
 
+  // stop ends the timer and waits for an extend in flight (at most a third
+  // of the lease), so that its answer cannot race the report.
   return async function stop(): Promise<void> {
     clearInterval(timer);
     done.abort();
@@ -148,21 +166,48 @@ async function work(job: ClaimedJob): Promise<void> {
     log(`lost ${job.id}`);
     return;
   }
+  let text: string; // the error to fail the job with
+  if ("result" in outcome) {
+    // Finished, also when a cancel came too late to stop it.
+    const refusal = await complete(job, outcome.result);
+    if (refusal === undefined) return;
+    // The service took neither the result nor the job back: fail the job, so
+    // that it does not stay active until its lease lapses.
+    text = `result refused: ${refusal}`;
+  } else if (why instanceof Cancelled) {
+    text = `cancelled: ${why.message}`;
+  } else {
+    text = errorText(outcome.error);
+  }
+  await fail(job, text);
+}
+
+/**
+ * complete reports a job's result. It returns undefined when that is done
+ * (the job completed, or it was lost: 409 or 404), or else why the result was
+ * refused, such as "413 EMQTOOLARGE: ..." or a result that is not JSON.
+ */
+async function complete(job: ClaimedJob, result: Result): Promise<string | undefined> {
+  const request = { token: job.token, result };
   try {
-    if ("result" in outcome) {
-      // Finished, also when a cancel came too late to stop it.
-      const request = { token: job.token, result: outcome.result };
-      await withRetry(() => client.complete(config.queue, job.id, request), { log });
-      log(`completed ${job.id}`);
-    } else {
-      const cancelled = why instanceof Cancelled;
-      const text = cancelled ? `cancelled: ${why.message}` : errorText(outcome.error);
-      const request = { token: job.token, error: text };
-      await withRetry(() => client.fail(config.queue, job.id, request), { log });
-      log(cancelled ? `cancelled ${job.id}: ${why.message}` : `failed ${job.id}: ${text}`);
-    }
+    await withRetry(() => client.complete(config.queue, job.id, request), { log });
+    log(`completed ${job.id}`);
   } catch (err) {
-    log(isLost(err) ? `lost ${job.id}` : `report ${job.id}: ${String(err)}`);
+    if (!isLost(err)) return errorText(err);
+    log(`lost ${job.id}`);
+  }
+  return undefined;
+}
+
+/** fail reports that the job failed with `text`, and logs how the service took it. */
+async function fail(job: ClaimedJob, text: string): Promise<void> {
+  const request = { token: job.token, error: text };
+  try {
+    const failed = await withRetry(() => client.fail(config.queue, job.id, request), { log });
+    if (failed.state === "cancelled") log(`cancelled ${job.id}: ${failed.cancel_reason ?? ""}`);
+    else log(`failed ${job.id}: ${text}`);
+  } catch (err) {
+    log(isLost(err) ? `lost ${job.id}` : `report ${job.id}: ${errorText(err)}`);
   }
 }
 
@@ -171,11 +216,21 @@ function errorText(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }
 
-/** main claims and works jobs until SIGTERM or SIGINT, then finishes the job in hand. */
+/**
+ * main claims and works jobs until SIGTERM or SIGINT, then finishes the job in
+ * hand and returns. A second signal exits at once, with 128 + the signal's
+ * number (143 for SIGTERM, 130 for SIGINT), leaving the job in hand to its
+ * lease: once that lapses, a sweep gives it to another worker.
+ */
 async function main(): Promise<void> {
+  // A malformed EMQ_URL would fail every request as if the service were down.
+  if (!URL.canParse(config.url)) throw new Error(`EMQ_URL is not a URL: ${config.url}`);
   const stopping = new AbortController();
-  const stop = (): void => {
-    if (stopping.signal.aborted) return;
+  const stop = (signal: NodeJS.Signals): void => {
+    if (stopping.signal.aborted) {
+      log(`stopped at once (a second ${signal})`);
+      process.exit(128 + constants.signals[signal]);
+    }
     log("stopping");
     stopping.abort();
   };
