@@ -45,8 +45,8 @@ func (w *worker) startHeartbeat(base context.Context, job Job, claimedAt time.Ti
 
 // leaseEndAfter is the latest a lease granted by a call answered at t may
 // end: the service starts the lease before it answers, so it ends at
-// t+lease or sooner (by the service's clock, with which this estimate
-// assumes no skew).
+// t+lease or sooner. Both ends are read on this machine's clock, so an
+// offset between it and the service's clock does not matter.
 func (w *worker) leaseEndAfter(t time.Time) time.Time { return t.Add(w.cfg.lease) }
 
 // lastLeaseEnd returns the latest the job's lease may end, after the
