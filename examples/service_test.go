@@ -97,6 +97,30 @@ type job struct {
 	Worker    string          `json:"worker"`
 }
 
+// counts is how many jobs of a queue are in each state.
+type counts struct {
+	Pending   int `json:"pending"`
+	Active    int `json:"active"`
+	Delayed   int `json:"delayed"`
+	Completed int `json:"completed"`
+	Dead      int `json:"dead"`
+	Cancelled int `json:"cancelled"`
+}
+
+func (c counts) total() int {
+	return c.Pending + c.Active + c.Delayed + c.Completed + c.Dead + c.Cancelled
+}
+
+// counts reads how many jobs the queue holds in each state.
+func (s *service) counts(t *testing.T, queue string) counts {
+	t.Helper()
+	var q struct {
+		Counts counts `json:"counts"`
+	}
+	s.mustCall(t, "GET", "/queues/"+queue, "", 200, &q)
+	return q.Counts
+}
+
 // enqueue posts body to the queue's jobs and returns the new job's id.
 func (s *service) enqueue(t *testing.T, queue, body string) string {
 	t.Helper()

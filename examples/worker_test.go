@@ -16,10 +16,11 @@ import (
 
 // language is one folder of example workers and how to run them.
 type language struct {
-	name     string   // the folder, and the "by" of its results
-	tools    []string // the commands it needs on PATH
-	worker   []string // the worker's command, run in the folder
-	producer []string // the producer's command, run in the folder
+	name     string           // the folder, and the "by" of its results
+	tools    []string         // the commands it needs on PATH
+	build    func(*testing.T) // builds the worker before it runs, when it needs that
+	worker   []string         // the worker's command, run in the folder
+	producer []string         // the producer's command, run in the folder
 }
 
 var (
@@ -29,19 +30,25 @@ var (
 		worker: []string{"node", "worker.mjs"}, producer: []string{"node", "producer.mjs"}}
 	shell = language{name: "shell", tools: []string{"sh", "curl", "jq"},
 		worker: []string{"sh", "worker.sh"}, producer: []string{"sh", "producer.sh"}}
+	// The TypeScript worker runs compiled, and enqueues with the Node producer.
+	typescript = language{name: "typescript", tools: []string{"node", "npm"}, build: buildTypeScript,
+		worker: []string{"node", "dist/worker.js"}, producer: []string{"node", "../node/producer.mjs"}}
 
-	languages = []language{python, node, shell}
+	languages = []language{python, node, shell, typescript}
 )
 
-// requireTools fails the test, never skips it, when a tool is missing: CI
-// must run every example.
-func (l language) requireTools(t *testing.T) {
+// prepare fails the test, never skips it, when a tool is missing (CI must
+// run every example), and builds the worker when it needs that.
+func (l language) prepare(t *testing.T) {
 	t.Helper()
 	for _, tool := range l.tools {
 		if _, err := exec.LookPath(tool); err != nil {
 			t.Fatalf("the %s examples need %s, which is not on PATH: install it (apt-get install -y %s)",
 				l.name, tool, aptPackage(tool))
 		}
+	}
+	if l.build != nil {
+		l.build(t)
 	}
 }
 
@@ -51,6 +58,8 @@ func aptPackage(tool string) string {
 		return "python3"
 	case "node":
 		return "nodejs"
+	case "npm":
+		return "npm"
 	case "sh":
 		return "dash"
 	}
@@ -68,6 +77,16 @@ func exampleEnv(env ...string) []string {
 // printed; it fails the test unless the producer exits 0.
 func (l language) produce(t *testing.T, env []string, args ...string) []string {
 	t.Helper()
+	lines, err := l.tryProduce(env, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return lines
+}
+
+// tryProduce runs the language's producer with args and returns the lines
+// it printed, or an error with its output unless it exits 0.
+func (l language) tryProduce(env []string, args ...string) ([]string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, l.producer[0], append(l.producer[1:], args...)...)
@@ -75,10 +94,10 @@ func (l language) produce(t *testing.T, env []string, args ...string) []string {
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
-		t.Fatalf("%s %s: %v\nstdout:\n%s\nstderr:\n%s", strings.Join(l.producer, " "), strings.Join(args, " "),
-			err, stdout.String(), stderr.String())
+		return nil, fmt.Errorf("%s %s: %w\nstdout:\n%s\nstderr:\n%s", strings.Join(l.producer, " "),
+			strings.Join(args, " "), err, stdout.String(), stderr.String())
 	}
-	return strings.Split(strings.TrimRight(stdout.String(), "\n"), "\n")
+	return strings.Split(strings.TrimRight(stdout.String(), "\n"), "\n"), nil
 }
 
 // producedLine is what a producer prints per job: "<id> <state>".
@@ -163,11 +182,17 @@ func (w *worker) loggedPrefix(prefix string) bool {
 func (w *worker) waitLogged(t *testing.T, line string, limit time.Duration) {
 	t.Helper()
 	eventually(t, limit, fmt.Sprintf("the worker logs %q", line), func() bool {
-		select {
-		case <-w.done:
-			t.Fatalf("the worker exited (%v) before it logged %q", w.cmd.ProcessState, line)
-		default:
-		}
+		w.checkRunning(t)
 		return w.logged(line)
 	})
+}
+
+// checkRunning fails the test if the worker has exited.
+func (w *worker) checkRunning(t *testing.T) {
+	t.Helper()
+	select {
+	case <-w.done:
+		t.Fatalf("the worker exited (%v) unexpectedly", w.cmd.ProcessState)
+	default:
+	}
 }

@@ -3,8 +3,9 @@
 
 It claims jobs from one queue with a long poll, extends each job's lease on a
 timer while the work runs, stops at a safe point when the job is cancelled,
-completes or fails the job, backs off when the service answers 503 or cannot
-be reached, and exits 0 on SIGTERM or SIGINT once the job in hand is done.
+completes or fails the job, backs off when the service answers 502, 503 or 504
+or cannot be reached, and exits 0 on SIGTERM or SIGINT once the job in hand is
+done (a second signal exits at once, 143 or 130, leaving the job to its lease).
 
 Put your own work in handle() below; the rest is the loop every echo_mq
 worker runs (see examples/README.md). Run it with:
@@ -30,10 +31,19 @@ LEASE_MS = int(os.environ.get("EMQ_LEASE_MS", "30000"))
 WAIT_MS = int(os.environ.get("EMQ_WAIT_MS", "10000"))
 WORKER = os.environ.get("EMQ_WORKER") or f"python-{socket.gethostname()}-{os.getpid()}"
 
-# How long any call may take before it counts as a connection error: a claim
-# waits up to WAIT_MS for a job, so it gets that much more.
+# How long a call may take before it counts as a connection error: a claim
+# waits up to WAIT_MS for a job, so it gets that much more; an extend gets at
+# most a third of the lease, the time until the next one is due.
 CALL_TIMEOUT_S = 30
+CLAIM_TIMEOUT_S = CALL_TIMEOUT_S + WAIT_MS / 1000
+EXTEND_EVERY_S = LEASE_MS / 3 / 1000
+EXTEND_TIMEOUT_S = min(CALL_TIMEOUT_S, EXTEND_EVERY_S)
+
+# The longest wait between two tries of a call (an extend waits at most until
+# the next one is due), and the answers worth another try: a proxy or the
+# service that cannot answer now (502, 503 EMQUNAVAILABLE or EMQBUSY, 504).
 MAX_BACKOFF_S = 30
+RETRYABLE = (502, 503, 504)
 
 
 class Stopped(Exception):
@@ -81,14 +91,14 @@ def log(line):
     print(line, file=sys.stderr, flush=True)
 
 
-def send(path, body, timeout):
-    """POSTs body as JSON to the queue's path; returns (status, headers, answer).
+def send(path, data, timeout):
+    """POSTs data (JSON bytes) to the queue's path; returns (status, headers, answer).
 
-    Any HTTP status is an answer; only a connection error raises.
+    Any HTTP status is an answer; only a connection error or a timeout raises.
     """
     request = urllib.request.Request(
         f"{URL}/queues/{QUEUE}{path}",
-        data=json.dumps(body).encode(),
+        data=data,
         headers={"Content-Type": "application/json"},
         method="POST",
     )
@@ -111,26 +121,29 @@ def parse(raw):
     return answer if isinstance(answer, dict) else {}
 
 
-def call(path, body, timeout=CALL_TIMEOUT_S, give_up=None):
-    """Sends a request until it gets an answer other than 503.
+def call(path, body, timeout=CALL_TIMEOUT_S, max_pause=MAX_BACKOFF_S, give_up=None, retryable=RETRYABLE):
+    """Sends a request until it gets an answer that is not worth another try.
 
-    On 503 (EMQUNAVAILABLE, EMQBUSY) it waits Retry-After seconds, or 0.5 s
-    doubling up to 30 s when there is none, and sends the same request again;
-    on a connection error likewise. Sending a complete or a fail again is
-    safe: the service answers a repeat as the first time. Returns (status,
-    answer), or (None, None) when the event give_up is set while it waits.
+    On a retryable answer (502, 503, 504), a connection error or a timeout it
+    waits Retry-After seconds when the answer gives them, or else 0.5 s
+    doubling, never more than max_pause, and sends the same request again.
+    Sending a complete or a fail again is safe: the service answers a repeat
+    as the first time. Returns (status, answer), or (None, None) when the
+    event give_up is set while it waits.
     """
+    data = json.dumps(body).encode()
     backoff = 0.5
     while True:
         try:
-            status, headers, answer = send(path, body, timeout)
-            if status != 503:
+            status, headers, answer = send(path, data, timeout)
+            if status not in retryable:
                 return status, answer
             pause = retry_after(headers) or backoff
-            why = f"503 {answer.get('code', '')}".strip()
-        except (urllib.error.URLError, OSError, HTTPException) as error:
+            why = f"{status} {answer.get('code', '')}".strip()
+        except (urllib.error.URLError, OSError, HTTPException) as error:  # timeouts are OSErrors
             pause = backoff
-            why = str(getattr(error, "reason", error))
+            why = str(getattr(error, "reason", error)) or type(error).__name__
+        pause = min(pause, max_pause)
         log(f"backing off {pause:g}s: {why}")
         if give_up is None:
             time.sleep(pause)
@@ -140,9 +153,15 @@ def call(path, body, timeout=CALL_TIMEOUT_S, give_up=None):
 
 
 def retry_after(headers):
-    """The Retry-After header in seconds, or None when absent or a date."""
-    value = headers.get("Retry-After", "")
-    return float(value) if value.strip().isdigit() else None
+    """The Retry-After header in seconds, or None when absent or an HTTP date."""
+    value = headers.get("Retry-After", "").strip()
+    return float(value) if value.isascii() and value.isdigit() else None
+
+
+def refusal(status, answer):
+    """Says what a refusal was, for a log line or a job's error: "413 EMQTOOLARGE: <detail>"."""
+    code = answer.get("code")
+    return f"{status} {code}: {answer.get('detail', '')}" if code else f"{status}: {answer.get('detail', '')}"
 
 
 # ---------------------------------------------------------------------------
@@ -152,9 +171,11 @@ def retry_after(headers):
 class Checkpoint(threading.Thread):
     """Extends a job's lease every LEASE_MS / 3 until finish() is called.
 
-    It sets self.stop when the answer says the job was cancelled (and keeps
-    the reason in self.cancel_reason) or when the job is no longer ours: a
-    409 EMQSTALE or 404 EMQGONE (self.lost).
+    It sets self.stop when the answer says the job was cancelled, and keeps
+    the reason in self.cancel_reason: the work stops at its next safe point,
+    but the extends go on until it has, so that the job is not swept as
+    stalled meanwhile. When the job is no longer ours (409 EMQSTALE or 404
+    EMQGONE) it sets self.stop and self.lost, and ends.
     """
 
     def __init__(self, job):
@@ -168,8 +189,8 @@ class Checkpoint(threading.Thread):
     def run(self):
         path = f"/jobs/{self.job['id']}/lease"
         body = {"token": self.job["token"], "lease_ms": LEASE_MS}
-        while not self._finished.wait(LEASE_MS / 3 / 1000):
-            status, answer = call(path, body, give_up=self._finished)
+        while not self._finished.wait(EXTEND_EVERY_S):
+            status, answer = call(path, body, EXTEND_TIMEOUT_S, EXTEND_EVERY_S, give_up=self._finished)
             if status is None:  # the work ended while we backed off
                 return
             if status in (404, 409):
@@ -177,11 +198,10 @@ class Checkpoint(threading.Thread):
                 self.stop.set()
                 return
             if status != 200:
-                log(f"extend {self.job['id']} refused: {status} {answer.get('detail', '')}")
-            elif answer.get("cancel_requested"):
+                log(f"extend {self.job['id']} refused: {refusal(status, answer)}")
+            elif answer.get("cancel_requested") and self.cancel_reason is None:
                 self.cancel_reason = answer.get("cancel_reason") or ""
                 self.stop.set()
-                return
 
     def finish(self):
         """Stops the timer and waits for an extend in flight to end."""
@@ -199,58 +219,78 @@ def work(job):
     log(f"claimed {job_id}")
     checkpoint = Checkpoint(job)
     checkpoint.start()
-    result, error, stopped = None, None, False
+    result, error, finished = None, None, False
     try:
         result = handle(job, checkpoint.stop.is_set)
+        json.dumps(result)  # a result that is not JSON fails the job, not the worker
+        finished = True
     except Stopped:
-        stopped = True
+        error = "stopped"
     except Exception as exc:  # the work failed: report it, keep the worker alive
         error = str(exc) or type(exc).__name__
     finally:
         checkpoint.finish()
 
     if checkpoint.lost:
-        log(f"lost {job_id}")  # someone else holds it now: report nothing
-    elif stopped and checkpoint.cancel_reason is not None:
+        log(f"lost {job_id}")  # someone else holds it now, or it was removed: report nothing
+    elif finished:  # also when a cancel came too late to stop it
+        complete(job, result)
+    elif checkpoint.cancel_reason is not None:
         reason = checkpoint.cancel_reason
-        report(job, "fail", {"error": f"cancelled: {reason}"}, f"cancelled {job_id}: {reason}")
-    elif error is not None or stopped:
-        error = error or "stopped"
-        report(job, "fail", {"error": error}, f"failed {job_id}: {error}")
+        fail(job, f"cancelled: {reason}", f"cancelled {job_id}: {reason}")
     else:
-        report(job, "complete", {"result": result}, f"completed {job_id}")
+        fail(job, error, f"failed {job_id}: {error}")
 
 
-def report(job, verb, body, done_line):
-    """Completes or fails the job with its token, and logs done_line."""
-    status, answer = call(f"/jobs/{job['id']}/{verb}", {"token": job["token"], **body})
+def complete(job, result):
+    """Completes the job with its result. A result the service refuses (400
+    not valid, 413 too large) fails the job instead, so that it does not stay
+    active until its lease lapses."""
+    status, answer = call(f"/jobs/{job['id']}/complete", {"token": job["token"], "result": result})
+    if status == 200:
+        log(f"completed {job['id']}")
+    elif status in (404, 409):
+        log(f"lost {job['id']}")
+    else:
+        error = f"result refused: {refusal(status, answer)}"
+        fail(job, error, f"failed {job['id']}: {error}")
+
+
+def fail(job, error, done_line):
+    """Fails the job with the error text, and logs done_line."""
+    status, answer = call(f"/jobs/{job['id']}/fail", {"token": job["token"], "error": error})
     if status == 200:
         log(done_line)
     elif status in (404, 409):
         log(f"lost {job['id']}")
     else:
-        log(f"{verb} {job['id']} refused: {status} {answer.get('detail', '')}")
+        log(f"fail {job['id']} refused: {refusal(status, answer)}")
 
 
 def main():
     stopping = threading.Event()
 
     def on_signal(signum, frame):
-        if not stopping.is_set():
-            os.write(2, b"stopping\n")  # unbuffered: safe inside a signal handler
+        if stopping.is_set():  # a second signal: exit now, the lease gives the job back
+            os.write(2, f"stopped at once (a second {signal.Signals(signum).name})\n".encode())
+            os._exit(128 + signum)
+        os.write(2, b"stopping\n")  # unbuffered: safe inside a signal handler
         stopping.set()
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
 
+    # Any 5xx on a claim is worth another try: a claim changes nothing until
+    # it is answered.
+    claim_retryable = range(500, 600)
     claim = {"lease_ms": LEASE_MS, "wait_ms": WAIT_MS, "worker": WORKER}
     while not stopping.is_set():
         # A signal does not cut the long poll short: a job it brings is worked.
-        status, answer = call("/claim", claim, CALL_TIMEOUT_S + WAIT_MS / 1000, give_up=stopping)
+        status, answer = call("/claim", claim, CLAIM_TIMEOUT_S, give_up=stopping, retryable=claim_retryable)
         if status is None:
             break
         if status != 200:  # a wrong key, queue name or setting: asking again will not help
-            log(f"claim refused: {status} {answer.get('detail', '')}")
+            log(f"claim refused: {refusal(status, answer)}")
             return 1
         for job in answer.get("jobs", []):  # an empty list: nothing came, ask again
             work(job)

@@ -7,7 +7,9 @@
 #     sh producer.sh '{"ms": 2000}' '{"fail": "boom"}'
 #
 # It reads EMQ_URL, EMQ_QUEUE and EMQ_API_KEY like the worker, and backs off
-# like it when the service answers 503 or cannot be reached.
+# like it when the service answers 502, 503 or 504 or cannot be reached.
+# Each job gets its id here, so sending an enqueue again never makes a
+# second job.
 
 set -u
 
@@ -16,11 +18,23 @@ EMQ_QUEUE=${EMQ_QUEUE:-jobs}
 EMQ_API_KEY=${EMQ_API_KEY:-}
 
 JOBS_URL="${EMQ_URL%/}/queues/$EMQ_QUEUE/jobs"
+CALL_TIMEOUT_S=30 # a call that takes longer counts as a connection error
+MAX_BACKOFF_MS=30000
 
 log() { printf '%s\n' "$*" >&2; }
 
 for tool in curl jq; do
 	command -v "$tool" >/dev/null 2>&1 || { log "$tool is missing: install it (apt-get install -y $tool)"; exit 1; }
+done
+
+# Every argument is checked before any job is sent: a typo in the third
+# payload must not leave the first two enqueued.
+[ $# -gt 0 ] || set -- '{"ms": 1000}'
+for payload in "$@"; do
+	if ! printf '%s' "$payload" | jq -es 'length == 1' >/dev/null 2>&1; then
+		log "a payload is not JSON: $payload"
+		exit 2
+	fi
 done
 
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/emq-producer.XXXXXX") || exit 1
@@ -31,38 +45,48 @@ trap 'exit 1' TERM INT # so that the EXIT trap runs
 	[ -n "$EMQ_API_KEY" ] && echo "header = \"Authorization: Bearer $EMQ_API_KEY\""
 } >"$TMP/curlrc"
 
-# enqueue BODY POSTs one job and sets $status; the answer is in $TMP/body.
-# On 503 or a connection error it waits (Retry-After, else 0.5 s doubling up
-# to 30 s) and sends it again. That can make a second job if the first one
-# was stored but its answer lost; give jobs an "id" to make that safe.
+# new_id prints a random id in the form of a UUID, from the kernel when it
+# offers one, else from /dev/urandom.
+new_id() {
+	cat /proc/sys/kernel/random/uuid 2>/dev/null ||
+		od -An -tx1 -N16 /dev/urandom | tr -d ' \n' |
+		sed 's/^\(.\{8\}\)\(.\{4\}\)\(.\{4\}\)\(.\{4\}\)/\1-\2-\3-\4-/'
+}
+
+# enqueue FILE POSTs the job in FILE and sets $status; the answer is in
+# $TMP/body. On a 502, 503 or 504 answer, a connection error or a timeout it
+# waits Retry-After seconds when the answer gives them (an HTTP date is not
+# seconds), or else 0.5 s doubling, up to 30 s, and sends the job again.
+# That is safe because the job has an id: if the first try was stored but
+# its answer lost, the service answers the next with the job it has (200)
+# instead of making another.
 enqueue() {
 	backoff_ms=500
 	while :; do
-		rm -f "$TMP/headers" # no Retry-After left over from the last try
-		status=$(curl -sS -K "$TMP/curlrc" --max-time 30 -o "$TMP/body" -D "$TMP/headers" \
-			-w '%{http_code}' --data-binary "$1" "$JOBS_URL" 2>"$TMP/err") || status=000
+		: >"$TMP/headers" # no Retry-After left over from the last try
+		status=$(curl -sS -K "$TMP/curlrc" --max-time "$CALL_TIMEOUT_S" -o "$TMP/body" -D "$TMP/headers" \
+			-w '%{http_code}' --data-binary "@$1" "$JOBS_URL" 2>"$TMP/err") || status=000
 		case $status in
-		503 | 000) ;;
+		000) why=$(head -n 1 "$TMP/err") ;;
+		502 | 503 | 504) why=$status ;;
 		*) return 0 ;;
 		esac
-		pause_ms=$(grep -i '^retry-after:' "$TMP/headers" 2>/dev/null | tr -cd '0-9')
-		pause_ms=$((${pause_ms:-0} * 1000))
-		[ "$pause_ms" -gt 0 ] || pause_ms=$backoff_ms
+		pause_ms=$(tr -d '\r' <"$TMP/headers" |
+			sed -n 's/^[Rr][Ee][Tt][Rr][Yy]-[Aa][Ff][Tt][Ee][Rr]:[[:space:]]*0*\([0-9]\{1,6\}\)[[:space:]]*$/\1000/p' |
+			head -n 1)
+		[ "${pause_ms:-0}" -gt 0 ] || pause_ms=$backoff_ms
+		[ "$pause_ms" -gt "$MAX_BACKOFF_MS" ] && pause_ms=$MAX_BACKOFF_MS
 		pause=$(awk -v ms="$pause_ms" 'BEGIN { print ms / 1000 }')
-		log "backing off ${pause}s: $status $(head -n 1 "$TMP/err" 2>/dev/null)"
+		log "backing off ${pause}s: $why"
 		sleep "$pause"
 		backoff_ms=$((backoff_ms * 2))
-		[ "$backoff_ms" -gt 30000 ] && backoff_ms=30000
+		[ "$backoff_ms" -gt "$MAX_BACKOFF_MS" ] && backoff_ms=$MAX_BACKOFF_MS
 	done
 }
 
-[ $# -gt 0 ] || set -- '{"ms": 1000}'
 for payload in "$@"; do
-	if ! body=$(jq -cn --argjson p "$payload" '{payload: $p}' 2>/dev/null); then
-		log "a payload is not JSON: $payload"
-		exit 2
-	fi
-	enqueue "$body"
+	printf '%s' "$payload" | jq -c --arg id "$(new_id)" '{id: $id, payload: .}' >"$TMP/job"
+	enqueue "$TMP/job"
 	case $status in
 	200 | 201) jq -r '"\(.id) \(.state)"' "$TMP/body" ;;
 	*)

@@ -4,8 +4,9 @@
 # It claims jobs from one queue with a long poll, extends each job's lease on
 # a timer (a background subshell) while the work runs, stops at a safe point
 # when the job is cancelled, completes or fails the job, backs off when the
-# service answers 503 or cannot be reached, and exits 0 on SIGTERM or SIGINT
-# once the job in hand is done.
+# service answers 502, 503 or 504 or cannot be reached, and exits 0 on
+# SIGTERM or SIGINT once the job in hand is done. A second signal exits at
+# once (143 or 130), leaving the job to its lease.
 #
 # Put your own work in handle() below; the rest is the loop every echo_mq
 # worker runs (see examples/README.md). Run it with:
@@ -25,7 +26,16 @@ EMQ_WAIT_MS=${EMQ_WAIT_MS:-10000}
 EMQ_WORKER=${EMQ_WORKER:-shell-$(uname -n)-$$}
 
 QUEUE_URL="${EMQ_URL%/}/queues/$EMQ_QUEUE"
-CALL_TIMEOUT_S=30 # a call that takes longer counts as a connection error
+
+# How long a call may take before it counts as a connection error (a claim
+# waits up to EMQ_WAIT_MS for a job, so it gets that much more; an extend at
+# most the third of the lease until the next is due), and the longest pause
+# between two tries of a call (for an extend, that same third).
+CALL_TIMEOUT_MS=30000
+EXTEND_EVERY_MS=$((EMQ_LEASE_MS / 3))
+EXTEND_TIMEOUT_MS=$EXTEND_EVERY_MS
+[ "$EXTEND_TIMEOUT_MS" -gt "$CALL_TIMEOUT_MS" ] && EXTEND_TIMEOUT_MS=$CALL_TIMEOUT_MS
+MAX_BACKOFF_MS=30000
 
 log() { printf '%s\n' "$*" >&2; }
 
@@ -38,10 +48,10 @@ done
 # ---------------------------------------------------------------------------
 
 # handle PAYLOAD does the job's work. On success it sets RESULT to the
-# result (JSON) and returns 0. On failure it sets ERROR to the error text and
-# returns 1: the service retries the job with backoff. At every safe point
-# it asks should_stop and returns 2 when that says stop: the job was
-# cancelled or is no longer ours.
+# result (one JSON value) and returns 0. On failure it sets ERROR to the
+# error text and returns 1: the service retries the job with backoff. At
+# every safe point it asks should_stop and returns 2 when that says stop:
+# the job was cancelled or is no longer ours.
 #
 # The example: the payload {"ms": N} works for N milliseconds (default 100)
 # in steps of at most 100 ms, each step a safe point; {"fail": "text"} fails
@@ -88,52 +98,74 @@ nap() {
 	fi
 }
 
-# post NAME PATH BODY [until-stopped] POSTs the JSON BODY to the queue's
-# PATH, sets $status to the HTTP status and leaves the answer in
-# $TMP/NAME.body.
+# post NAME PATH BODY [until-stopped] POSTs BODY to the queue's PATH, sets
+# $status to the HTTP status and leaves the answer in $TMP/NAME.body. BODY
+# is JSON text, or @FILE for a file that holds it (as curl reads it).
 #
-# On 503 (EMQUNAVAILABLE, EMQBUSY) it waits Retry-After seconds, or 0.5 s
-# doubling up to 30 s when there is none, and sends the same request again;
-# on a connection error likewise. Sending a complete or a fail again is
-# safe: the service answers a repeat as the first time. With until-stopped
-# it gives up, returning 1, once told to stop.
+# On a 502, 503 or 504 answer (for a claim, any 5xx: a claim changes
+# nothing until it is answered), a connection error or a timeout, it waits
+# Retry-After seconds when the answer gives them, or else 0.5 s doubling, at
+# most 30 s (an extend: a third of the lease), and sends the same request
+# again. Sending a complete or a fail again is safe: the service answers a
+# repeat as the first time. With until-stopped it gives up, returning 1,
+# once told to stop.
 post() {
-	max_time=$CALL_TIMEOUT_S
-	[ "$2" = /claim ] && max_time=$((CALL_TIMEOUT_S + EMQ_WAIT_MS / 1000)) # a claim waits for a job
+	case $1 in
+	claim) max_time_ms=$((CALL_TIMEOUT_MS + EMQ_WAIT_MS)) max_pause_ms=$MAX_BACKOFF_MS ;;
+	extend) max_time_ms=$EXTEND_TIMEOUT_MS max_pause_ms=$EXTEND_EVERY_MS ;;
+	*) max_time_ms=$CALL_TIMEOUT_MS max_pause_ms=$MAX_BACKOFF_MS ;;
+	esac
 	until_stopped=${4:-}
 	backoff_ms=500
 	while :; do
-		status=$(curl -sS -K "$TMP/curlrc" --max-time "$max_time" \
+		: >"$TMP/$1.headers" # no Retry-After left over from the last try
+		status=$(curl -sS -K "$TMP/curlrc" --max-time "$(seconds "$max_time_ms")" \
 			-o "$TMP/$1.body" -D "$TMP/$1.headers" -w '%{http_code}' \
 			--data-binary "$3" "$QUEUE_URL$2" 2>"$TMP/$1.err") || status=000
-		case $status in
-		503)
-			pause_ms=$(grep -i '^retry-after:' "$TMP/$1.headers" | tr -cd '0-9')
-			pause_ms=$((${pause_ms:-0} * 1000))
-			[ "$pause_ms" -gt 0 ] || pause_ms=$backoff_ms
-			why="503 $(jq -r '.code // empty' "$TMP/$1.body" 2>/dev/null)"
-			;;
-		000)
+		case $1:$status in
+		*:000)
 			pause_ms=$backoff_ms
 			why=$(head -n 1 "$TMP/$1.err")
 			;;
+		*:502 | *:503 | *:504 | claim:5??)
+			pause_ms=$(retry_after_ms "$1")
+			[ "${pause_ms:-0}" -gt 0 ] || pause_ms=$backoff_ms
+			why="$status $(jq -r '.code // empty' "$TMP/$1.body" 2>/dev/null)"
+			;;
 		*) return 0 ;;
 		esac
+		[ "$pause_ms" -gt "$max_pause_ms" ] && pause_ms=$max_pause_ms
 		[ -n "$until_stopped" ] && told_to_stop && return 1
 		log "backing off $(seconds "$pause_ms")s: $why"
 		nap "$(seconds "$pause_ms")"
 		[ -n "$until_stopped" ] && told_to_stop && return 1
 		backoff_ms=$((backoff_ms * 2))
-		[ "$backoff_ms" -gt 30000 ] && backoff_ms=30000
+		[ "$backoff_ms" -gt "$MAX_BACKOFF_MS" ] && backoff_ms=$MAX_BACKOFF_MS
 	done
+}
+
+# retry_after_ms NAME prints the Retry-After of the answer in milliseconds,
+# or nothing when it has none. Only seconds count (at most six digits, so
+# the arithmetic cannot overflow): an HTTP date is not a number of seconds.
+retry_after_ms() {
+	ra=$(tr -d '\r' <"$TMP/$1.headers" |
+		sed -n 's/^[Rr][Ee][Tt][Rr][Yy]-[Aa][Ff][Tt][Ee][Rr]:[[:space:]]*0*\([0-9]\{1,6\}\)[[:space:]]*$/\1/p' |
+		head -n 1)
+	[ -n "$ra" ] && echo $((ra * 1000))
 }
 
 # told_to_stop reports whether a signal came (it sets $stopping) or, in the
 # extender, the worker is gone ($$ is the worker's process in both).
 told_to_stop() { [ -n "$stopping" ] || ! kill -0 $$ 2>/dev/null; }
 
-# detail NAME prints the detail of a problem answer, for a log line.
-detail() { jq -r '.detail // empty' "$TMP/$1.body" 2>/dev/null; }
+# refusal NAME says what a refused call's answer was, for a log line or a
+# job's error: "413 EMQTOOLARGE: <detail>" (just the status when the answer
+# is not a problem).
+refusal() {
+	text=$(jq -r --arg s "$status" '"\($s)\(if .code then " \(.code)" else "" end): \(.detail // "")"' \
+		"$TMP/$1.body" 2>/dev/null)
+	printf '%s\n' "${text:-$status}"
+}
 
 # ---------------------------------------------------------------------------
 # The checkpoint: a background subshell extends the lease while the work runs.
@@ -142,13 +174,15 @@ detail() { jq -r '.detail // empty' "$TMP/$1.body" 2>/dev/null; }
 # extend_every ID TOKEN extends the job's lease every EMQ_LEASE_MS / 3 until
 # it gets SIGTERM, or finds the worker gone (killed: then the lease lapses
 # and the service gives the job to another worker). When the answer says
-# the job was cancelled it writes "cancelled: <reason>" to the stop file,
-# and "lost" on a 409 EMQSTALE or 404 EMQGONE (the job is no longer ours);
-# then it ends.
+# the job was cancelled it writes "cancelled: <reason>" to the stop file and
+# goes on extending until the work has stopped, so that the job is not swept
+# as stalled meanwhile. On a 409 EMQSTALE or 404 EMQGONE (the job is no
+# longer ours) it writes "lost" and ends.
 extend_every() {
 	stopping=
 	trap 'stopping=1' TERM
-	every=$(seconds $((EMQ_LEASE_MS / 3)))
+	every=$(seconds "$EXTEND_EVERY_MS")
+	cancelled=
 	while :; do
 		nap "$every"
 		told_to_stop && return
@@ -156,16 +190,16 @@ extend_every() {
 		case $status in
 		200)
 			cancel=$(jq -r 'select(.cancel_requested) | "cancelled: \(.cancel_reason // "")"' "$TMP/extend.body")
-			if [ -n "$cancel" ]; then
+			if [ -n "$cancel" ] && [ -z "$cancelled" ]; then
 				stop_with "$cancel"
-				return
+				cancelled=1
 			fi
 			;;
 		404 | 409)
 			stop_with lost
 			return
 			;;
-		*) log "extend $1 refused: $status $(detail extend)" ;;
+		*) log "extend $1 refused: $(refusal extend)" ;;
 		esac
 	done
 }
@@ -212,28 +246,49 @@ work() {
 	stop_checkpoint
 	stop=$(cat "$TMP/stop" 2>/dev/null)
 
-	case $outcome:$stop in
-	*:lost) log "lost $id" ;; # someone else holds it now: report nothing
-	2:cancelled:*)
-		report "$id" fail "$(jq -cn --argjson t "$token" --arg e "$stop" '{token: $t, error: $e}')" \
-			"cancelled $id: ${stop#cancelled: }"
-		;;
-	0:*) report "$id" complete "{\"token\": $token, \"result\": $RESULT}" "completed $id" ;;
+	case $stop:$outcome in
+	lost:*) log "lost $id" ;;       # someone else holds it now, or it was removed: report nothing
+	*:0) complete_job "$id" "$token" ;; # also when a cancel came too late to stop it
+	cancelled:*) fail_job "$id" "$token" "$stop" "cancelled $id: ${stop#cancelled: }" ;;
 	*)
 		ERROR=${ERROR:-stopped}
-		report "$id" fail "$(jq -cn --argjson t "$token" --arg e "$ERROR" '{token: $t, error: $e}')" \
-			"failed $id: $ERROR"
+		fail_job "$id" "$token" "$ERROR" "failed $id: $ERROR"
 		;;
 	esac
 }
 
-# report ID VERB BODY LINE completes or fails the job and logs LINE.
-report() {
-	post report "/jobs/$1/$2" "$3"
+# complete_job ID TOKEN completes the job with RESULT. A RESULT that is not one
+# JSON value fails the job, and so does a result the service refuses (400
+# not valid, 413 too large): the job must not stay active until its lease
+# lapses. The body goes through a file: a result can be larger than a
+# command line may be.
+complete_job() {
+	if ! printf '%s' "$RESULT" | jq -cs --argjson t "$2" \
+		'if length == 1 then {token: $t, result: .[0]} else error("\(length) JSON values") end' \
+		>"$TMP/complete.json" 2>"$TMP/complete.err"; then
+		refused="the result is not one JSON value: $(head -n 1 "$TMP/complete.err")"
+		fail_job "$1" "$2" "$refused" "failed $1: $refused"
+		return
+	fi
+	post report "/jobs/$1/complete" "@$TMP/complete.json"
+	case $status in
+	200) log "completed $1" ;;
+	404 | 409) log "lost $1" ;;
+	*)
+		refused="result refused: $(refusal report)"
+		fail_job "$1" "$2" "$refused" "failed $1: $refused"
+		;;
+	esac
+}
+
+# fail_job ID TOKEN ERROR LINE fails the job with the ERROR text and logs LINE.
+fail_job() {
+	jq -cn --argjson t "$2" --arg e "$3" '{token: $t, error: $e}' >"$TMP/fail.json"
+	post report "/jobs/$1/fail" "@$TMP/fail.json"
 	case $status in
 	200) log "$4" ;;
 	404 | 409) log "lost $1" ;;
-	*) log "$2 $1 refused: $status $(detail report)" ;;
+	*) log "fail $1 refused: $(refusal report)" ;;
 	esac
 }
 
@@ -243,7 +298,7 @@ report() {
 claim() {
 	post claim /claim "$claim_body" until-stopped || return 1
 	if [ "$status" != 200 ]; then # a wrong key, queue name or setting: asking again will not help
-		log "claim refused: $status $(detail claim)"
+		log "claim refused: $(refusal claim)"
 		exit 1
 	fi
 	jq -r '.jobs[0] // empty | .id, .token, (.payload | tojson)' "$TMP/claim.body" >"$TMP/job"
@@ -257,11 +312,26 @@ cleanup() {
 	rm -rf "$TMP"
 }
 
+# on_signal NAME CODE: a first SIGTERM or SIGINT lets the loop stop once
+# the job in hand is done; a second one exits at once with CODE (143 or
+# 130), as soon as the command running (a work step, a call) ends.
+# Unreported, the job goes back to the queue when its lease lapses.
+# shellcheck disable=SC2317
+on_signal() {
+	if [ -n "$stopping" ]; then
+		log "stopped at once (a second $1)"
+		exit "$2"
+	fi
+	stopping=1
+	log stopping
+}
+
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/emq-worker.XXXXXX") || exit 1
 extender=
 stopping=
 trap cleanup EXIT
-trap 'stopping=1; log stopping' TERM INT
+trap 'on_signal SIGTERM 143' TERM
+trap 'on_signal SIGINT 130' INT
 
 # The key goes in a curl config file, not on the command line where any user
 # of the machine could read it in ps.

@@ -1,0 +1,197 @@
+package examples
+
+import (
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/echo-mq/echo_mq/internal/redistest"
+)
+
+// checkWorker runs one worker process through a stream of jobs, each a case
+// of the contract, behind a proxy that refuses its first two claims with
+// 503 and injects the faults the cases need. The worker claims the jobs in
+// the order they were enqueued, one at a time.
+func checkWorker(t *testing.T, lang language, svc *service) {
+	q := redistest.Queue(t)
+	short := producedIDs(t, lang.produce(t, []string{"EMQ_URL=" + svc.base, "EMQ_QUEUE=" + q},
+		`{"ms": 200}`, `{"ms": 200}`, `{"ms": 200}`, `{"ms": 200}`), 4)
+	if len(slices.Compact(slices.Sorted(slices.Values(short)))) != len(short) {
+		t.Errorf("the producer gave two jobs the same id: %q", short)
+	}
+	failing := svc.enqueue(t, q, `{"payload": {"fail": "boom"}, "max_attempts": 1}`)
+	cancelled := svc.enqueue(t, q, `{"payload": {"ms": 60000}}`)
+	lost := svc.enqueue(t, q, `{"payload": {"ms": 60000}}`)
+	// A lease of 3 s is extended every second: three extends and more.
+	extendFaults := svc.enqueue(t, q, `{"payload": {"ms": 3500}}`)
+	// Its complete's retries end long before the lease from the claim lapses.
+	completeFaults := svc.enqueue(t, q, `{"payload": {"ms": 100}}`)
+	refused := svc.enqueue(t, q, `{"payload": {"ms": 100}, "max_attempts": 1}`)
+	ids := append([]string{failing, cancelled, lost, extendFaults, completeFaults, refused}, short...)
+
+	proxy := newProxy(t, svc.base)
+	proxy.script("claim", unavailable, unavailable)
+	proxy.script("lease "+extendFaults, unavailableLong, pass, badGateway)
+	proxy.script("complete "+completeFaults, badGateway, unavailable)
+	proxy.script("complete "+refused, invalid)
+	w := lang.startWorker(t, "EMQ_URL="+proxy.url, "EMQ_QUEUE="+q,
+		"EMQ_LEASE_MS=3000", "EMQ_WAIT_MS=1000", "EMQ_WORKER=test-"+lang.name)
+	t.Cleanup(func() {
+		if t.Failed() {
+			for _, id := range ids {
+				t.Logf("job %s: %s", id, svc.rawJob(q, id))
+			}
+		}
+	})
+
+	checkCancel(t, svc, w, q, cancelled)
+	checkLost(t, svc, w, q, lost)
+	for _, id := range short {
+		j := svc.waitState(t, q, id, "completed", 10*time.Second)
+		checkResult(t, lang, j, 200)
+		if !w.logged("completed " + id) {
+			t.Errorf("the worker did not log %q", "completed "+id)
+		}
+	}
+	j := svc.waitState(t, q, failing, "dead", 10*time.Second)
+	if j.LastError != "boom" {
+		t.Errorf("failing job: last_error %q, want %q", j.LastError, "boom")
+	}
+	if !w.logged("failed " + failing + ": boom") {
+		t.Errorf("the worker did not log %q", "failed "+failing+": boom")
+	}
+	checkExtendFaults(t, lang, svc, w, proxy, q, extendFaults)
+	checkCompleteFaults(t, lang, svc, w, proxy, q, completeFaults)
+	checkRefused(t, svc, proxy, q, refused)
+	checkBackoff(t, w, proxy)
+	checkSIGTERM(t, lang, svc, w, q, func(id string) { ids = append(ids, id) })
+	checkNoReport(t, svc, proxy, q, lost)
+}
+
+// checkCancel cancels a job once the worker holds it, and checks that the
+// worker stopped it and reported the cancel itself: last_error carries the
+// reason and the job never stalled (a sweep that cancels a lapsed job
+// writes neither).
+func checkCancel(t *testing.T, svc *service, w *worker, q, id string) {
+	t.Helper()
+	w.waitLogged(t, "claimed "+id, 30*time.Second)
+	const reason = "cancelled by the test"
+	svc.mustCall(t, "POST", "/queues/"+q+"/jobs/"+id+"/cancel", `{"reason": "`+reason+`"}`, 202, nil)
+	j := svc.waitState(t, q, id, "cancelled", 20*time.Second)
+	if j.LastError != "cancelled: "+reason || j.Stalled != 0 {
+		t.Errorf("cancelled job: last_error %q, stalled %d; want %q, 0: the worker did not report the cancel",
+			j.LastError, j.Stalled, "cancelled: "+reason)
+	}
+	w.waitLogged(t, "cancelled "+id+": "+reason, 5*time.Second)
+}
+
+// checkLost removes a job by force while the worker works it: the worker's
+// next extend is answered 404, and the worker logs the job as lost and goes
+// on with the next one (checkNoReport checks it reported nothing).
+func checkLost(t *testing.T, svc *service, w *worker, q, id string) {
+	t.Helper()
+	w.waitLogged(t, "claimed "+id, 10*time.Second)
+	svc.mustCall(t, "DELETE", "/queues/"+q+"/jobs/"+id+"?force=true", "", 200, nil)
+	w.waitLogged(t, "lost "+id, 10*time.Second)
+}
+
+// checkNoReport checks, once the worker has exited, that it sent no
+// complete and no fail for the job it lost, and that the job is still gone.
+func checkNoReport(t *testing.T, svc *service, proxy *proxy, q, id string) {
+	t.Helper()
+	if n := proxy.count("complete "+id) + proxy.count("fail "+id); n > 0 {
+		t.Errorf("the worker reported %d times on the job it lost, want none", n)
+	}
+	svc.mustCall(t, "GET", "/queues/"+q+"/jobs/"+id, "", 404, nil)
+}
+
+// checkExtendFaults checks that a job whose extends met a 503 with a long
+// Retry-After and a 502 with an HTTP-date one still completed, and never
+// stalled: the worker waited at most a third of the lease before it sent
+// the extend again.
+func checkExtendFaults(t *testing.T, lang language, svc *service, w *worker, proxy *proxy, q, id string) {
+	t.Helper()
+	j := svc.waitState(t, q, id, "completed", 20*time.Second)
+	checkResult(t, lang, j, 3500)
+	if n := proxy.scripted("lease " + id); n > 0 {
+		t.Errorf("the worker sent too few extends to meet the 503 and the 502 (%d of the faults left)", n)
+	}
+	if j.Stalled != 0 {
+		t.Errorf("the job stalled %d times: its lease lapsed while the extends backed off", j.Stalled)
+	}
+	w.waitLogged(t, "completed "+id, 5*time.Second) // the log line follows the answer
+}
+
+// checkCompleteFaults checks that a job whose complete met a 502 and then
+// a 503 still completed: the worker backed off and sent the same complete
+// again each time.
+func checkCompleteFaults(t *testing.T, lang language, svc *service, w *worker, proxy *proxy, q, id string) {
+	t.Helper()
+	j := svc.waitState(t, q, id, "completed", 20*time.Second)
+	checkResult(t, lang, j, 100)
+	if n := proxy.count("complete " + id); n != 3 {
+		t.Errorf("the worker sent %d completes, want 3: after a 502 and a 503, the one that passed", n)
+	}
+	if j.Stalled != 0 {
+		t.Errorf("the job stalled %d times: its lease lapsed while the complete backed off", j.Stalled)
+	}
+	w.waitLogged(t, "completed "+id, 5*time.Second) // the log line follows the answer
+}
+
+// checkRefused checks that a job whose complete was refused (400, as for
+// a result that is not valid) did not stay active: the worker failed it
+// with the refusal, so that with one attempt it is dead.
+func checkRefused(t *testing.T, svc *service, proxy *proxy, q, id string) {
+	t.Helper()
+	j := svc.waitState(t, q, id, "dead", 10*time.Second)
+	if !strings.Contains(j.LastError, "refused") || !strings.Contains(j.LastError, "400") ||
+		!strings.Contains(j.LastError, invalidDetail) {
+		t.Errorf("job with a refused result: last_error %q, want the refusal: \"result refused: 400 EMQINVALID: %s\"",
+			j.LastError, invalidDetail)
+	}
+	if proxy.count("fail "+id) == 0 {
+		t.Errorf("the worker sent no fail after its complete was refused")
+	}
+}
+
+// checkResult checks that j was worked ms by lang's worker.
+func checkResult(t *testing.T, lang language, j job, ms int) {
+	t.Helper()
+	want := fmt.Sprintf(`{"worked_ms": %d, "by": %q}`, ms, lang.name)
+	if !sameJSON(j.Result, want) {
+		t.Errorf("job %s: result %s, want %s", j.ID, j.Result, want)
+	}
+	if j.Worker != "test-"+lang.name {
+		t.Errorf("job %s: worker %q, want %q (EMQ_WORKER)", j.ID, j.Worker, "test-"+lang.name)
+	}
+}
+
+// checkBackoff checks that the worker logged its back-off and waited the
+// Retry-After second (not its own 0.5 s) after each of the two 503s its
+// first claims met.
+func checkBackoff(t *testing.T, w *worker, proxy *proxy) {
+	t.Helper()
+	if !w.loggedPrefix("backing off ") {
+		t.Errorf("the worker did not log \"backing off\" after a 503")
+	}
+	claims := proxy.times("claim")
+	if len(claims) < 3 {
+		t.Fatalf("the worker sent %d claims, want more than the 2 refused", len(claims))
+	}
+	for i := range 2 {
+		// 0.9 s: a timer may fire a hair early; 0.5 s would be the worker's own back-off.
+		if gap := claims[i+1].Sub(claims[i]); gap < 900*time.Millisecond {
+			t.Errorf("claim %d came %s after a 503 with Retry-After: 1, want at least 1 s", i+2, gap)
+		}
+	}
+}
+
+// sameJSON reports whether raw and want are the same JSON value.
+func sameJSON(raw json.RawMessage, want string) bool {
+	var got, exp any
+	return json.Unmarshal(raw, &got) == nil && json.Unmarshal([]byte(want), &exp) == nil && reflect.DeepEqual(got, exp)
+}
