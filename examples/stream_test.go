@@ -26,9 +26,13 @@ func checkWorker(t *testing.T, lang language, svc *service) {
 	failing := svc.enqueue(t, q, `{"payload": {"fail": "boom"}, "max_attempts": 1}`)
 	cancelled := svc.enqueue(t, q, `{"payload": {"ms": 60000}}`)
 	lost := svc.enqueue(t, q, `{"payload": {"ms": 60000}}`)
-	// A lease of 3 s is extended every second: three extends and more.
+	// 3.5 s of work under a 3 s lease extended every second: time for the
+	// three extends the proxy scripts (503, pass, 502) and the one that
+	// follows.
 	extendFaults := svc.enqueue(t, q, `{"payload": {"ms": 3500}}`)
-	// Its complete's retries end long before the lease from the claim lapses.
+	// Short work: nothing extends the lease while the complete backs off
+	// (0.5 s after the 502, 1 s after the 503), so those waits must end
+	// well before the lease from the claim lapses.
 	completeFaults := svc.enqueue(t, q, `{"payload": {"ms": 100}}`)
 	refused := svc.enqueue(t, q, `{"payload": {"ms": 100}, "max_attempts": 1}`)
 	ids := append([]string{failing, cancelled, lost, extendFaults, completeFaults, refused}, short...)

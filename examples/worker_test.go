@@ -58,8 +58,6 @@ func aptPackage(tool string) string {
 		return "python3"
 	case "node":
 		return "nodejs"
-	case "npm":
-		return "npm"
 	case "sh":
 		return "dash"
 	}
