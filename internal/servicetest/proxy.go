@@ -36,11 +36,17 @@ type FlakyProxy struct {
 
 // Answer is what a FlakyProxy does with a request instead of passing it
 // on: it answers Status with Header and Body, or it drops the connection,
-// or it hangs.
+// or it hangs. The zero Answer passes the request on, as if none were
+// queued: queue it to let one request through between two others.
 type Answer struct {
 	Status int
 	Header http.Header
 	Body   string
+	// PassOn passes the request on to the service first, which acts on it,
+	// and throws the service's answer away before the proxy answers (or
+	// drops, or hangs): as when a connection is cut after the request
+	// reached the service.
+	PassOn bool
 	// Drop closes the connection without an answer, as a crashed service
 	// does.
 	Drop bool
@@ -143,6 +149,9 @@ func (p *FlakyProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		seen.Done = time.Now()
 		p.mu.Unlock()
 	}()
+	if answer != nil && answer.PassOn {
+		p.pass.ServeHTTP(httptest.NewRecorder(), r)
+	}
 	switch {
 	case answer == nil:
 		p.pass.ServeHTTP(w, r)
@@ -178,9 +187,16 @@ func (p *FlakyProxy) take(r *http.Request) (*Answer, *Request) {
 		if len(rule.answers) > 0 && strings.HasSuffix(r.URL.Path, rule.suffix) {
 			a := rule.answers[0]
 			rule.answers = rule.answers[1:]
+			if a.passes() {
+				return nil, seen
+			}
 			seen.Answered = true
 			return &a, seen
 		}
 	}
 	return nil, seen
 }
+
+// passes reports whether a says nothing but to pass the request on: no
+// status, no drop, no hang.
+func (a Answer) passes() bool { return a.Status == 0 && !a.Drop && !a.Hang }

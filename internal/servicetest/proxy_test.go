@@ -3,6 +3,7 @@ package servicetest_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -99,5 +100,65 @@ func TestFlakyProxyDropsAndHangs(t *testing.T) {
 	}
 	if status, _, err := post(t, http.DefaultClient, p.URL()+"/queues/q/jobs/j/lease"); err != nil || status != http.StatusOK {
 		t.Fatalf("the next extend: %d, %v; want it passed on", status, err)
+	}
+}
+
+func TestFlakyProxyPassesOnThenAnswers(t *testing.T) {
+	t.Parallel()
+	reached := make(chan string, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		reached <- r.URL.Path + " " + string(body)
+		w.WriteHeader(http.StatusCreated)
+	}))
+	t.Cleanup(srv.Close)
+	p := servicetest.NewFlakyProxy(t, srv.URL)
+	p.Answer("/jobs", servicetest.Answer{PassOn: true, Status: http.StatusBadGateway, Body: "lost"})
+
+	resp, err := http.Post(p.URL()+"/queues/q/jobs", "application/json", strings.NewReader(`{"id":"a"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadGateway || string(body) != "lost" {
+		t.Errorf("an answer passed on first: %d %q; want the proxy's 502 \"lost\", not the service's 201", resp.StatusCode, body)
+	}
+	select {
+	case got := <-reached:
+		if got != `/queues/q/jobs {"id":"a"}` {
+			t.Errorf("the service got %q, want the request with its body", got)
+		}
+	default:
+		t.Error("the request did not reach the service before the proxy answered")
+	}
+	if r := p.Requests("/jobs"); len(r) != 1 || !r[0].Answered {
+		t.Errorf("the proxy recorded %+v; want one request, answered by the proxy", r)
+	}
+}
+
+func TestFlakyProxyZeroAnswerPasses(t *testing.T) {
+	t.Parallel()
+	p := servicetest.NewFlakyProxy(t, upstream(t))
+	p.Answer("/lease", servicetest.Unavailable(1), servicetest.Answer{}, servicetest.Answer{Status: http.StatusTeapot})
+
+	var got []string
+	for range 3 {
+		status, body, err := post(t, http.DefaultClient, p.URL()+"/queues/q/jobs/j/lease")
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, fmt.Sprint(status, " ", body[:min(8, len(body))]))
+	}
+	want := []string{`503 {"type":`, "200 upstream", "418 "}
+	if !slices.Equal(got, want) {
+		t.Errorf("three extends through the proxy got %q, want %q: the zero Answer passes the second on", got, want)
+	}
+	var answered []bool
+	for _, r := range p.Requests("/lease") {
+		answered = append(answered, r.Answered)
+	}
+	if !slices.Equal(answered, []bool{true, false, true}) {
+		t.Errorf("answered by the proxy: %v, want [true false true]", answered)
 	}
 }
