@@ -3,5 +3,7 @@
 // copies, and the test that runs every one of them against the real service
 // on a real redis-server in CI (go test ./examples): through a proxy that
 // injects 502s, 503s and refusals, with jobs cancelled or removed under the
-// worker, and with signals at every step. It has no Go code to import.
+// worker, and with signals at every step. The service and the proxy come
+// from internal/servicetest, as the Go client's tests' do. It has no Go
+// code to import.
 package examples

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/echo-mq/echo_mq/internal/redistest"
+	"github.com/echo-mq/echo_mq/internal/servicetest"
 )
 
 func TestMain(m *testing.M) {
@@ -16,7 +17,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	serviceBin, err = buildService(dir)
+	serviceBin, err = servicetest.Build(dir)
 	code := 1
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -60,7 +61,7 @@ func runLanguage(t *testing.T, lang language) {
 	svc := startService(t)
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("service log:\n%s", readFile(svc.log))
+			t.Logf("service log:\n%s", svc.Log())
 		}
 	})
 	t.Run("producer", func(t *testing.T) { checkProducer(t, lang, svc) })
@@ -79,7 +80,7 @@ func TestShellWorkerKilledStopsExtending(t *testing.T) {
 	svc := startService(t)
 	q := redistest.Queue(t)
 	id := svc.enqueue(t, q, `{"payload": {"ms": 60000}}`)
-	w := shell.startWorker(t, "EMQ_URL="+svc.base, "EMQ_QUEUE="+q, "EMQ_LEASE_MS=1500", "EMQ_WAIT_MS=1000")
+	w := shell.startWorker(t, "EMQ_URL="+svc.URL(), "EMQ_QUEUE="+q, "EMQ_LEASE_MS=1500", "EMQ_WAIT_MS=1000")
 	w.waitLogged(t, "claimed "+id, 20*time.Second)
 	if err := w.cmd.Process.Kill(); err != nil { // the shell alone, not its children
 		t.Fatal(err)

@@ -6,84 +6,33 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/echo-mq/echo_mq/internal/redistest"
+	"github.com/echo-mq/echo_mq/internal/servicetest"
 )
 
 // serviceBin is the service binary TestMain builds once for every test.
 var serviceBin string
 
-// buildService builds cmd/api into dir.
-func buildService(dir string) (string, error) {
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
-	}
-	bin := filepath.Join(dir, "emq")
-	cmd := exec.Command(goBin, "build", "-o", bin, "github.com/echo-mq/echo_mq/cmd/api")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build ./cmd/api: %v\n%s", err, out)
-	}
-	return bin, nil
-}
-
 // service is the service binary running on a loopback port of its own,
-// against the redis-server TestMain started.
-type service struct {
-	base string // http://127.0.0.1:port
-	log  string // the file its output goes to
-}
+// against the redis-server TestMain started, with the calls the tests make
+// to it.
+type service struct{ *servicetest.Service }
 
-// startService runs the service and waits until /healthz answers. It is
-// killed when the test ends.
-func startService(t *testing.T) *service {
+// startService runs the service and waits until it answers. It is killed
+// when the test ends.
+func startService(t *testing.T) service {
 	t.Helper()
-	addr := net.JoinHostPort("127.0.0.1", fmt.Sprint(loopbackPort(t)))
-	s := &service{base: "http://" + addr, log: filepath.Join(t.TempDir(), "service.log")}
-	logFile, err := os.Create(s.log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer logFile.Close()
-	cmd := exec.Command(serviceBin)
 	// Sweeps a second apart: a lapsed lease is recovered soon, and a worker
 	// that a busy machine kept off the CPU past its lease for less than that
 	// may still extend it.
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "EMQ_ADDR=" + addr,
-		"EMQ_REDIS_URL=redis://" + redistest.Addr() + "/0", "EMQ_PREFIX=examples",
-		"EMQ_SWEEP_INTERVAL=1s", "EMQ_LOG_LEVEL=warn"}
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.SysProcAttr = ownGroup()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() { cmd.Wait(); close(done) }()
-	t.Cleanup(func() { cmd.Process.Kill(); <-done })
-
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		if a, err := call("GET", s.base+"/healthz", ""); err == nil && a.status == 200 {
-			return s
-		}
-		select {
-		case <-done:
-			t.Fatalf("the service exited before answering: %v\n%s", cmd.ProcessState, readFile(s.log))
-		case <-time.After(20 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the service did not answer /healthz within 15 s\n%s", readFile(s.log))
-		}
-	}
+	return service{servicetest.Start(t, serviceBin, "EMQ_REDIS_URL=redis://"+redistest.Addr()+"/0",
+		"EMQ_PREFIX=examples", "EMQ_SWEEP_INTERVAL=1s")}
 }
 
 // job is the part of a job's JSON the tests look at.
@@ -112,7 +61,7 @@ func (c counts) total() int {
 }
 
 // counts reads how many jobs the queue holds in each state.
-func (s *service) counts(t *testing.T, queue string) counts {
+func (s service) counts(t *testing.T, queue string) counts {
 	t.Helper()
 	var q struct {
 		Counts counts `json:"counts"`
@@ -122,7 +71,7 @@ func (s *service) counts(t *testing.T, queue string) counts {
 }
 
 // enqueue posts body to the queue's jobs and returns the new job's id.
-func (s *service) enqueue(t *testing.T, queue, body string) string {
+func (s service) enqueue(t *testing.T, queue, body string) string {
 	t.Helper()
 	var j job
 	s.mustCall(t, "POST", "/queues/"+queue+"/jobs", body, 201, &j)
@@ -130,7 +79,7 @@ func (s *service) enqueue(t *testing.T, queue, body string) string {
 }
 
 // job reads one job; it fails the test unless the answer is 200.
-func (s *service) job(t *testing.T, queue, id string) job {
+func (s service) job(t *testing.T, queue, id string) job {
 	t.Helper()
 	var j job
 	s.mustCall(t, "GET", "/queues/"+queue+"/jobs/"+id, "", 200, &j)
@@ -139,8 +88,8 @@ func (s *service) job(t *testing.T, queue, id string) job {
 
 // rawJob reads one job's JSON as the service answers it, for a failure
 // message; it never fails the test.
-func (s *service) rawJob(queue, id string) string {
-	a, err := call("GET", s.base+"/queues/"+queue+"/jobs/"+id, "")
+func (s service) rawJob(queue, id string) string {
+	a, err := call("GET", s.URL()+"/queues/"+queue+"/jobs/"+id, "")
 	if err != nil {
 		return err.Error()
 	}
@@ -148,7 +97,7 @@ func (s *service) rawJob(queue, id string) string {
 }
 
 // waitState waits until the job is in state, and returns it.
-func (s *service) waitState(t *testing.T, queue, id, state string, limit time.Duration) job {
+func (s service) waitState(t *testing.T, queue, id, state string, limit time.Duration) job {
 	t.Helper()
 	var j job
 	eventually(t, limit, fmt.Sprintf("job %s %s", id, state), func() bool {
@@ -160,9 +109,9 @@ func (s *service) waitState(t *testing.T, queue, id, state string, limit time.Du
 
 // mustCall sends method path with body and fails the test unless the
 // answer has status; it decodes the answer into out when out is not nil.
-func (s *service) mustCall(t *testing.T, method, path, body string, status int, out any) {
+func (s service) mustCall(t *testing.T, method, path, body string, status int, out any) {
 	t.Helper()
-	a, err := call(method, s.base+path, body)
+	a, err := call(method, s.URL()+path, body)
 	if err != nil {
 		t.Fatalf("%s %s: %v", method, path, err)
 	}
@@ -216,17 +165,6 @@ func eventually(t *testing.T, limit time.Duration, what string, check func() boo
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-}
-
-// loopbackPort returns a port free on 127.0.0.1 a moment ago.
-func loopbackPort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
 
 // readFile returns a file's text, or why it could not be read.

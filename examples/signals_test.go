@@ -13,7 +13,7 @@ import (
 // one more job, and checks that the worker finished the first, did not
 // claim the second, exited 0, and left no process or temporary file
 // behind. It passes each job's id to track, for the diagnostics.
-func checkSIGTERM(t *testing.T, lang language, svc *service, w *worker, q string, track func(id string)) {
+func checkSIGTERM(t *testing.T, lang language, svc service, w *worker, q string, track func(id string)) {
 	t.Helper()
 	id := svc.enqueue(t, q, `{"payload": {"ms": 1500}}`)
 	track(id)
@@ -41,15 +41,15 @@ func checkSIGTERM(t *testing.T, lang language, svc *service, w *worker, q string
 // service for a job, then enqueues one: the claim brings it, and the worker
 // works it to completed before it exits 0, sending no other claim. A claim
 // the worker dropped would strand its job until the lease lapsed.
-func checkSIGTERMInClaim(t *testing.T, lang language, svc *service) {
+func checkSIGTERMInClaim(t *testing.T, lang language, svc service) {
 	q := redistest.Queue(t)
-	proxy := newProxy(t, svc.base)
+	proxy := newProxy(t, svc.URL())
 	// A long wait: the claim is still waiting when the job comes.
-	w := lang.startWorker(t, "EMQ_URL="+proxy.url, "EMQ_QUEUE="+q,
+	w := lang.startWorker(t, "EMQ_URL="+proxy.URL(), "EMQ_QUEUE="+q,
 		"EMQ_LEASE_MS=1500", "EMQ_WAIT_MS=20000", "EMQ_WORKER=test-"+lang.name)
 	eventually(t, 20*time.Second, "the worker's claim waits at the service", func() bool {
 		w.checkRunning(t)
-		return proxy.passing("claim") == 1
+		return atService(proxy, "/claim") == 1
 	})
 	w.signal(t, syscall.SIGTERM)
 	signalled := time.Now()
@@ -66,9 +66,9 @@ func checkSIGTERMInClaim(t *testing.T, lang language, svc *service) {
 	} else {
 		checkResult(t, lang, j, 300)
 	}
-	for _, at := range proxy.times("claim") {
-		if at.After(signalled) {
-			t.Errorf("the worker sent a claim %s after SIGTERM", at.Sub(signalled))
+	for _, claim := range proxy.Requests("/claim") {
+		if claim.At.After(signalled) {
+			t.Errorf("the worker sent a claim %s after SIGTERM", claim.At.Sub(signalled))
 		}
 	}
 	for _, line := range []string{"claimed " + id, "completed " + id, "stopping", "stopped"} {
@@ -81,10 +81,10 @@ func checkSIGTERMInClaim(t *testing.T, lang language, svc *service) {
 // checkSecondSignal sends SIGTERM and then SIGINT while the worker works a
 // long job: the second signal makes it exit at once, with 130, and leaves
 // the job unreported, to its lease.
-func checkSecondSignal(t *testing.T, lang language, svc *service) {
+func checkSecondSignal(t *testing.T, lang language, svc service) {
 	q := redistest.Queue(t)
 	id := svc.enqueue(t, q, `{"payload": {"ms": 60000}}`)
-	w := lang.startWorker(t, "EMQ_URL="+svc.base, "EMQ_QUEUE="+q, "EMQ_LEASE_MS=1500", "EMQ_WAIT_MS=1000")
+	w := lang.startWorker(t, "EMQ_URL="+svc.URL(), "EMQ_QUEUE="+q, "EMQ_LEASE_MS=1500", "EMQ_WAIT_MS=1000")
 	w.waitLogged(t, "claimed "+id, 20*time.Second)
 	w.signal(t, syscall.SIGTERM)
 	w.waitLogged(t, "stopping", 5*time.Second)

@@ -10,15 +10,16 @@ import (
 	"time"
 
 	"github.com/echo-mq/echo_mq/internal/redistest"
+	"github.com/echo-mq/echo_mq/internal/servicetest"
 )
 
 // checkWorker runs one worker process through a stream of jobs, each a case
 // of the contract, behind a proxy that refuses its first two claims with
 // 503 and injects the faults the cases need. The worker claims the jobs in
 // the order they were enqueued, one at a time.
-func checkWorker(t *testing.T, lang language, svc *service) {
+func checkWorker(t *testing.T, lang language, svc service) {
 	q := redistest.Queue(t)
-	short := producedIDs(t, lang.produce(t, []string{"EMQ_URL=" + svc.base, "EMQ_QUEUE=" + q},
+	short := producedIDs(t, lang.produce(t, []string{"EMQ_URL=" + svc.URL(), "EMQ_QUEUE=" + q},
 		`{"ms": 200}`, `{"ms": 200}`, `{"ms": 200}`, `{"ms": 200}`), 4)
 	if len(slices.Compact(slices.Sorted(slices.Values(short)))) != len(short) {
 		t.Errorf("the producer gave two jobs the same id: %q", short)
@@ -37,12 +38,12 @@ func checkWorker(t *testing.T, lang language, svc *service) {
 	refused := svc.enqueue(t, q, `{"payload": {"ms": 100}, "max_attempts": 1}`)
 	ids := append([]string{failing, cancelled, lost, extendFaults, completeFaults, refused}, short...)
 
-	proxy := newProxy(t, svc.base)
-	proxy.script("claim", unavailable, unavailable)
-	proxy.script("lease "+extendFaults, unavailableLong, pass, badGateway)
-	proxy.script("complete "+completeFaults, badGateway, unavailable)
-	proxy.script("complete "+refused, invalid)
-	w := lang.startWorker(t, "EMQ_URL="+proxy.url, "EMQ_QUEUE="+q,
+	proxy := newProxy(t, svc.URL())
+	proxy.Answer("/claim", unavailable, unavailable)
+	proxy.Answer("/jobs/"+extendFaults+"/lease", unavailableLong, pass, badGateway)
+	proxy.Answer("/jobs/"+completeFaults+"/complete", badGateway, unavailable)
+	proxy.Answer("/jobs/"+refused+"/complete", invalid)
+	w := lang.startWorker(t, "EMQ_URL="+proxy.URL(), "EMQ_QUEUE="+q,
 		"EMQ_LEASE_MS=3000", "EMQ_WAIT_MS=1000", "EMQ_WORKER=test-"+lang.name)
 	t.Cleanup(func() {
 		if t.Failed() {
@@ -80,7 +81,7 @@ func checkWorker(t *testing.T, lang language, svc *service) {
 // worker stopped it and reported the cancel itself: last_error carries the
 // reason and the job never stalled (a sweep that cancels a lapsed job
 // writes neither).
-func checkCancel(t *testing.T, svc *service, w *worker, q, id string) {
+func checkCancel(t *testing.T, svc service, w *worker, q, id string) {
 	t.Helper()
 	w.waitLogged(t, "claimed "+id, 30*time.Second)
 	const reason = "cancelled by the test"
@@ -96,7 +97,7 @@ func checkCancel(t *testing.T, svc *service, w *worker, q, id string) {
 // checkLost removes a job by force while the worker works it: the worker's
 // next extend is answered 404, and the worker logs the job as lost and goes
 // on with the next one (checkNoReport checks it reported nothing).
-func checkLost(t *testing.T, svc *service, w *worker, q, id string) {
+func checkLost(t *testing.T, svc service, w *worker, q, id string) {
 	t.Helper()
 	w.waitLogged(t, "claimed "+id, 10*time.Second)
 	svc.mustCall(t, "DELETE", "/queues/"+q+"/jobs/"+id+"?force=true", "", 200, nil)
@@ -105,9 +106,9 @@ func checkLost(t *testing.T, svc *service, w *worker, q, id string) {
 
 // checkNoReport checks, once the worker has exited, that it sent no
 // complete and no fail for the job it lost, and that the job is still gone.
-func checkNoReport(t *testing.T, svc *service, proxy *proxy, q, id string) {
+func checkNoReport(t *testing.T, svc service, proxy *servicetest.FlakyProxy, q, id string) {
 	t.Helper()
-	if n := proxy.count("complete "+id) + proxy.count("fail "+id); n > 0 {
+	if n := len(proxy.Requests("/jobs/"+id+"/complete")) + len(proxy.Requests("/jobs/"+id+"/fail")); n > 0 {
 		t.Errorf("the worker reported %d times on the job it lost, want none", n)
 	}
 	svc.mustCall(t, "GET", "/queues/"+q+"/jobs/"+id, "", 404, nil)
@@ -117,12 +118,13 @@ func checkNoReport(t *testing.T, svc *service, proxy *proxy, q, id string) {
 // Retry-After and a 502 with an HTTP-date one still completed, and never
 // stalled: the worker waited at most a third of the lease before it sent
 // the extend again.
-func checkExtendFaults(t *testing.T, lang language, svc *service, w *worker, proxy *proxy, q, id string) {
+func checkExtendFaults(t *testing.T, lang language, svc service, w *worker, proxy *servicetest.FlakyProxy, q, id string) {
 	t.Helper()
 	j := svc.waitState(t, q, id, "completed", 20*time.Second)
 	checkResult(t, lang, j, 3500)
-	if n := proxy.scripted("lease " + id); n > 0 {
-		t.Errorf("the worker sent too few extends to meet the 503 and the 502 (%d of the faults left)", n)
+	// The proxy answers the first three extends: a 503, a pass, a 502.
+	if n := len(proxy.Requests("/jobs/" + id + "/lease")); n < 3 {
+		t.Errorf("the worker sent %d extends, too few to meet the 503 and the 502 (want at least 3)", n)
 	}
 	if j.Stalled != 0 {
 		t.Errorf("the job stalled %d times: its lease lapsed while the extends backed off", j.Stalled)
@@ -133,11 +135,11 @@ func checkExtendFaults(t *testing.T, lang language, svc *service, w *worker, pro
 // checkCompleteFaults checks that a job whose complete met a 502 and then
 // a 503 still completed: the worker backed off and sent the same complete
 // again each time.
-func checkCompleteFaults(t *testing.T, lang language, svc *service, w *worker, proxy *proxy, q, id string) {
+func checkCompleteFaults(t *testing.T, lang language, svc service, w *worker, proxy *servicetest.FlakyProxy, q, id string) {
 	t.Helper()
 	j := svc.waitState(t, q, id, "completed", 20*time.Second)
 	checkResult(t, lang, j, 100)
-	if n := proxy.count("complete " + id); n != 3 {
+	if n := len(proxy.Requests("/jobs/" + id + "/complete")); n != 3 {
 		t.Errorf("the worker sent %d completes, want 3: after a 502 and a 503, the one that passed", n)
 	}
 	if j.Stalled != 0 {
@@ -149,7 +151,7 @@ func checkCompleteFaults(t *testing.T, lang language, svc *service, w *worker, p
 // checkRefused checks that a job whose complete was refused (400, as for
 // a result that is not valid) did not stay active: the worker failed it
 // with the refusal, so that with one attempt it is dead.
-func checkRefused(t *testing.T, svc *service, proxy *proxy, q, id string) {
+func checkRefused(t *testing.T, svc service, proxy *servicetest.FlakyProxy, q, id string) {
 	t.Helper()
 	j := svc.waitState(t, q, id, "dead", 10*time.Second)
 	if !strings.Contains(j.LastError, "refused") || !strings.Contains(j.LastError, "400") ||
@@ -157,7 +159,7 @@ func checkRefused(t *testing.T, svc *service, proxy *proxy, q, id string) {
 		t.Errorf("job with a refused result: last_error %q, want the refusal: \"result refused: 400 EMQINVALID: %s\"",
 			j.LastError, invalidDetail)
 	}
-	if proxy.count("fail "+id) == 0 {
+	if len(proxy.Requests("/jobs/"+id+"/fail")) == 0 {
 		t.Errorf("the worker sent no fail after its complete was refused")
 	}
 }
@@ -177,18 +179,18 @@ func checkResult(t *testing.T, lang language, j job, ms int) {
 // checkBackoff checks that the worker logged its back-off and waited the
 // Retry-After second (not its own 0.5 s) after each of the two 503s its
 // first claims met.
-func checkBackoff(t *testing.T, w *worker, proxy *proxy) {
+func checkBackoff(t *testing.T, w *worker, proxy *servicetest.FlakyProxy) {
 	t.Helper()
 	if !w.loggedPrefix("backing off ") {
 		t.Errorf("the worker did not log \"backing off\" after a 503")
 	}
-	claims := proxy.times("claim")
+	claims := proxy.Requests("/claim")
 	if len(claims) < 3 {
 		t.Fatalf("the worker sent %d claims, want more than the 2 refused", len(claims))
 	}
 	for i := range 2 {
 		// 0.9 s: a timer may fire a hair early; 0.5 s would be the worker's own back-off.
-		if gap := claims[i+1].Sub(claims[i]); gap < 900*time.Millisecond {
+		if gap := claims[i+1].At.Sub(claims[i].At); gap < 900*time.Millisecond {
 			t.Errorf("claim %d came %s after a 503 with Retry-After: 1, want at least 1 s", i+2, gap)
 		}
 	}
