@@ -130,10 +130,12 @@ func CheckAnswer(tb testing.TB, req *http.Request, status int, header http.Heade
 }
 
 // outsideTheSpec tells the service's routes that are not part of the API
-// the spec describes: the spec itself, its viewer, and the Prometheus
-// exposition.
+// the spec describes: the spec itself, its viewer, the Prometheus
+// exposition, and the dashboard's static files (/ui, /ui/...), which are
+// pages for a browser, not API operations.
 func outsideTheSpec(path string) bool {
-	return path == "/openapi.yaml" || path == "/metrics" || path == "/docs" || strings.HasPrefix(path, "/docs/")
+	return path == "/openapi.yaml" || path == "/metrics" || path == "/docs" || strings.HasPrefix(path, "/docs/") ||
+		path == "/ui" || strings.HasPrefix(path, "/ui/")
 }
 
 // mustContract is the loaded spec, or the end of the test.

@@ -6,6 +6,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/echo-mq/echo_mq/internal/auth"
+	"github.com/echo-mq/echo_mq/internal/ui"
 )
 
 // route is one route of the API and the least role that may call it.
@@ -53,4 +54,14 @@ func (s *server) registerAPIRoutes(r chi.Router) {
 	for _, rt := range s.apiRoutes() {
 		r.With(s.authorize(rt.role)).MethodFunc(rt.method, rt.pattern, rt.handle)
 	}
+}
+
+// registerUIRoutes mounts the built-in dashboard at /ui/. Its static files
+// need no key: the page asks for one and sends it on each API call, where
+// the routes above check it.
+func registerUIRoutes(r chi.Router) {
+	r.Get("/ui", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "/ui/", http.StatusMovedPermanently)
+	})
+	r.Method(http.MethodGet, "/ui/*", http.StripPrefix("/ui", ui.Handler(http.HandlerFunc(notFound))))
 }

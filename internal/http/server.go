@@ -191,6 +191,7 @@ func (s *server) routes() http.Handler {
 	r.MethodNotAllowed(s.methodNotAllowed)
 	registerServiceRoutes(r, s)
 	s.registerAPIRoutes(r)
+	registerUIRoutes(r)
 	return r
 }
 

@@ -1,0 +1,168 @@
+// app.js: the dashboard's entry point. It refreshes the queues table every
+// 2 seconds, asks for an API key when the service answers 401, and runs the
+// queue actions (pause, resume, drain, obliterate) the table's buttons ask for.
+
+import { KeyNeeded, Problem, allQueues, call, forgetKey, queuePath, storeKey, storedKey } from "./api.js";
+import { QueuesTable } from "./queues.js";
+
+const refreshMs = 2000;
+
+const el = {
+  keyForm: document.getElementById("key-form"),
+  keyInput: document.getElementById("key-input"),
+  forget: document.getElementById("forget-key"),
+  error: document.getElementById("error"),
+  refreshed: document.getElementById("refreshed"),
+  notice: document.getElementById("notice"), // read out by screen readers: one line per event
+  empty: document.getElementById("empty"),
+  tbody: document.querySelector("#queues tbody"),
+};
+
+const table = new QueuesTable(el.tbody, act);
+let timer = 0; // the next refresh
+let refreshing = false; // a refresh is running
+let again = false; // refresh once more when it ends
+
+/** Shows message as the page's error, or clears it when message is "". */
+function showError(message) {
+  el.error.textContent = message;
+  el.error.hidden = message === "";
+}
+
+/** Shows the key form, and stops refreshing until a key is given. */
+function askForKey() {
+  clearTimeout(timer);
+  el.keyForm.hidden = false;
+  el.notice.textContent = "Waiting for an API key.";
+  el.keyInput.focus();
+}
+
+function showForget() {
+  el.forget.hidden = storedKey() === "";
+}
+
+/** Tells the person what went wrong with a call. */
+function report(err) {
+  if (err instanceof KeyNeeded) {
+    showError(storedKey() ? "The service refused this API key." : "");
+    askForKey();
+    return;
+  }
+  showError(err instanceof Problem ? `${err.message} (${err.status} ${err.code})` : err.message);
+}
+
+/**
+ * Reads every queue and shows it, then schedules the next refresh. A call
+ * while one runs (after an action) asks for one more right after it, so
+ * that there is only ever one refresh loop.
+ */
+async function refresh() {
+  if (refreshing) {
+    again = true;
+    return;
+  }
+  refreshing = true;
+  clearTimeout(timer);
+  const keepGoing = await showQueues();
+  refreshing = false;
+  if (again) {
+    again = false;
+    refresh();
+  } else if (keepGoing) {
+    timer = setTimeout(refresh, refreshMs);
+  }
+}
+
+/** Shows every queue; false when the service wants a key first. */
+async function showQueues() {
+  try {
+    const queues = await allQueues();
+    table.render(queues);
+    el.empty.hidden = queues.length > 0;
+    el.refreshed.textContent = new Date().toLocaleTimeString();
+    if (el.error.dataset.from === "refresh") {
+      showError("");
+    }
+    return true;
+  } catch (err) {
+    report(err);
+    el.error.dataset.from = "refresh";
+    return !(err instanceof KeyNeeded); // no refresh until a key is given
+  }
+}
+
+/** Runs one queue action, confirming the destructive ones by name. */
+async function act(action, name) {
+  const path = queuePath(name);
+  try {
+    switch (action) {
+      case "pause":
+      case "resume":
+        await call("POST", `${path}/${action}`);
+        el.notice.textContent = `Queue ${name} ${action === "pause" ? "paused" : "resumed"}.`;
+        break;
+      case "drain": {
+        if (!confirm(`Drain queue "${name}"? Its pending and delayed jobs are removed; active jobs finish.`)) {
+          return;
+        }
+        const { removed } = await call("POST", `${path}/drain`);
+        el.notice.textContent = `Drained queue ${name}: ${removed} jobs removed.`;
+        break;
+      }
+      case "obliterate":
+        if (!confirm(`Obliterate queue "${name}"? The queue and every job of it are deleted for good.`)) {
+          return;
+        }
+        if (await obliterate(name)) {
+          el.notice.textContent = `Queue ${name} obliterated.`;
+        }
+        break;
+    }
+    showError("");
+    el.error.dataset.from = "";
+  } catch (err) {
+    report(err);
+    el.error.dataset.from = "action";
+  }
+  refresh();
+}
+
+/**
+ * Deletes a queue; while jobs are active, asks again before forcing it.
+ * Reports whether the queue was deleted.
+ */
+async function obliterate(name) {
+  try {
+    await call("DELETE", queuePath(name));
+    return true;
+  } catch (err) {
+    if (!(err instanceof Problem) || err.status !== 409) {
+      throw err;
+    }
+    if (!confirm(`Queue "${name}" has active jobs: ${err.message}\nObliterate it anyway? Their workers' next calls will fail.`)) {
+      return false;
+    }
+    await call("DELETE", `${queuePath(name)}?force=true`);
+    return true;
+  }
+}
+
+el.keyForm.addEventListener("submit", (event) => {
+  event.preventDefault();
+  storeKey(el.keyInput.value.trim());
+  el.keyInput.value = "";
+  el.keyForm.hidden = true;
+  showError("");
+  showForget();
+  refresh();
+});
+
+el.forget.addEventListener("click", () => {
+  forgetKey();
+  showForget();
+  table.render([]);
+  refresh();
+});
+
+showForget();
+refresh();

@@ -1,0 +1,97 @@
+// queues.js: the queues table. Rows are kept by queue name and updated in
+// place on each refresh, so that a focused button keeps its focus.
+
+/** The states a queue counts, in the table's column order. */
+export const states = ["pending", "active", "delayed", "completed", "dead", "cancelled"];
+
+/**
+ * The table's body: render(queues) shows the given queues, sorted by name;
+ * onAction(action, name) is called when a row's button is pressed, with
+ * action one of "pause", "resume", "drain", "obliterate".
+ */
+export class QueuesTable {
+  constructor(tbody, onAction) {
+    this.tbody = tbody;
+    this.onAction = onAction;
+    this.rows = new Map(); // queue name -> row
+  }
+
+  render(queues) {
+    const byName = new Map(queues.map((q) => [q.name, q])); // a scan may repeat a queue
+    for (const [name, row] of this.rows) {
+      if (!byName.has(name)) {
+        row.tr.remove();
+        this.rows.delete(name);
+      }
+    }
+    const names = [...byName.keys()].sort();
+    for (const name of names) {
+      const row = this.rows.get(name) || this.addRow(name);
+      update(row, byName.get(name));
+      this.tbody.append(row.tr); // appending in order keeps the rows sorted
+    }
+  }
+
+  addRow(name) {
+    const tr = document.createElement("tr");
+    const th = document.createElement("th");
+    th.scope = "row";
+    th.textContent = name;
+    tr.append(th);
+    const counts = {};
+    for (const state of states) {
+      const td = document.createElement("td");
+      td.className = "num";
+      td.dataset.state = state;
+      counts[state] = td;
+      tr.append(td);
+    }
+    const paused = document.createElement("td");
+    tr.append(paused);
+    const actions = document.createElement("td");
+    actions.className = "actions";
+    const toggle = this.button(name, "pause");
+    actions.append(toggle, this.button(name, "drain"), this.button(name, "obliterate", "danger"));
+    tr.append(actions);
+    const row = { tr, counts, paused, toggle };
+    this.rows.set(name, row);
+    return row;
+  }
+
+  button(name, action, className) {
+    const b = document.createElement("button");
+    b.type = "button";
+    b.dataset.action = action;
+    if (className) {
+      b.className = className;
+    }
+    label(b, action, name);
+    b.addEventListener("click", () => this.onAction(b.dataset.action, name));
+    return b;
+  }
+}
+
+/** Shows one queue's counts and paused flag in its row. */
+function update(row, queue) {
+  for (const state of states) {
+    const n = (queue.counts && queue.counts[state]) || 0;
+    const td = row.counts[state];
+    td.textContent = n.toLocaleString();
+    if (state === "dead") {
+      td.classList.toggle("has-dead", n > 0);
+    }
+  }
+  row.paused.textContent = queue.paused ? "paused" : "no";
+  row.paused.classList.toggle("is-paused", queue.paused);
+  const action = queue.paused ? "resume" : "pause";
+  if (row.toggle.dataset.action !== action) {
+    row.toggle.dataset.action = action;
+    label(row.toggle, action, queue.name);
+  }
+}
+
+/** Gives a button its visible text and a label that names the queue. */
+function label(button, action, name) {
+  button.textContent = action[0].toUpperCase() + action.slice(1);
+  button.setAttribute("aria-label", `${button.textContent} queue ${name}`);
+}

@@ -1,0 +1,168 @@
+package ui
+
+import (
+	"io/fs"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// get asks the dashboard handler for path (the "/ui" prefix stripped).
+func get(t *testing.T, path string, header ...string) *httptest.ResponseRecorder {
+	t.Helper()
+	req := httptest.NewRequest(http.MethodGet, path, nil)
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	rec := httptest.NewRecorder()
+	Handler(nil).ServeHTTP(rec, req)
+	return rec
+}
+
+func TestIndexIsServedWithStrictHeaders(t *testing.T) {
+	rec := get(t, "/")
+	if rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), `<script type="module" src="app.js">`) {
+		t.Fatalf("GET /: %d %.200q, want index.html", rec.Code, rec.Body)
+	}
+	want := map[string]string{
+		"Content-Type":            "text/html; charset=utf-8",
+		"Content-Security-Policy": ContentSecurityPolicy,
+		"X-Content-Type-Options":  "nosniff",
+		"Cache-Control":           "no-cache",
+	}
+	for name, value := range want {
+		if got := rec.Header().Get(name); got != value {
+			t.Errorf("%s: %q, want %q", name, got, value)
+		}
+	}
+	for _, directive := range []string{"default-src 'self'", "script-src 'self'", "frame-ancestors 'none'"} {
+		if !strings.Contains(ContentSecurityPolicy, directive) {
+			t.Errorf("CSP %q lacks %q", ContentSecurityPolicy, directive)
+		}
+	}
+}
+
+func TestAssetsAreServedWithTheirTypes(t *testing.T) {
+	types := map[string]string{
+		"/index.html": "text/html; charset=utf-8",
+		"/app.js":     "text/javascript; charset=utf-8",
+		"/api.js":     "text/javascript; charset=utf-8",
+		"/queues.js":  "text/javascript; charset=utf-8",
+		"/style.css":  "text/css; charset=utf-8",
+	}
+	for path, ctype := range types {
+		rec := get(t, path)
+		if rec.Code != http.StatusOK || rec.Header().Get("Content-Type") != ctype || rec.Body.Len() == 0 {
+			t.Errorf("GET %s: %d %q (%d bytes), want 200 %q", path, rec.Code, rec.Header().Get("Content-Type"), rec.Body.Len(), ctype)
+		}
+		if rec.Header().Get("Content-Security-Policy") == "" || rec.Header().Get("X-Content-Type-Options") != "nosniff" {
+			t.Errorf("GET %s: no strict headers: %v", path, rec.Header())
+		}
+	}
+}
+
+func TestARevalidationWithTheETagIsNotModified(t *testing.T) {
+	first := get(t, "/app.js")
+	tag := first.Header().Get("ETag")
+	if tag == "" {
+		t.Fatal("GET /app.js has no ETag")
+	}
+	if rec := get(t, "/app.js", "If-None-Match", tag); rec.Code != http.StatusNotModified {
+		t.Errorf("GET /app.js with If-None-Match %s: %d, want 304", tag, rec.Code)
+	}
+}
+
+func TestOnlyTheDashboardsFilesAreServed(t *testing.T) {
+	for _, path := range []string{"/nope.js", "/static/app.js", "/../ui.go", "/ui.go", "/./app.js", "//app.js", "/app.js/"} {
+		if rec := get(t, path); rec.Code != http.StatusNotFound {
+			t.Errorf("GET %s: %d, want 404", path, rec.Code)
+		}
+	}
+}
+
+// outside finds what would make the page load or call anything from
+// another origin: an absolute http(s) URL, or a protocol-relative one in
+// src, href, url(), import or fetch.
+var outside = regexp.MustCompile(`(?i)https?://|(src|href|action)\s*=\s*["']?//|url\(\s*["']?//|(from|import\(|fetch\()\s*["'` + "`" + `]//`)
+
+// TestNoFileReachesOutside scans every embedded file: the dashboard loads
+// and calls nothing but its own origin (no CDN, no outside fetch).
+func TestNoFileReachesOutside(t *testing.T) {
+	scanned := 0
+	err := fs.WalkDir(Files, ".", func(name string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		body, err := fs.ReadFile(Files, name)
+		if err != nil {
+			return err
+		}
+		scanned++
+		for i, line := range strings.Split(string(body), "\n") {
+			if m := outside.FindString(line); m != "" {
+				t.Errorf("%s:%d reaches outside the service (%q): %s", name, i+1, m, strings.TrimSpace(line))
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if scanned < 4 {
+		t.Fatalf("scanned %d files, want the page, its scripts and its stylesheet", scanned)
+	}
+}
+
+// TestTheScannerCatchesOutsideURLs keeps the scanner above honest.
+func TestTheScannerCatchesOutsideURLs(t *testing.T) {
+	for _, line := range []string{
+		`<script src="https://cdn.example/x.js">`, `<link href="//cdn.example/x.css">`,
+		`import x from "//cdn.example/x.js";`, `fetch("http://example.com")`, `background: url(//x.example/a.png)`,
+	} {
+		if !outside.MatchString(line) {
+			t.Errorf("the scanner misses %s", line)
+		}
+	}
+	for _, line := range []string{`<script type="module" src="app.js">`, `// a comment`, `fetch(path, { method })`} {
+		if outside.MatchString(line) {
+			t.Errorf("the scanner flags %s", line)
+		}
+	}
+}
+
+// TestThePageNeedsNoInlineCode: the CSP refuses inline scripts, inline
+// styles and handler attributes, so none may be in the page.
+func TestThePageNeedsNoInlineCode(t *testing.T) {
+	page, err := fs.ReadFile(Files, "index.html")
+	if err != nil {
+		t.Fatal(err)
+	}
+	inline := regexp.MustCompile(`(?i)<script(\s[^>]*)?>\s*[^<\s]|<style|\sstyle\s*=|\son[a-z]+\s*=|javascript:`)
+	if m := inline.FindString(string(page)); m != "" {
+		t.Errorf("index.html has inline code the CSP refuses: %q", m)
+	}
+}
+
+// TestEveryModuleTheScriptsImportIsEmbedded: an import of a missing file
+// would leave the page blank.
+func TestEveryModuleTheScriptsImportIsEmbedded(t *testing.T) {
+	imports := regexp.MustCompile(`(?m)^import .* from "\./([^"]+)";`)
+	found := 0
+	for _, name := range []string{"app.js", "api.js", "queues.js"} {
+		body, err := fs.ReadFile(Files, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range imports.FindAllStringSubmatch(string(body), -1) {
+			found++
+			if _, err := fs.Stat(Files, m[1]); err != nil {
+				t.Errorf("%s imports %s, which is not embedded", name, m[1])
+			}
+		}
+	}
+	if found == 0 {
+		t.Error("found no imports: the pattern no longer matches app.js")
+	}
+}
