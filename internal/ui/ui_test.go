@@ -50,6 +50,9 @@ func TestAssetsAreServedWithTheirTypes(t *testing.T) {
 		"/app.js":     "text/javascript; charset=utf-8",
 		"/api.js":     "text/javascript; charset=utf-8",
 		"/queues.js":  "text/javascript; charset=utf-8",
+		"/queue.js":   "text/javascript; charset=utf-8",
+		"/job.js":     "text/javascript; charset=utf-8",
+		"/routes.js":  "text/javascript; charset=utf-8",
 		"/style.css":  "text/css; charset=utf-8",
 	}
 	for path, ctype := range types {
@@ -145,24 +148,101 @@ func TestThePageNeedsNoInlineCode(t *testing.T) {
 	}
 }
 
-// TestEveryModuleTheScriptsImportIsEmbedded: an import of a missing file
-// would leave the page blank.
-func TestEveryModuleTheScriptsImportIsEmbedded(t *testing.T) {
-	imports := regexp.MustCompile(`(?m)^import .* from "\./([^"]+)";`)
-	found := 0
-	for _, name := range []string{"app.js", "api.js", "queues.js"} {
+// imports finds a module's static imports of the dashboard's own files.
+var imports = regexp.MustCompile(`(?m)^import .* from "\./([^"]+)";`)
+
+// scripts reads every embedded .js file by name.
+func scripts(t *testing.T) map[string]string {
+	t.Helper()
+	names, err := fs.Glob(Files, "*.js")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make(map[string]string, len(names))
+	for _, name := range names {
 		body, err := fs.ReadFile(Files, name)
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, m := range imports.FindAllStringSubmatch(string(body), -1) {
+		out[name] = string(body)
+	}
+	return out
+}
+
+// TestEveryModuleTheScriptsImportIsEmbedded: an import of a missing file
+// would leave the page blank.
+func TestEveryModuleTheScriptsImportIsEmbedded(t *testing.T) {
+	found := 0
+	for name, body := range scripts(t) {
+		for _, m := range imports.FindAllStringSubmatch(body, -1) {
 			found++
 			if _, err := fs.Stat(Files, m[1]); err != nil {
 				t.Errorf("%s imports %s, which is not embedded", name, m[1])
 			}
 		}
 	}
-	if found == 0 {
-		t.Error("found no imports: the pattern no longer matches app.js")
+	if found < 5 {
+		t.Errorf("found %d imports: the pattern no longer matches the modules", found)
+	}
+}
+
+// TestEveryModuleIsReachedFromTheEntryPoint: each embedded module is
+// imported, directly or not, by app.js (the one script index.html loads),
+// so none is dead weight and each view is wired in.
+func TestEveryModuleIsReachedFromTheEntryPoint(t *testing.T) {
+	all := scripts(t)
+	reached := map[string]bool{}
+	var visit func(name string)
+	visit = func(name string) {
+		if reached[name] {
+			return
+		}
+		reached[name] = true
+		for _, m := range imports.FindAllStringSubmatch(all[name], -1) {
+			visit(m[1])
+		}
+	}
+	visit("app.js")
+	for _, view := range []string{"queues.js", "queue.js", "job.js", "deadletters.js", "routes.js"} {
+		if _, ok := all[view]; !ok {
+			t.Errorf("%s is not embedded", view)
+		}
+	}
+	for name := range all {
+		if !reached[name] {
+			t.Errorf("%s is embedded but app.js never imports it", name)
+		}
+	}
+}
+
+// TestTheScriptsNeverWriteMarkup: queue names, ids, payloads and errors
+// come from whoever enqueued the job, so the scripts put text in with
+// textContent and text nodes, never through an HTML parser or eval.
+func TestTheScriptsNeverWriteMarkup(t *testing.T) {
+	markup := regexp.MustCompile(`innerHTML|outerHTML|insertAdjacentHTML|document\.write|\beval\(|new Function\(|setTimeout\(\s*["'` + "`" + `]`)
+	for name, body := range scripts(t) {
+		for i, line := range strings.Split(body, "\n") {
+			if m := markup.FindString(line); m != "" {
+				t.Errorf("%s:%d uses %s: %s", name, i+1, m, strings.TrimSpace(line))
+			}
+		}
+	}
+}
+
+// TestTheScriptsEscapeNamesInPaths: a queue name or job id that goes into
+// an API path or a route passes through encodeURIComponent (the service
+// decodes path parameters), so a "/" or "?" in a name cannot change which
+// route is called.
+func TestTheScriptsEscapeNamesInPaths(t *testing.T) {
+	raw := regexp.MustCompile("`[^`]*/(queues|jobs)/\\$\\{(name|queue|id|this\\.queue|this\\.id|job\\.id)\\}")
+	for name, body := range scripts(t) {
+		for i, line := range strings.Split(body, "\n") {
+			if m := raw.FindString(line); m != "" {
+				t.Errorf("%s:%d puts a name in a path unescaped: %s", name, i+1, strings.TrimSpace(line))
+			}
+		}
+	}
+	if !raw.MatchString("call(\"GET\", `/queues/${name}/jobs`)") {
+		t.Error("the pattern misses an unescaped name")
 	}
 }

@@ -32,30 +32,36 @@ export class Problem extends Error {
 }
 
 /**
- * Calls the API and returns its decoded JSON answer. Throws KeyNeeded on a
+ * Calls the API, with body (when given) sent as JSON, and returns its
+ * decoded JSON answer. Throws KeyNeeded on a
  * 401, Problem on any other error answer, and Error when the service cannot
  * be reached.
  */
-export async function call(method, path) {
+export async function call(method, path, body) {
   const headers = { Accept: "application/json" };
+  const init = { method, headers, cache: "no-store" };
+  if (body !== undefined) {
+    headers["Content-Type"] = "application/json";
+    init.body = JSON.stringify(body);
+  }
   const key = storedKey();
   if (key) {
     headers.Authorization = `Bearer ${key}`;
   }
   let res;
   try {
-    res = await fetch(path, { method, headers, cache: "no-store" });
+    res = await fetch(path, init);
   } catch {
     throw new Error("The service cannot be reached.");
   }
   if (res.status === 401) {
     throw new KeyNeeded("An API key is needed.");
   }
-  const body = await res.json().catch(() => ({}));
+  const answer = await res.json().catch(() => ({}));
   if (!res.ok) {
-    throw new Problem(res.status, body);
+    throw new Problem(res.status, answer);
   }
-  return body;
+  return answer;
 }
 
 /** Every queue, following next_cursor until the last page. */
@@ -74,4 +80,18 @@ export async function allQueues() {
 /** The path of one queue, its name escaped. */
 export function queuePath(name) {
   return `/queues/${encodeURIComponent(name)}`;
+}
+
+/** The path of one job of a queue, both escaped. */
+export function jobPath(queue, id) {
+  return `${queuePath(queue)}/jobs/${encodeURIComponent(id)}`;
+}
+
+/** One page of a queue's jobs in state: {jobs, next_cursor}. */
+export function jobsPage(queue, state, limit, cursor) {
+  const query = new URLSearchParams({ state, limit: String(limit) });
+  if (cursor) {
+    query.set("cursor", cursor);
+  }
+  return call("GET", `${queuePath(queue)}/jobs?${query}`);
 }

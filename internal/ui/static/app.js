@@ -1,9 +1,14 @@
-// app.js: the dashboard's entry point. It refreshes the queues table every
-// 2 seconds, asks for an API key when the service answers 401, and runs the
-// queue actions (pause, resume, drain, obliterate) the table's buttons ask for.
+// app.js: the dashboard's entry point. It shows the view the location hash
+// names (see routes.js): the queues table, refreshed every 2 seconds, with
+// the queue actions (pause, resume, drain, obliterate) its buttons ask for;
+// a queue's jobs (queue.js); or one job (job.js). It asks for an API key
+// when the service answers 401.
 
 import { KeyNeeded, Problem, allQueues, call, forgetKey, queuePath, storeKey, storedKey } from "./api.js";
+import { JobView } from "./job.js";
+import { QueueView } from "./queue.js";
 import { QueuesTable } from "./queues.js";
+import { parseRoute } from "./routes.js";
 
 const refreshMs = 2000;
 
@@ -16,7 +21,23 @@ const el = {
   notice: document.getElementById("notice"), // read out by screen readers: one line per event
   empty: document.getElementById("empty"),
   tbody: document.querySelector("#queues tbody"),
+  queuesView: document.getElementById("queues-view"),
+  queuesRegion: document.querySelector("#queues-view .table-scroll"),
+  queueView: document.getElementById("queue-view"),
+  jobView: document.getElementById("job-view"),
 };
+
+/** What the queue and job views may do to the page around them. */
+const ctx = {
+  report,
+  notice: (text) => { el.notice.textContent = text; },
+  clearError: () => showError(""),
+};
+const views = {
+  queue: { section: el.queueView, view: new QueueView(el.queueView, ctx) },
+  job: { section: el.jobView, view: new JobView(el.jobView, ctx) },
+};
+let route = parseRoute(location.hash);
 
 const table = new QueuesTable(el.tbody, act);
 let timer = 0; // the next refresh
@@ -57,6 +78,9 @@ function report(err) {
  * that there is only ever one refresh loop.
  */
 async function refresh() {
+  if (route.view !== "queues") {
+    return; // the loop stops while another view is shown; show() starts it again
+  }
   if (refreshing) {
     again = true;
     return;
@@ -68,7 +92,7 @@ async function refresh() {
   if (again) {
     again = false;
     refresh();
-  } else if (keepGoing) {
+  } else if (keepGoing && route.view === "queues") {
     timer = setTimeout(refresh, refreshMs);
   }
 }
@@ -147,6 +171,30 @@ async function obliterate(name) {
   }
 }
 
+/** Shows the view of the current route, leaving the one shown before. */
+function show(focus) {
+  for (const { view } of Object.values(views)) {
+    view.leave();
+  }
+  route = parseRoute(location.hash);
+  showError("");
+  el.queuesView.hidden = route.view !== "queues";
+  for (const [name, { section, view }] of Object.entries(views)) {
+    section.hidden = route.view !== name;
+    if (route.view === name) {
+      view.show(route);
+    }
+  }
+  if (route.view === "queues") {
+    refresh();
+    if (focus) {
+      el.queuesRegion.focus();
+    }
+  }
+}
+
+window.addEventListener("hashchange", () => show(true));
+
 el.keyForm.addEventListener("submit", (event) => {
   event.preventDefault();
   storeKey(el.keyInput.value.trim());
@@ -154,15 +202,15 @@ el.keyForm.addEventListener("submit", (event) => {
   el.keyForm.hidden = true;
   showError("");
   showForget();
-  refresh();
+  show(false);
 });
 
 el.forget.addEventListener("click", () => {
   forgetKey();
   showForget();
   table.render([]);
-  refresh();
+  show(false);
 });
 
 showForget();
-refresh();
+show(false);

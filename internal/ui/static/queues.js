@@ -1,5 +1,8 @@
 // queues.js: the queues table. Rows are kept by queue name and updated in
-// place on each refresh, so that a focused button keeps its focus.
+// place on each refresh, so that a focused button keeps its focus. A
+// queue's name links to its jobs.
+
+import { queueHref } from "./routes.js";
 
 /** The states a queue counts, in the table's column order. */
 export const states = ["pending", "active", "delayed", "completed", "dead", "cancelled"];
@@ -36,7 +39,10 @@ export class QueuesTable {
     const tr = document.createElement("tr");
     const th = document.createElement("th");
     th.scope = "row";
-    th.textContent = name;
+    const link = document.createElement("a");
+    link.href = queueHref(name);
+    link.textContent = name;
+    th.append(link);
     tr.append(th);
     const counts = {};
     for (const state of states) {

@@ -1,0 +1,94 @@
+// deadletters.js: the "Dead letters" panel of a queue's page. It reads the
+// first page of dead jobs (at most maxRetry), groups them by last_error and
+// offers to retry each group: one retry request per job, with progress, so
+// that a click never retries more than the jobs it lists.
+
+import { call, jobPath, jobsPage } from "./api.js";
+import { button, h } from "./dom.js";
+import { jobHref } from "./routes.js";
+
+/** The most dead jobs the panel reads, and so the most one click retries. */
+export const maxRetry = 100;
+
+/** Groups jobs by last_error, the largest group first. */
+export function groupByError(jobs) {
+  const groups = new Map();
+  for (const job of jobs) {
+    const reason = job.last_error || "(no error recorded)";
+    if (!groups.has(reason)) {
+      groups.set(reason, []);
+    }
+    groups.get(reason).push(job);
+  }
+  return [...groups].map(([reason, list]) => ({ reason, jobs: list }))
+    .sort((a, b) => b.jobs.length - a.jobs.length || a.reason.localeCompare(b.reason));
+}
+
+/**
+ * The panel: load(queue, deadCount) fills it (hidden when there are no
+ * dead jobs); afterRetry() is called once a group's retries are done.
+ */
+export class DeadLetters {
+  constructor(ctx, afterRetry) {
+    this.ctx = ctx;
+    this.afterRetry = afterRetry;
+    this.busy = false; // a group's retries are running
+    this.heading = h("h3", { id: "dead-heading", tabIndex: -1 }, "Dead letters");
+    this.intro = h("p");
+    this.progress = h("p", { class: "status", role: "status" });
+    this.list = h("ul", { class: "groups" });
+    this.panel = h("section", { class: "dead-letters", "aria-labelledby": "dead-heading", hidden: true },
+      this.heading, this.intro, this.list, this.progress);
+  }
+
+  async load(queue, deadCount) {
+    this.queue = queue;
+    this.panel.hidden = deadCount === 0;
+    if (deadCount === 0 || this.busy) {
+      return;
+    }
+    const page = await jobsPage(queue, "dead", maxRetry);
+    const jobs = page.jobs || [];
+    const shown = jobs.length < deadCount ? `the ${jobs.length} most recent` : `all ${jobs.length}`;
+    const died = deadCount === 1 ? "1 job died" : `${deadCount.toLocaleString()} jobs died`;
+    this.intro.textContent = `${died}: they ran out of attempts, failed fatally or stalled too often. ` +
+      `Below are ${shown}, grouped by their last error. "Retry these" sends each listed job back to pending ` +
+      `with a fresh attempt budget, one request per job (at most ${maxRetry} a click).`;
+    this.list.replaceChildren(...groupByError(jobs).map((group) => this.group(group)));
+  }
+
+  group({ reason, jobs }) {
+    const count = jobs.length === 1 ? "1 job" : `${jobs.length} jobs`;
+    const ids = h("ul", { class: "ids" }, jobs.slice(0, 10).map((job) =>
+      h("li", {}, h("a", { href: jobHref(this.queue, job.id) }, job.id))));
+    const more = jobs.length > 10 ? h("p", { class: "status" }, `and ${jobs.length - 10} more`) : null;
+    const retry = button("Retry these", `Retry the ${count} that failed with: ${reason}`, () => this.retry(jobs));
+    return h("li", { class: "group" },
+      h("p", {}, h("strong", {}, count), " — ", h("code", { class: "wrap" }, reason)),
+      ids, more, retry);
+  }
+
+  /** Retries jobs one request at a time, showing progress, then reloads. */
+  async retry(jobs) {
+    if (this.busy) {
+      return;
+    }
+    this.busy = true;
+    let done = 0;
+    const failed = [];
+    for (const job of jobs.slice(0, maxRetry)) {
+      this.progress.textContent = `Retrying ${done + failed.length + 1} of ${jobs.length}…`;
+      try {
+        await call("POST", `${jobPath(this.queue, job.id)}/retry`);
+        done++;
+      } catch (err) {
+        failed.push(`${job.id}: ${err.message}`);
+      }
+    }
+    this.busy = false;
+    const summary = `Retried ${done} of ${jobs.length} jobs.` + (failed.length ? ` ${failed.length} failed: ${failed.slice(0, 3).join("; ")}` : "");
+    this.progress.textContent = summary;
+    this.ctx.notice(summary);
+    this.afterRetry();
+  }
+}

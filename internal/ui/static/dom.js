@@ -1,0 +1,55 @@
+// dom.js: small helpers to build the views' elements. Text always goes in
+// as text nodes (never parsed as HTML), so a queue name, an id or a payload can
+// never become markup.
+
+/**
+ * Makes an element: h("a", {href: "#/"}, "All queues"). Props are set as
+ * properties, except "class", "aria-*" and "data-*", which are attributes;
+ * children are nodes or strings (strings become text), null ones skipped.
+ */
+export function h(tag, props = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [name, value] of Object.entries(props)) {
+    if (value === undefined || value === null || value === false) {
+      continue;
+    }
+    if (name === "class") {
+      node.className = value;
+    } else if (name.startsWith("aria-") || name.startsWith("data-")) {
+      node.setAttribute(name, String(value));
+    } else {
+      node[name] = value;
+    }
+  }
+  for (const child of children.flat(Infinity)) {
+    if (child !== null && child !== undefined && child !== false) {
+      node.append(typeof child === "string" ? document.createTextNode(child) : child);
+    }
+  }
+  return node;
+}
+
+/** A button with visible text and, when given, a fuller accessible label. */
+export function button(text, label, onClick, className) {
+  const b = h("button", { type: "button", class: className, "aria-label": label }, text);
+  b.addEventListener("click", onClick);
+  return b;
+}
+
+/** A <time> for an RFC 3339 timestamp, shown in local time; "—" when absent. */
+export function when(iso) {
+  if (!iso) {
+    return h("span", {}, "—");
+  }
+  const date = new Date(iso);
+  const text = Number.isNaN(date.getTime()) ? iso : date.toLocaleString();
+  return h("time", { dateTime: iso, title: iso }, text);
+}
+
+/** Any JSON value, pretty-printed; "—" when absent. */
+export function pretty(value) {
+  if (value === undefined || value === null) {
+    return "—";
+  }
+  return JSON.stringify(value, null, 2);
+}

@@ -1,0 +1,170 @@
+// queue.js: one queue's page. Links to its jobs per state (with counts), a
+// form to open a job by id, the dead letters panel when the queue has dead
+// jobs, and a table of the jobs in the chosen state, a page at a time.
+
+import { Problem, call, jobPath, jobsPage, queuePath } from "./api.js";
+import { DeadLetters } from "./deadletters.js";
+import { button, h, when } from "./dom.js";
+import { jobHref, queueHref, states } from "./routes.js";
+
+const pageSize = 50;
+
+/** The one-line summary of a job for the list's last column. */
+function lastColumn(job) {
+  if (job.last_error) {
+    return job.last_error;
+  }
+  if (job.cancel_reason) {
+    return `cancel: ${job.cancel_reason}`;
+  }
+  return "";
+}
+
+/**
+ * The queue view. show(route) renders route.queue's page for route.state
+ * into root; ctx gives report(err), notice(text) and clearError().
+ */
+export class QueueView {
+  constructor(root, ctx) {
+    this.root = root;
+    this.ctx = ctx;
+    // After a retry the page reloads; focus stays near the panel (or the heading once no job is dead).
+    this.dead = new DeadLetters(ctx, async () => {
+      await this.load();
+      (this.dead.panel.hidden ? this.heading : this.dead.heading).focus();
+    });
+  }
+
+  show(route) {
+    this.queue = route.queue;
+    this.state = route.state;
+    this.cursors = [""]; // the cursor of each page shown so far; the last is the current page
+    this.build();
+    this.load();
+  }
+
+  leave() {}
+
+  /** Builds the page's fixed parts; load() fills them in. */
+  build() {
+    const q = this.queue;
+    this.heading = h("h2", { tabIndex: -1 }, `Queue ${q}`);
+    this.paused = h("p", { class: "status" });
+    this.tabs = h("ul", { class: "tabs" });
+    this.findInput = h("input", { id: "find-id", name: "id", required: true, autocomplete: "off", spellcheck: false });
+    this.findMessage = h("p", { class: "status", role: "status" });
+    const find = h("form", { class: "find" },
+      h("label", { htmlFor: "find-id" }, "Find a job by id"),
+      this.findInput,
+      h("button", { type: "submit" }, "Open job"));
+    find.addEventListener("submit", (event) => {
+      event.preventDefault();
+      this.find(this.findInput.value.trim());
+    });
+    this.caption = h("caption");
+    this.tbody = h("tbody");
+    const table = h("table", { class: "jobs" }, this.caption,
+      h("thead", {}, h("tr", {},
+        h("th", { scope: "col" }, "Job id"),
+        h("th", { scope: "col", class: "num" }, "Attempts"),
+        h("th", { scope: "col" }, "Created"),
+        h("th", { scope: "col" }, "Finished or due"),
+        h("th", { scope: "col" }, "Last error or reason"))),
+      this.tbody);
+    this.empty = h("p", { class: "status", hidden: true });
+    // After a page turn focus goes to the table, since the button pressed may now be disabled.
+    this.first = button("First page", `First page of ${this.state} jobs`, () => this.turn(0));
+    this.next = button("Next page", `Next page of ${this.state} jobs`, () => this.turn(this.cursors.length));
+    this.region = h("div", { class: "table-scroll", tabIndex: 0, role: "region", "aria-label": `Jobs of queue ${q}` }, table);
+    this.root.replaceChildren(
+      h("p", {}, h("a", { href: "#/" }, "← All queues")),
+      this.heading,
+      this.paused,
+      this.dead.panel,
+      h("nav", { "aria-label": `Job states of queue ${q}` }, this.tabs),
+      find,
+      this.findMessage,
+      this.region,
+      this.empty,
+      h("p", { class: "pager" }, this.first, " ", this.next),
+    );
+    this.heading.focus();
+  }
+
+  /** Reads the queue's counts, the dead letters and the current page. */
+  async load() {
+    try {
+      const queue = await call("GET", queuePath(this.queue));
+      this.showQueue(queue);
+      await this.dead.load(this.queue, (queue.counts && queue.counts.dead) || 0);
+      await this.page(this.cursors.length - 1);
+    } catch (err) {
+      this.ctx.report(err);
+    }
+  }
+
+  showQueue(queue) {
+    const counts = queue.counts || {};
+    this.paused.textContent = queue.paused ? "This queue is paused: workers get no jobs until it is resumed." : "";
+    this.tabs.replaceChildren(...states.map((state) => {
+      const n = (counts[state] || 0).toLocaleString();
+      const current = state === this.state ? "page" : undefined;
+      return h("li", {}, h("a", { href: queueHref(this.queue, state), "aria-current": current }, `${state} (${n})`));
+    }));
+  }
+
+  async turn(i) {
+    await this.page(i);
+    this.region.focus();
+  }
+
+  /** Shows page i (0 is the first); i == cursors.length follows next_cursor. */
+  async page(i) {
+    if (i >= this.cursors.length) {
+      if (!this.nextCursor) {
+        return;
+      }
+      this.cursors.push(this.nextCursor);
+    }
+    this.cursors.length = i + 1;
+    try {
+      const page = await jobsPage(this.queue, this.state, pageSize, this.cursors[i]);
+      this.nextCursor = page.next_cursor || "";
+      this.showPage(page.jobs || [], i);
+    } catch (err) {
+      this.ctx.report(err);
+    }
+  }
+
+  showPage(jobs, i) {
+    this.caption.textContent = `${this.state[0].toUpperCase()}${this.state.slice(1)} jobs of queue ${this.queue}, page ${i + 1} (${pageSize} a page)`;
+    this.tbody.replaceChildren(...jobs.map((job) => h("tr", {},
+      h("th", { scope: "row" }, h("a", { href: jobHref(this.queue, job.id) }, job.id)),
+      h("td", { class: "num" }, `${job.attempts ?? 0} / ${job.max_attempts ?? "—"}`),
+      h("td", {}, when(job.created_at)),
+      h("td", {}, when(job.finished_at || job.run_at)),
+      h("td", { class: "wrap" }, lastColumn(job)))));
+    this.empty.hidden = jobs.length > 0;
+    this.empty.textContent = i === 0 ? `No ${this.state} jobs in queue ${this.queue}.` : "No more jobs.";
+    this.first.disabled = i === 0;
+    this.next.disabled = !this.nextCursor;
+  }
+
+  /** Opens the job with id, or says plainly that the queue has none. */
+  async find(id) {
+    if (id === "") {
+      return;
+    }
+    this.findMessage.textContent = "";
+    try {
+      await call("GET", jobPath(this.queue, id));
+      location.hash = jobHref(this.queue, id);
+    } catch (err) {
+      if (err instanceof Problem && err.status === 404) {
+        this.findMessage.textContent = `There is no job ${id} in queue ${this.queue}.`;
+        return;
+      }
+      this.ctx.report(err);
+    }
+  }
+}

@@ -1,0 +1,47 @@
+// routes.js: the dashboard's hash routes, so that /ui/ stays one page and
+// each view has a link of its own (bookmarkable, back button works):
+//
+//   #/                         every queue
+//   #/queues/<queue>/<state>   one queue's jobs in one state (pending when absent)
+//   #/queues/<queue>/jobs/<id> one job
+//
+// Queue names and ids are escaped with encodeURIComponent, so a "/" or "#"
+// in a name cannot break a route.
+
+/** The states a job can be in, in the order the dashboard shows them. */
+export const states = ["pending", "active", "delayed", "completed", "dead", "cancelled"];
+
+/**
+ * The route of a location hash: {view: "queues"}, {view: "queue", queue,
+ * state} or {view: "job", queue, id}. An unknown hash is the queues view.
+ */
+export function parseRoute(hash) {
+  const parts = hash.replace(/^#\/?/, "").split("/").filter((p) => p !== "");
+  let decoded;
+  try {
+    decoded = parts.map(decodeURIComponent);
+  } catch {
+    return { view: "queues" }; // a malformed escape
+  }
+  if (decoded[0] !== "queues" || decoded.length < 2) {
+    return { view: "queues" };
+  }
+  const queue = decoded[1];
+  if (decoded.length === 4 && decoded[2] === "jobs") {
+    return { view: "job", queue, id: decoded[3] };
+  }
+  if (decoded.length === 2 || (decoded.length === 3 && states.includes(decoded[2]))) {
+    return { view: "queue", queue, state: decoded[2] || "pending" };
+  }
+  return { view: "queues" };
+}
+
+/** The link to a queue's jobs in state (pending by default). */
+export function queueHref(queue, state = "pending") {
+  return `#/queues/${encodeURIComponent(queue)}/${state}`;
+}
+
+/** The link to one job. */
+export function jobHref(queue, id) {
+  return `#/queues/${encodeURIComponent(queue)}/jobs/${encodeURIComponent(id)}`;
+}
