@@ -1,9 +1,11 @@
 package ui
 
 import (
+	"bytes"
 	"io/fs"
 	"net/http"
 	"net/http/httptest"
+	"os/exec"
 	"regexp"
 	"strings"
 	"testing"
@@ -244,5 +246,30 @@ func TestTheScriptsEscapeNamesInPaths(t *testing.T) {
 	}
 	if !raw.MatchString("call(\"GET\", `/queues/${name}/jobs`)") {
 		t.Error("the pattern misses an unescaped name")
+	}
+}
+
+// TestEveryModuleParses checks each script's syntax as an ES module with
+// node (which CI installs for the examples): a syntax error in one module
+// leaves the whole page blank. Plain "node --check file.js" parses a .js
+// file as CommonJS and misses errors, hence --input-type=module on stdin.
+func TestEveryModuleParses(t *testing.T) {
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Skip("node is not installed")
+	}
+	for name, body := range scripts(t) {
+		cmd := exec.Command(node, "--check", "--input-type=module")
+		cmd.Stdin = strings.NewReader(body)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		if err := cmd.Run(); err != nil {
+			t.Errorf("%s does not parse as a module: %v\n%s", name, err, stderr.String())
+		}
+	}
+	cmd := exec.Command(node, "--check", "--input-type=module")
+	cmd.Stdin = strings.NewReader("const a = 1;\nconst a = 2;\n")
+	if cmd.Run() == nil {
+		t.Error("node --check accepts a module with a duplicate declaration: the check above proves nothing")
 	}
 }

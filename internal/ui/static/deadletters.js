@@ -62,7 +62,8 @@ export class DeadLetters {
     const ids = h("ul", { class: "ids" }, jobs.slice(0, 10).map((job) =>
       h("li", {}, h("a", { href: jobHref(this.queue, job.id) }, job.id))));
     const more = jobs.length > 10 ? h("p", { class: "status" }, `and ${jobs.length - 10} more`) : null;
-    const retry = button("Retry these", `Retry the ${count} that failed with: ${reason}`, () => this.retry(jobs));
+    const short = reason.length > 80 ? `${reason.slice(0, 80)}…` : reason; // a label, not a stack trace
+    const retry = button("Retry these", `Retry the ${count} that failed with: ${short}`, () => this.retry(jobs));
     return h("li", { class: "group" },
       h("p", {}, h("strong", {}, count), " — ", h("code", { class: "wrap" }, reason)),
       ids, more, retry);

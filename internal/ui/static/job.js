@@ -55,6 +55,7 @@ export class JobView {
       h("p", {}, h("a", { href: "#/" }, "All queues"), " / ",
         h("a", { href: queueHref(this.queue) }, `Queue ${this.queue}`)),
       this.heading,
+      h("p", {}, button("Refresh", `Refresh job ${this.id}`, () => this.load())),
       this.body,
     );
     this.heading.focus();

@@ -68,7 +68,7 @@ export class QueueView {
         h("th", { scope: "col" }, "Job id"),
         h("th", { scope: "col", class: "num" }, "Attempts"),
         h("th", { scope: "col" }, "Created"),
-        h("th", { scope: "col" }, "Finished or due"),
+        h("th", { scope: "col" }, "Finished, due or lease end"),
         h("th", { scope: "col" }, "Last error or reason"))),
       this.tbody);
     this.empty = h("p", { class: "status", hidden: true });
@@ -79,6 +79,7 @@ export class QueueView {
     this.root.replaceChildren(
       h("p", {}, h("a", { href: "#/" }, "← All queues")),
       this.heading,
+      h("p", {}, button("Refresh", `Refresh queue ${q}`, () => this.load())),
       this.paused,
       this.dead.panel,
       h("nav", { "aria-label": `Job states of queue ${q}` }, this.tabs),
@@ -142,7 +143,7 @@ export class QueueView {
       h("th", { scope: "row" }, h("a", { href: jobHref(this.queue, job.id) }, job.id)),
       h("td", { class: "num" }, `${job.attempts ?? 0} / ${job.max_attempts ?? "—"}`),
       h("td", {}, when(job.created_at)),
-      h("td", {}, when(job.finished_at || job.run_at)),
+      h("td", {}, when(job.finished_at || (job.state === "active" ? job.lease_expires_at : job.run_at))),
       h("td", { class: "wrap" }, lastColumn(job)))));
     this.empty.hidden = jobs.length > 0;
     this.empty.textContent = i === 0 ? `No ${this.state} jobs in queue ${this.queue}.` : "No more jobs.";
