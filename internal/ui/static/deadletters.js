@@ -42,9 +42,12 @@ export class DeadLetters {
   }
 
   async load(queue, deadCount) {
+    if (this.busy) {
+      return; // the panel keeps showing the group being retried until it is done
+    }
     this.queue = queue;
     this.panel.hidden = deadCount === 0;
-    if (deadCount === 0 || this.busy) {
+    if (deadCount === 0) {
       return;
     }
     const page = await jobsPage(queue, "dead", maxRetry);
@@ -75,12 +78,13 @@ export class DeadLetters {
       return;
     }
     this.busy = true;
+    const queue = this.queue; // the queue these jobs belong to, even if another page is opened meanwhile
     let done = 0;
     const failed = [];
     for (const job of jobs.slice(0, maxRetry)) {
       this.progress.textContent = `Retrying ${done + failed.length + 1} of ${jobs.length}…`;
       try {
-        await call("POST", `${jobPath(this.queue, job.id)}/retry`);
+        await call("POST", `${jobPath(queue, job.id)}/retry`);
         done++;
       } catch (err) {
         failed.push(`${job.id}: ${err.message}`);
