@@ -36,6 +36,7 @@ export class QueueView {
   }
 
   show(route) {
+    this.shown = route; // an answer that comes after leave() or another show() is not drawn
     this.queue = route.queue;
     this.state = route.state;
     this.cursors = [""]; // the cursor of each page shown so far; the last is the current page
@@ -43,7 +44,9 @@ export class QueueView {
     this.load();
   }
 
-  leave() {}
+  leave() {
+    this.shown = null;
+  }
 
   /** Builds the page's fixed parts; load() fills them in. */
   build() {
@@ -94,8 +97,12 @@ export class QueueView {
 
   /** Reads the queue's counts, the dead letters and the current page. */
   async load() {
+    const shown = this.shown;
     try {
       const queue = await call("GET", queuePath(this.queue));
+      if (this.shown !== shown) {
+        return;
+      }
       this.showQueue(queue);
       await this.dead.load(this.queue, (queue.counts && queue.counts.dead) || 0);
       await this.page(this.cursors.length - 1);
@@ -128,8 +135,12 @@ export class QueueView {
       this.cursors.push(this.nextCursor);
     }
     this.cursors.length = i + 1;
+    const shown = this.shown;
     try {
       const page = await jobsPage(this.queue, this.state, pageSize, this.cursors[i]);
+      if (this.shown !== shown) {
+        return;
+      }
       this.nextCursor = page.next_cursor || "";
       this.showPage(page.jobs || [], i);
     } catch (err) {
