@@ -1,0 +1,243 @@
+// Package e2e is the dashboard's browser test: it starts the service on a
+// real Redis, fills a queue over HTTP, and runs dashboard.mjs, which opens
+// /ui/ in Debian's headless Chromium through playwright-core and checks
+// what a person sees and can do there.
+//
+// It needs node and npm, and the chromium package:
+//
+//	apt-get install -y chromium nodejs npm
+//
+// The test installs playwright-core itself (npm ci, no browser download)
+// when node_modules is missing or older than package-lock.json. With
+// EMQ_UPDATE_SCREENSHOTS=1 it copies the screenshots it takes to
+// docs/screenshots/.
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/echo-mq/echo_mq/internal/redistest"
+	"github.com/echo-mq/echo_mq/internal/servicetest"
+)
+
+// chromiumPath is Debian's chromium package's browser.
+const chromiumPath = "/usr/bin/chromium"
+
+// scriptTimeout bounds one run of dashboard.mjs.
+const scriptTimeout = 45 * time.Second
+
+// bin is the service binary, built once by TestMain.
+var bin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "emq-e2e-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	if bin, err = servicetest.Build(dir); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	code := redistest.Run(m)
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+func TestDashboard(t *testing.T) {
+	requireTools(t)
+	installPackages(t)
+
+	prefix := fmt.Sprintf("emq-e2e-%d", time.Now().UnixNano())
+	svc := servicetest.Start(t, bin, "EMQ_REDIS_URL=redis://"+redistest.Addr()+"/0", "EMQ_PREFIX="+prefix)
+	const queue, pending = "emails", 3
+	api := client{t: t, base: svc.URL() + "/queues/" + queue}
+
+	// One dead job: one attempt only, claimed and failed.
+	api.post("/jobs", `{"payload":{"to":"ada@example.com"},"max_attempts":1}`, nil)
+	var claimed struct {
+		Jobs []struct {
+			ID    string          `json:"id"`
+			Token json.RawMessage `json:"token"` // passed back as it came
+		} `json:"jobs"`
+	}
+	api.post("/claim", `{"lease_ms":30000}`, &claimed)
+	if len(claimed.Jobs) != 1 {
+		t.Fatalf("claim: %d jobs, want 1", len(claimed.Jobs))
+	}
+	job := claimed.Jobs[0]
+	var failed struct{ State string }
+	api.post("/jobs/"+job.ID+"/fail", fmt.Sprintf(`{"token":%s,"error":"mailbox full"}`, job.Token), &failed)
+	if failed.State != "dead" {
+		t.Fatalf("fail with max_attempts 1: state %q, want dead", failed.State)
+	}
+	for i := range pending {
+		api.post("/jobs", fmt.Sprintf(`{"payload":{"n":%d}}`, i), nil)
+	}
+
+	shots := t.TempDir()
+	out, err := runScript(svc.URL(), queue, pending, 1, shots)
+	if err != nil {
+		t.Fatalf("node dashboard.mjs: %v\n--- its output:\n%s\n--- the service's log:\n%s", err, out, svc.Log())
+	}
+	t.Logf("node dashboard.mjs:\n%s", out)
+	checkScreenshots(t, shots)
+	if os.Getenv("EMQ_UPDATE_SCREENSHOTS") == "1" {
+		updateScreenshots(t, shots)
+	}
+}
+
+// requireTools fails the test, never skips it, when node, npm or Chromium
+// is missing, and says how to install them.
+func requireTools(t *testing.T) {
+	t.Helper()
+	for _, tool := range []string{"node", "npm"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Fatalf("%s is missing: apt-get install -y nodejs npm", tool)
+		}
+	}
+	if _, err := os.Stat(chromiumPath); err != nil {
+		t.Fatalf("%s is missing: apt-get install -y chromium", chromiumPath)
+	}
+}
+
+var (
+	installOnce sync.Once
+	installErr  error
+)
+
+// installPackages runs npm ci once per test binary when node_modules is
+// missing or older than package-lock.json. Playwright never downloads a
+// browser: the test drives Debian's.
+func installPackages(t *testing.T) {
+	t.Helper()
+	installOnce.Do(func() {
+		if upToDate() {
+			return
+		}
+		cmd := exec.Command("npm", "ci", "--no-audit", "--no-fund")
+		cmd.Env = append(os.Environ(), "PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			installErr = fmt.Errorf("npm ci in internal/ui/e2e: %v\n%s", err, out)
+		}
+	})
+	if installErr != nil {
+		t.Fatal(installErr)
+	}
+}
+
+// upToDate says whether node_modules was installed from the current
+// package-lock.json (npm writes node_modules/.package-lock.json on each
+// install).
+func upToDate() bool {
+	lock, err := os.Stat("package-lock.json")
+	if err != nil {
+		return false
+	}
+	installed, err := os.Stat(filepath.Join("node_modules", ".package-lock.json"))
+	return err == nil && !installed.ModTime().Before(lock.ModTime())
+}
+
+// runScript runs dashboard.mjs against the service and returns its output.
+func runScript(url, queue string, pending, dead int, shots string) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), scriptTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "node", "dashboard.mjs")
+	cmd.Env = append(os.Environ(),
+		"EMQ_URL="+url,
+		"EMQ_QUEUE="+queue,
+		fmt.Sprintf("EMQ_PENDING=%d", pending),
+		fmt.Sprintf("EMQ_DEAD=%d", dead),
+		"EMQ_SCREENSHOTS="+shots,
+		"CHROMIUM="+chromiumPath,
+	)
+	cmd.WaitDelay = 5 * time.Second // Chromium's children may hold the pipes open
+	return cmd.CombinedOutput()
+}
+
+// screenshots are the files dashboard.mjs writes.
+var screenshots = []string{
+	"dashboard-laptop-light.png", "dashboard-laptop-dark.png",
+	"dashboard-phone-light.png", "dashboard-phone-dark.png",
+}
+
+// checkScreenshots checks that each screenshot is a PNG, and that the
+// light and dark ones differ: the page does follow the colour scheme.
+func checkScreenshots(t *testing.T, dir string) {
+	t.Helper()
+	read := map[string][]byte{}
+	for _, name := range screenshots {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.HasPrefix(b, []byte("\x89PNG\r\n\x1a\n")) {
+			t.Fatalf("%s is not a PNG", name)
+		}
+		read[name] = b
+	}
+	for _, size := range []string{"laptop", "phone"} {
+		light, dark := "dashboard-"+size+"-light.png", "dashboard-"+size+"-dark.png"
+		if bytes.Equal(read[light], read[dark]) {
+			t.Errorf("%s and %s are the same image: the page ignores the colour scheme", light, dark)
+		}
+	}
+}
+
+// updateScreenshots copies the screenshots to docs/screenshots/, for the
+// README.
+func updateScreenshots(t *testing.T, dir string) {
+	t.Helper()
+	docs := filepath.Join("..", "..", "..", "docs", "screenshots")
+	if err := os.MkdirAll(docs, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range screenshots {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(docs, name), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Logf("updated %s", docs)
+}
+
+// client calls the service's API for one queue.
+type client struct {
+	t    *testing.T
+	base string
+}
+
+// post sends body to base+path and decodes a 200 or 201 answer into out
+// (when not nil); any other status fails the test.
+func (c client) post(path, body string, out any) {
+	c.t.Helper()
+	resp, err := http.Post(c.base+path, "application/json", bytes.NewBufferString(body))
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var raw bytes.Buffer
+	raw.ReadFrom(resp.Body)
+	if resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusCreated {
+		c.t.Fatalf("POST %s: %d %s", path, resp.StatusCode, raw.String())
+	}
+	if out != nil {
+		if err := json.Unmarshal(raw.Bytes(), out); err != nil {
+			c.t.Fatalf("POST %s: %v in %s", path, err, raw.String())
+		}
+	}
+}
