@@ -22,6 +22,7 @@ type route struct {
 func (s *server) apiRoutes() []route {
 	const q, job = "/queues/{queue}", "/queues/{queue}/jobs/{id}"
 	return []route{
+		{"GET", "/whoami", auth.Reader, s.handleWhoAmI},
 		{"GET", "/queues", auth.Reader, s.handleQueueList},
 		{"GET", q, auth.Reader, s.handleQueueGet},
 		{"GET", q + "/jobs", auth.Reader, s.handleJobList},

@@ -433,6 +433,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/whoami": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The key's role
+         * @description Who the request's key is: its role and its name in logs and events. Any valid key may ask; a dashboard uses it to hide what the key may not do.
+         */
+        get: operations["whoAmI"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -734,6 +754,26 @@ export interface components {
             cancelled: string[];
             dead: string[];
             recovered: string[];
+        };
+        WhoAmI: {
+            /**
+             * @description Key names the key as logs and events do: its role and a short hash of
+             *     it ("anonymous" while the API is open). Never the key itself.
+             * @example admin-1f2e3d4c
+             */
+            key: string;
+            /**
+             * @description Open is true when the service has no keys: everyone may do anything.
+             * @example false
+             */
+            open: boolean;
+            /**
+             * @description Role is the key's role: reader, worker or admin (admin while the API
+             *     is open).
+             * @example admin
+             * @enum {string}
+             */
+            role: "reader" | "worker" | "admin";
         };
     };
     responses: never;
@@ -2759,6 +2799,57 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Health"];
+                };
+            };
+            /** @description EMQINTERNAL: a bug, logged with the request id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQUNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    whoAmI: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WhoAmI"];
+                };
+            };
+            /** @description EMQUNAUTHORIZED: no key, a wrong one, or a bad signature */
+            401: {
+                headers: {
+                    /** @description the Bearer scheme, realm echo_mq */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description EMQINTERNAL: a bug, logged with the request id */
