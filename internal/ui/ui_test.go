@@ -2,10 +2,13 @@ package ui
 
 import (
 	"bytes"
+	"encoding/json"
 	"io/fs"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -48,14 +51,17 @@ func TestIndexIsServedWithStrictHeaders(t *testing.T) {
 
 func TestAssetsAreServedWithTheirTypes(t *testing.T) {
 	types := map[string]string{
-		"/index.html": "text/html; charset=utf-8",
-		"/app.js":     "text/javascript; charset=utf-8",
-		"/api.js":     "text/javascript; charset=utf-8",
-		"/queues.js":  "text/javascript; charset=utf-8",
-		"/queue.js":   "text/javascript; charset=utf-8",
-		"/job.js":     "text/javascript; charset=utf-8",
-		"/routes.js":  "text/javascript; charset=utf-8",
-		"/style.css":  "text/css; charset=utf-8",
+		"/index.html":     "text/html; charset=utf-8",
+		"/app.js":         "text/javascript; charset=utf-8",
+		"/api.js":         "text/javascript; charset=utf-8",
+		"/queues.js":      "text/javascript; charset=utf-8",
+		"/queue.js":       "text/javascript; charset=utf-8",
+		"/job.js":         "text/javascript; charset=utf-8",
+		"/routes.js":      "text/javascript; charset=utf-8",
+		"/role.js":        "text/javascript; charset=utf-8",
+		"/dom.js":         "text/javascript; charset=utf-8",
+		"/deadletters.js": "text/javascript; charset=utf-8",
+		"/style.css":      "text/css; charset=utf-8",
 	}
 	for path, ctype := range types {
 		rec := get(t, path)
@@ -205,7 +211,7 @@ func TestEveryModuleIsReachedFromTheEntryPoint(t *testing.T) {
 		}
 	}
 	visit("app.js")
-	for _, view := range []string{"queues.js", "queue.js", "job.js", "deadletters.js", "routes.js"} {
+	for _, view := range []string{"queues.js", "queue.js", "job.js", "deadletters.js", "routes.js", "role.js"} {
 		if _, ok := all[view]; !ok {
 			t.Errorf("%s is not embedded", view)
 		}
@@ -271,5 +277,97 @@ func TestEveryModuleParses(t *testing.T) {
 	cmd.Stdin = strings.NewReader("const a = 1;\nconst a = 2;\n")
 	if cmd.Run() == nil {
 		t.Error("node --check accepts a module with a duplicate declaration: the check above proves nothing")
+	}
+}
+
+// roleScript loads role.js in node with a fetch that answers /whoami with
+// the JSON in the WHOAMI variable (or 401 when it is empty), and prints
+// what may() says of each action and what describe() shows.
+const roleScript = `
+globalThis.sessionStorage = { getItem: () => "a-key" };
+globalThis.fetch = async (path) => {
+  const body = process.env.WHOAMI;
+  if (path !== "/whoami" || body === "") {
+    return { status: 401, ok: false, json: async () => ({}) };
+  }
+  return { status: 200, ok: true, json: async () => JSON.parse(body) };
+};
+const role = await import("./role.js");
+await role.loadRole();
+const may = {};
+for (const action of ["pause", "resume", "drain", "obliterate", "retry", "promote", "remove", "cancel", "fly"]) {
+  may[action] = role.may(action);
+}
+console.log(JSON.stringify({ may, describe: role.describe(), known: role.known() }));
+`
+
+// TestTheRoleDecidesWhichActionsAreShown runs role.js in node against
+// /whoami answers for each role: a reader may do nothing, a worker only
+// cancel, an admin (and anyone on an open API) everything; a refused key
+// or an unknown action allows nothing.
+func TestTheRoleDecidesWhichActionsAreShown(t *testing.T) {
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Fatal("node is not installed (apt-get install -y nodejs): it runs role.js")
+	}
+	dir := t.TempDir()
+	files := map[string]string{"package.json": `{"type": "module"}`, "check.js": roleScript}
+	for _, name := range []string{"api.js", "role.js"} {
+		body, err := fs.ReadFile(Files, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[name] = string(body)
+	}
+	for name, body := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	admin := []string{"pause", "resume", "drain", "obliterate", "retry", "promote", "remove", "cancel"}
+	cases := []struct {
+		whoami   string
+		allowed  []string
+		describe string
+	}{
+		{`{"role": "reader", "key": "reader-1f2e3d4c", "open": false}`, nil, "Signed in with a reader key (reader-1f2e3d4c)"},
+		{`{"role": "worker", "key": "worker-0a0b0c0d", "open": false}`, []string{"cancel"}, "Signed in with a worker key (worker-0a0b0c0d)"},
+		{`{"role": "admin", "key": "admin-99887766", "open": false}`, admin, "Signed in with an admin key (admin-99887766)"},
+		{`{"role": "admin", "key": "anonymous", "open": true}`, admin, "Open API: no key needed"},
+		{``, nil, ""},
+	}
+	for _, c := range cases {
+		cmd := exec.Command(node, "check.js")
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "WHOAMI="+c.whoami)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("node check.js with %s: %v\n%s", c.whoami, err, stderr.String())
+		}
+		var got struct {
+			May      map[string]bool
+			Describe string
+			Known    bool
+		}
+		if err := json.Unmarshal(out, &got); err != nil {
+			t.Fatalf("node printed %q: %v", out, err)
+		}
+		want := map[string]bool{"fly": false}
+		for _, action := range admin {
+			want[action] = false
+		}
+		for _, action := range c.allowed {
+			want[action] = true
+		}
+		for action, ok := range want {
+			if got.May[action] != ok {
+				t.Errorf("whoami %s: may(%q) = %v, want %v", c.whoami, action, got.May[action], ok)
+			}
+		}
+		if got.Describe != c.describe || got.Known != (c.whoami != "") {
+			t.Errorf("whoami %s: describe() %q known %v, want %q %v", c.whoami, got.Describe, got.Known, c.describe, c.whoami != "")
+		}
 	}
 }

@@ -64,6 +64,11 @@ export async function call(method, path, body) {
   return answer;
 }
 
+/** Who the stored key is: {role, key, open} (GET /whoami). */
+export function whoami() {
+  return call("GET", "/whoami");
+}
+
 /** Every queue, following next_cursor until the last page. */
 export async function allQueues() {
   const queues = [];

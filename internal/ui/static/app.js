@@ -2,12 +2,15 @@
 // names (see routes.js): the queues table, refreshed every 2 seconds, with
 // the queue actions (pause, resume, drain, obliterate) its buttons ask for;
 // a queue's jobs (queue.js); or one job (job.js). It asks for an API key
-// when the service answers 401.
+// when the service answers 401, and asks /whoami (role.js) on load and after
+// a key is entered or forgotten, so that the views show only what the key's
+// role may do and the header says who the dashboard acts as.
 
 import { KeyNeeded, Problem, allQueues, call, forgetKey, queuePath, storeKey, storedKey } from "./api.js";
 import { JobView } from "./job.js";
 import { QueueView } from "./queue.js";
-import { QueuesTable } from "./queues.js";
+import { QueuesTable, actionsShown } from "./queues.js";
+import { describe, known, loadRole } from "./role.js";
 import { parseRoute } from "./routes.js";
 
 const refreshMs = 2000;
@@ -16,6 +19,8 @@ const el = {
   keyForm: document.getElementById("key-form"),
   keyInput: document.getElementById("key-input"),
   forget: document.getElementById("forget-key"),
+  whoami: document.getElementById("whoami"),
+  actionsColumn: document.getElementById("actions-column"),
   error: document.getElementById("error"),
   refreshed: document.getElementById("refreshed"),
   notice: document.getElementById("notice"), // read out by screen readers: one line per event
@@ -97,9 +102,23 @@ async function refresh() {
   }
 }
 
+/**
+ * Asks the service who the key is, says so in the header and rebuilds the
+ * queues table, whose action buttons depend on the role.
+ */
+async function learnRole() {
+  await loadRole();
+  el.whoami.textContent = describe();
+  el.actionsColumn.hidden = !actionsShown();
+  table.render([]);
+}
+
 /** Shows every queue; false when the service wants a key first. */
 async function showQueues() {
   try {
+    if (!known()) {
+      await learnRole(); // the last ask failed (the service was down, say): ask again
+    }
     const queues = await allQueues();
     table.render(queues);
     el.empty.hidden = queues.length > 0;
@@ -195,22 +214,24 @@ function show(focus) {
 
 window.addEventListener("hashchange", () => show(true));
 
-el.keyForm.addEventListener("submit", (event) => {
+el.keyForm.addEventListener("submit", async (event) => {
   event.preventDefault();
   storeKey(el.keyInput.value.trim());
   el.keyInput.value = "";
   el.keyForm.hidden = true;
   showError("");
   showForget();
+  await learnRole();
   show(false);
 });
 
-el.forget.addEventListener("click", () => {
+el.forget.addEventListener("click", async () => {
   forgetKey();
   showForget();
-  table.render([]);
+  await learnRole();
   show(false);
 });
 
 showForget();
+await learnRole();
 show(false);

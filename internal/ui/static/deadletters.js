@@ -1,10 +1,12 @@
 // deadletters.js: the "Dead letters" panel of a queue's page. It reads the
 // first page of dead jobs (at most maxRetry), groups them by last_error and
 // offers to retry each group: one retry request per job, with progress, so
-// that a click never retries more than the jobs it lists.
+// that a click never retries more than the jobs it lists. "Retry these" is
+// rendered only for a key whose role may retry (role.js).
 
 import { call, jobPath, jobsPage } from "./api.js";
 import { button, h } from "./dom.js";
+import { may } from "./role.js";
 import { jobHref } from "./routes.js";
 
 /** The most dead jobs the panel reads, and so the most one click retries. */
@@ -54,9 +56,12 @@ export class DeadLetters {
     const jobs = page.jobs || [];
     const shown = jobs.length < deadCount ? `the ${jobs.length} most recent` : `all ${jobs.length}`;
     const died = deadCount === 1 ? "1 job died" : `${deadCount.toLocaleString()} jobs died`;
+    const retrying = may("retry")
+      ? ` "Retry these" sends each listed job back to pending ` +
+        `with a fresh attempt budget, one request per job (at most ${maxRetry} a click).`
+      : " Retrying them needs an admin key.";
     this.intro.textContent = `${died}: they ran out of attempts, failed fatally or stalled too often. ` +
-      `Below are ${shown}, grouped by their last error. "Retry these" sends each listed job back to pending ` +
-      `with a fresh attempt budget, one request per job (at most ${maxRetry} a click).`;
+      `Below are ${shown}, grouped by their last error.${retrying}`;
     this.list.replaceChildren(...groupByError(jobs).map((group) => this.group(group)));
   }
 
@@ -66,7 +71,7 @@ export class DeadLetters {
       h("li", {}, h("a", { href: jobHref(this.queue, job.id) }, job.id))));
     const more = jobs.length > 10 ? h("p", { class: "status" }, `and ${jobs.length - 10} more`) : null;
     const short = reason.length > 80 ? `${reason.slice(0, 80)}…` : reason; // a label, not a stack trace
-    const retry = button("Retry these", `Retry the ${count} that failed with: ${short}`, () => this.retry(jobs));
+    const retry = may("retry") ? button("Retry these", `Retry the ${count} that failed with: ${short}`, () => this.retry(jobs)) : null;
     return h("li", { class: "group" },
       h("p", {}, h("strong", {}, count), " — ", h("code", { class: "wrap" }, reason)),
       ids, more, retry);

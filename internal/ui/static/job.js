@@ -1,9 +1,11 @@
 // job.js: one job's page: its state, payload, result, progress, last error,
 // attempts, timestamps and lease (counting down while active), with the
-// actions its state allows: retry, promote, cancel, remove.
+// actions its state and the key's role allow: retry, promote, cancel,
+// remove.
 
 import { Problem, call, jobPath } from "./api.js";
 import { button, h, pretty, when } from "./dom.js";
+import { may } from "./role.js";
 import { queueHref } from "./routes.js";
 
 /** "in 12 s", "3 s ago": how far the lease deadline is from now. */
@@ -103,9 +105,10 @@ export class JobView {
     if (job.cancel_reason && !job.cancel_requested) {
       rows.splice(6, 0, ["Cancel reason", job.cancel_reason]);
     }
+    const allowed = actionsFor(job.state).filter((action) => may(action)); // none for a reader key
     this.body.replaceChildren(
-      h("div", { class: "job-actions", role: "group", "aria-label": `Actions on job ${job.id}` },
-        actionsFor(job.state).map((action) => this.actionButton(action, job))),
+      ...(allowed.length === 0 ? [] : [h("div", { class: "job-actions", role: "group", "aria-label": `Actions on job ${job.id}` },
+        allowed.map((action) => this.actionButton(action, job)))]),
       h("dl", { class: "fields" }, rows.map(([name, value]) => [h("dt", {}, name), h("dd", {}, value)])),
       ...["payload", "result", "progress"].map((field) => h("section", { "aria-label": field },
         h("h3", {}, field[0].toUpperCase() + field.slice(1)),

@@ -1,7 +1,10 @@
 // queues.js: the queues table. Rows are kept by queue name and updated in
 // place on each refresh, so that a focused button keeps its focus. A
-// queue's name links to its jobs.
+// queue's name links to its jobs. The action buttons are rendered only
+// for a key whose role may use them (role.js); the rows are rebuilt after
+// the key changes.
 
+import { may } from "./role.js";
 import { queueHref } from "./routes.js";
 
 /** The states a queue counts, in the table's column order. */
@@ -54,11 +57,14 @@ export class QueuesTable {
     }
     const paused = document.createElement("td");
     tr.append(paused);
-    const actions = document.createElement("td");
-    actions.className = "actions";
-    const toggle = this.button(name, "pause");
-    actions.append(toggle, this.button(name, "drain"), this.button(name, "obliterate", "danger"));
-    tr.append(actions);
+    let toggle = null; // pause or resume, when the role may use them
+    if (actionsShown()) {
+      const actions = document.createElement("td");
+      actions.className = "actions";
+      toggle = this.button(name, "pause");
+      actions.append(toggle, this.button(name, "drain"), this.button(name, "obliterate", "danger"));
+      tr.append(actions);
+    }
     const row = { tr, counts, paused, toggle };
     this.rows.set(name, row);
     return row;
@@ -77,6 +83,11 @@ export class QueuesTable {
   }
 }
 
+/** Whether the table has its Actions column: the queue actions are all the admin's. */
+export function actionsShown() {
+  return may("pause") && may("resume") && may("drain") && may("obliterate");
+}
+
 /** Shows one queue's counts and paused flag in its row. */
 function update(row, queue) {
   for (const state of states) {
@@ -90,7 +101,7 @@ function update(row, queue) {
   row.paused.textContent = queue.paused ? "paused" : "no";
   row.paused.classList.toggle("is-paused", queue.paused);
   const action = queue.paused ? "resume" : "pause";
-  if (row.toggle.dataset.action !== action) {
+  if (row.toggle && row.toggle.dataset.action !== action) {
     row.toggle.dataset.action = action;
     label(row.toggle, action, queue.name);
   }
