@@ -78,6 +78,35 @@ async function queueRow(page) {
   return out;
 }
 
+/**
+ * Checks that, at the given viewport, the page does not scroll sideways and
+ * the Dead cell of the queue's row lies within the screen's width.
+ */
+async function fitsTheScreen(page, size, viewport) {
+  const scrollWidth = await page.evaluate(() => document.documentElement.scrollWidth);
+  assert.ok(scrollWidth <= viewport.width, `${size}: the page scrolls sideways (${scrollWidth} px wide)`);
+
+  // The table's own box (its parent, which scrolls when it must) does not
+  // scroll sideways either.
+  const table = page.getByRole("table", { name: /Queues/ });
+  const fit = await table.locator("..").evaluate((el) => ({ scroll: el.scrollWidth, client: el.clientWidth }));
+  assert.ok(fit.scroll <= fit.client, `${size}: the queues table scrolls sideways (${fit.scroll} px in ${fit.client} px)`);
+
+  const headers = (await table.getByRole("columnheader").allInnerTexts()).map((h) => h.trim());
+  const deadColumn = headers.indexOf("Dead");
+  assert.ok(deadColumn > 0, `${size}: no Dead column among ${JSON.stringify(headers)}`);
+  const row = table.getByRole("row").filter({ has: page.getByRole("rowheader", { name: queue, exact: true }) });
+  // The row header fills the first column, so cells count from the second.
+  const cell = row.getByRole("cell").nth(deadColumn - 1);
+  assert.equal((await cell.innerText()).trim(), String(dead), `${size}: the Dead cell of ${queue}`);
+  const box = await cell.boundingBox();
+  assert.ok(box, `${size}: the Dead cell of ${queue} is not shown`);
+  assert.ok(
+    box.x >= 0 && box.x + box.width <= viewport.width,
+    `${size}: the Dead cell of ${queue} is off screen: x ${box.x}..${box.x + box.width}, screen 0..${viewport.width}`,
+  );
+}
+
 /** Asks the API itself for the queue. */
 async function apiQueue() {
   const resp = await fetch(`${base}/queues/${encodeURIComponent(queue)}`);
@@ -92,11 +121,10 @@ async function apiQueue() {
 function watchPage(context, problems) {
   const page = context.pages()[0];
   page.on("console", (msg) => {
-    // The browser's own fetch of /favicon.ico (the page names no icon) is
-    // no error of the page's.
-    const where = msg.location().url || "";
-    if (msg.type() === "error" && !where.endsWith("/favicon.ico")) {
-      problems.push(`console error: ${msg.text()} (at ${where || "?"})`);
+    // Any console error fails the test (the page names its own icon, so
+    // the browser asks for no /favicon.ico).
+    if (msg.type() === "error") {
+      problems.push(`console error: ${msg.text()} (at ${msg.location().url || "?"})`);
     }
   });
   page.on("pageerror", (err) => problems.push(`page error: ${err.message}`));
@@ -154,9 +182,11 @@ async function main() {
     await until(`queue ${queue} shown as not paused`, async () => (await queueRow(page))?.Paused === "no");
     assert.equal((await apiQueue()).paused, false, "the API says the queue is not paused after Resume");
 
-    // Screenshots at a laptop's and a phone's size, light and dark.
+    // Screenshots at a laptop's and a phone's size, light and dark; at
+    // each size the page fits its width and the dead count is on screen.
     for (const [size, viewport] of Object.entries(sizes)) {
       await page.setViewportSize(viewport);
+      await fitsTheScreen(page, size, viewport);
       for (const colorScheme of schemes) {
         await page.emulateMedia({ colorScheme });
         const path = join(shots, `dashboard-${size}-${colorScheme}.png`);

@@ -10,6 +10,9 @@ import { queueHref } from "./routes.js";
 /** The states a queue counts, in the table's column order. */
 export const states = ["pending", "active", "delayed", "completed", "dead", "cancelled"];
 
+/** The states whose columns a phone hides (class "minor", see style.css). */
+const minorStates = new Set(["delayed", "completed", "cancelled"]);
+
 /**
  * The table's body: render(queues) shows the given queues, sorted by name;
  * onAction(action, name) is called when a row's button is pressed, with
@@ -50,7 +53,7 @@ export class QueuesTable {
     const counts = {};
     for (const state of states) {
       const td = document.createElement("td");
-      td.className = "num";
+      td.className = minorStates.has(state) ? "num minor" : "num";
       td.dataset.state = state;
       counts[state] = td;
       tr.append(td);
