@@ -61,6 +61,7 @@ func TestAssetsAreServedWithTheirTypes(t *testing.T) {
 		"/role.js":        "text/javascript; charset=utf-8",
 		"/dom.js":         "text/javascript; charset=utf-8",
 		"/deadletters.js": "text/javascript; charset=utf-8",
+		"/live.js":        "text/javascript; charset=utf-8",
 		"/style.css":      "text/css; charset=utf-8",
 	}
 	for path, ctype := range types {
@@ -211,7 +212,7 @@ func TestEveryModuleIsReachedFromTheEntryPoint(t *testing.T) {
 		}
 	}
 	visit("app.js")
-	for _, view := range []string{"queues.js", "queue.js", "job.js", "deadletters.js", "routes.js", "role.js"} {
+	for _, view := range []string{"queues.js", "queue.js", "job.js", "deadletters.js", "routes.js", "role.js", "live.js"} {
 		if _, ok := all[view]; !ok {
 			t.Errorf("%s is not embedded", view)
 		}
@@ -369,5 +370,22 @@ func TestTheRoleDecidesWhichActionsAreShown(t *testing.T) {
 		if got.Describe != c.describe || got.Known != (c.whoami != "") {
 			t.Errorf("whoami %s: describe() %q known %v, want %q %v", c.whoami, got.Describe, got.Known, c.describe, c.whoami != "")
 		}
+	}
+}
+
+// TestModulesUnderNode runs modules.test.mjs, the unit tests of the
+// modules' logic (the event-stream reader, throttle, routes, grouping,
+// countdown), with node's built-in test runner.
+func TestModulesUnderNode(t *testing.T) {
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Fatal("node is not installed (apt-get install -y nodejs): it runs modules.test.mjs")
+	}
+	out, err := exec.Command(node, "--test", "--test-reporter=spec", "modules.test.mjs").CombinedOutput()
+	if err != nil {
+		t.Fatalf("node --test modules.test.mjs: %v\n%s", err, out)
+	}
+	if !regexp.MustCompile(`(?m)pass [1-9][0-9]*$`).Match(out) {
+		t.Errorf("node --test passed no test of modules.test.mjs:\n%s", out)
 	}
 }

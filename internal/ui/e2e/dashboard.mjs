@@ -6,6 +6,10 @@
 //   EMQ_QUEUE        the queue it filled
 //   EMQ_PENDING      how many of its jobs are pending
 //   EMQ_DEAD         how many are dead
+//   EMQ_DEAD_ID      the id of its dead job failed with "mailbox full"; one
+//                    other failed with "smtp timeout"
+//   EMQ_ACTIVE_ID    the id of its one active job
+//   EMQ_ACTIVE_TOKEN that job's lease token, as JSON: the script is its worker
 //   EMQ_SCREENSHOTS  the folder to write the screenshots to
 //   CHROMIUM         the browser (default /usr/bin/chromium)
 //
@@ -14,7 +18,8 @@
 // check that fails.
 
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { chromium } from "playwright-core";
@@ -23,6 +28,9 @@ const base = need("EMQ_URL");
 const queue = need("EMQ_QUEUE");
 const pending = Number(need("EMQ_PENDING"));
 const dead = Number(need("EMQ_DEAD"));
+const deadID = need("EMQ_DEAD_ID");
+const activeID = need("EMQ_ACTIVE_ID");
+const activeToken = JSON.parse(need("EMQ_ACTIVE_TOKEN"));
 const shots = need("EMQ_SCREENSHOTS");
 const origin = new URL(base).origin;
 
@@ -32,6 +40,12 @@ const sizes = {
   phone: { width: 390, height: 844 },
 };
 const schemes = ["light", "dark"];
+
+/** axe-core, the accessibility checker, run inside the page. */
+const axeSource = readFileSync(createRequire(import.meta.url).resolve("axe-core/axe.min.js"), "utf8");
+
+/** The axe-core rule sets checked: WCAG 2.1 A and AA, and axe's best practices. */
+const axeTags = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "best-practice"];
 
 /** How long a wait for the page may take before the check fails. */
 const waitMs = 10_000;
@@ -107,11 +121,168 @@ async function fitsTheScreen(page, size, viewport) {
   );
 }
 
+/**
+ * Runs axe-core on the page in the light and the dark colour scheme and
+ * fails on any violation, naming the rule and the elements: contrast,
+ * names of buttons and links, labels, landmarks, headings.
+ */
+async function accessible(page, what) {
+  for (const colorScheme of schemes) {
+    await page.emulateMedia({ colorScheme });
+    await page.evaluate(axeSource); // through DevTools, which the page's CSP does not govern
+    const result = await page.evaluate((tags) => globalThis.axe.run(document, { runOnly: { type: "tag", values: tags } }), axeTags);
+    const found = result.violations.map((v) =>
+      `${v.id} (${v.impact}): ${v.help}\n    ${v.nodes.slice(0, 5).map((n) => n.target.join(" ")).join("\n    ")}`);
+    assert.deepEqual(found, [], `${what} in ${colorScheme} mode has accessibility violations`);
+  }
+  await page.emulateMedia({ colorScheme: "light" });
+}
+
+/**
+ * Presses Tab until target has the focus, as a keyboard user would, and
+ * returns how many presses it took; fails after max.
+ */
+async function tabTo(page, target, what, max = 60) {
+  const element = await target.elementHandle();
+  for (let presses = 1; presses <= max; presses++) {
+    await page.keyboard.press("Tab");
+    if (await element.evaluate((el) => el === document.activeElement)) {
+      return presses;
+    }
+  }
+  throw new Error(`${what} was not reached in ${max} presses of Tab`);
+}
+
 /** Asks the API itself for the queue. */
 async function apiQueue() {
-  const resp = await fetch(`${base}/queues/${encodeURIComponent(queue)}`);
-  assert.equal(resp.status, 200, `GET /queues/${queue}`);
-  return resp.json();
+  return apiCall("GET", `/queues/${encodeURIComponent(queue)}`);
+}
+
+/** Calls the API itself, as a worker or a producer would, and returns its 200 or 201 answer. */
+async function apiCall(method, path, body) {
+  const init = { method };
+  if (body !== undefined) {
+    init.headers = { "Content-Type": "application/json" };
+    init.body = JSON.stringify(body);
+  }
+  const resp = await fetch(base + path, init);
+  const answer = await resp.json();
+  assert.ok(resp.status === 200 || resp.status === 201, `${method} ${path}: ${resp.status} ${JSON.stringify(answer)}`);
+  return answer;
+}
+
+/** The path of one of the queue's jobs in the API. */
+function jobPath(id) {
+  return `/queues/${encodeURIComponent(queue)}/jobs/${encodeURIComponent(id)}`;
+}
+
+/** The text of the job page's field name (a <dt>), read from its <dd>. */
+async function jobField(page, name) {
+  const dd = page.locator("dl.fields dt", { hasText: new RegExp(`^${name}$`) }).locator("xpath=following-sibling::dd[1]");
+  return (await dd.innerText()).trim();
+}
+
+/**
+ * What an operator who has never seen echo_mq does about a dead job, with
+ * the keyboard only: from the first page, follow the dead-jobs line to the
+ * queue's dead jobs, read why it died, open it and retry it; then see it
+ * pending, in the page and in the API, and the queue's counts move. Checks
+ * each page with axe-core on the way, and says how many key presses and
+ * how long it took.
+ */
+async function retryADeadJob(page) {
+  const started = Date.now();
+  let keys = 0;
+  await page.goto(`${base}/ui/`);
+  await until("the feed to be live", async () => (await page.locator("#live").innerText()) === "Live");
+  await until(`the row of queue ${queue}`, () => queueRow(page));
+  await accessible(page, "the queues page");
+  keys += await tabTo(page, page.getByRole("link", { name: `${dead} dead in queue ${queue}`, exact: true }), "the dead-jobs link");
+  await page.keyboard.press("Enter");
+  keys++;
+
+  // The queue's page, on its dead jobs: the dead letters panel says why.
+  await page.getByRole("heading", { name: `Queue ${queue}`, exact: true }).waitFor();
+  const panel = page.getByRole("region", { name: "Dead letters" });
+  await panel.getByText("mailbox full", { exact: true }).waitFor();
+  const table = page.getByRole("table", { name: /^Dead jobs of queue/ });
+  const link = table.getByRole("link", { name: deadID, exact: true });
+  await link.waitFor();
+  await accessible(page, "a queue's page");
+  await page.screenshot({ path: join(shots, "queue-laptop-light.png"), fullPage: true, animations: "disabled" });
+
+  // The job's page: why it died, and Retry.
+  keys += await tabTo(page, link, "the dead job's link");
+  await page.keyboard.press("Enter");
+  keys++;
+  await page.getByRole("heading", { name: `Job ${deadID}`, exact: true }).waitFor();
+  assert.equal(await jobField(page, "State"), "dead", "the dead job's page shows its state");
+  assert.equal(await jobField(page, "Last error"), "mailbox full", "the dead job's page shows why it died");
+  await accessible(page, "a job's page");
+  await page.screenshot({ path: join(shots, "job-laptop-light.png"), fullPage: true, animations: "disabled" });
+  keys += await tabTo(page, page.getByRole("button", { name: `Retry job ${deadID}`, exact: true }), "the Retry button");
+  await page.keyboard.press("Enter");
+  keys++;
+  await until("the retried job shown as pending", async () => (await jobField(page, "State")) === "pending");
+  const took = Date.now() - started;
+  const job = await apiCall("GET", jobPath(deadID));
+  assert.equal(job.state, "pending", "the API says the retried job is pending");
+  console.log(`dead job found and retried with the keyboard only: ${keys} key presses, ${took} ms in the browser (axe checks included)`);
+
+  // The other dead job, from the dead letters panel: its group's "Retry these".
+  await page.getByRole("link", { name: `Queue ${queue}`, exact: true }).click();
+  await page.getByRole("link", { name: `dead (${dead - 1})`, exact: true }).click();
+  const group = page.getByRole("region", { name: "Dead letters" }).getByRole("listitem").filter({ hasText: "smtp timeout" });
+  await group.getByRole("button", { name: "Retry these: 1 job that failed with: smtp timeout", exact: true }).click();
+  await page.getByText("Retried 1 of 1 jobs.", { exact: true }).first().waitFor();
+
+  // Back on the first page the counts have moved: no dead job, two more pending.
+  await page.getByRole("link", { name: "← All queues", exact: true }).click();
+  await until("the dead count to reach 0", async () => (await queueRow(page))?.Dead === "0");
+  assert.equal((await queueRow(page)).Pending, String(pending + dead), "the retried jobs counted as pending");
+  assert.equal(await page.locator("#dead-summary").isVisible(), false, "the dead-jobs line is gone with the last dead job");
+  assert.equal((await apiQueue()).counts.dead, 0, "the API counts no dead job");
+}
+
+/**
+ * A change made by someone else (a producer) shows on the queue's page by
+ * itself: it comes through the event feed into "Recent changes", and the
+ * pending count follows, without a click.
+ */
+async function seeChangesLive(page) {
+  await page.getByRole("link", { name: queue, exact: true }).click();
+  await page.getByRole("heading", { name: `Queue ${queue}`, exact: true }).waitFor();
+  const before = (await apiQueue()).counts.pending;
+  const made = await apiCall("POST", `/queues/${encodeURIComponent(queue)}/jobs`, { id: "live-1", payload: { n: "live" } });
+  const recent = page.getByRole("region", { name: "Recent changes" });
+  await until("the enqueue in Recent changes", async () =>
+    (await recent.getByRole("listitem").filter({ hasText: `enqueued ${made.id}` }).count()) === 1);
+  await until("the pending tab to count the new job", async () =>
+    (await page.getByRole("link", { name: `pending (${before + 1})`, exact: true }).count()) === 1);
+}
+
+/**
+ * Cancels the active job from its page, answering the reason prompt; the
+ * page says the cancel is requested. The script, as the job's worker, sees
+ * the request and fails the job: the page shows it cancelled by itself.
+ */
+async function cancelAnActiveJob(page) {
+  await page.getByRole("link", { name: /^active \(/ }).click();
+  await page.getByRole("table", { name: /^Active jobs of queue/ }).getByRole("link", { name: activeID, exact: true }).click();
+  await page.getByRole("heading", { name: `Job ${activeID}`, exact: true }).waitFor();
+  assert.equal(await jobField(page, "State"), "active", "the active job's page shows its state");
+  assert.match(await jobField(page, "Lease expires"), /expires in/, "the lease counts down");
+
+  page.once("dialog", (dialog) => dialog.accept("operator: wrong address"));
+  await page.getByRole("button", { name: `Cancel job ${activeID}`, exact: true }).click();
+  await until("the cancel shown as requested", async () =>
+    (await jobField(page, "Cancel requested")) === "yes: operator: wrong address");
+
+  // The worker's side: the next checkpoint carries the request, and it stops.
+  const seen = await apiCall("GET", `${jobPath(activeID)}/cancellation?token=${activeToken}`);
+  assert.equal(seen.cancel_requested, true, `the worker sees the cancel: ${JSON.stringify(seen)}`);
+  await apiCall("POST", `${jobPath(activeID)}/fail`, { token: activeToken, error: "cancelled: operator: wrong address" });
+  await until("the job shown as cancelled without a reload", async () => (await jobField(page, "State")) === "cancelled");
 }
 
 /**
@@ -195,6 +366,12 @@ async function main() {
       }
     }
 
+    await page.setViewportSize(sizes.laptop);
+    await page.emulateMedia({ colorScheme: "light" });
+    await retryADeadJob(page);
+    await seeChangesLive(page);
+    await cancelAnActiveJob(page);
+
     assert.deepEqual(problems, [], "console errors or requests to another origin");
   } catch (err) {
     // Say what the page showed and what went wrong in it, to debug from CI's log.
@@ -207,7 +384,8 @@ async function main() {
     await context.close();
     rmSync(profile, { recursive: true, force: true });
   }
-  console.log(`dashboard ok: queue ${queue} with ${pending} pending and ${dead} dead, paused and resumed`);
+  console.log(`dashboard ok: queue ${queue} with ${pending} pending and ${dead} dead, paused and resumed; ` +
+    `dead job ${deadID} retried, a new job seen live, active job ${activeID} cancelled`);
 }
 
 await main();

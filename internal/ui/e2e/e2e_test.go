@@ -64,30 +64,33 @@ func TestDashboard(t *testing.T) {
 	const queue, pending = "emails", 3
 	api := client{t: t, base: svc.URL() + "/queues/" + queue}
 
-	// One dead job: one attempt only, claimed and failed.
-	api.post("/jobs", `{"payload":{"to":"ada@example.com"},"max_attempts":1}`, nil)
-	var claimed struct {
-		Jobs []struct {
-			ID    string          `json:"id"`
-			Token json.RawMessage `json:"token"` // passed back as it came
-		} `json:"jobs"`
+	// Two dead jobs, each with one attempt only, claimed and failed, each
+	// with its own error: the dead letters panel shows two groups.
+	deadIDs := make([]string, 0, 2)
+	for _, reason := range []string{"mailbox full", "smtp timeout"} {
+		deadIDs = append(deadIDs, api.deadJob(reason))
 	}
-	api.post("/claim", `{"lease_ms":30000}`, &claimed)
-	if len(claimed.Jobs) != 1 {
-		t.Fatalf("claim: %d jobs, want 1", len(claimed.Jobs))
+	var claimed claimAnswer
+	// One active job, held by the script as its worker, for the cancel.
+	api.post("/jobs", `{"id":"welcome-ada","payload":{"to":"ada@example.com"}}`, nil)
+	api.post("/claim", `{"lease_ms":120000}`, &claimed)
+	if len(claimed.Jobs) != 1 || claimed.Jobs[0].ID != "welcome-ada" {
+		t.Fatalf("claim: %+v, want the job welcome-ada", claimed.Jobs)
 	}
-	job := claimed.Jobs[0]
-	var failed struct{ State string }
-	api.post("/jobs/"+job.ID+"/fail", fmt.Sprintf(`{"token":%s,"error":"mailbox full"}`, job.Token), &failed)
-	if failed.State != "dead" {
-		t.Fatalf("fail with max_attempts 1: state %q, want dead", failed.State)
-	}
+	active := claimed.Jobs[0]
 	for i := range pending {
 		api.post("/jobs", fmt.Sprintf(`{"payload":{"n":%d}}`, i), nil)
 	}
 
 	shots := t.TempDir()
-	out, err := runScript(svc.URL(), queue, pending, 1, shots)
+	out, err := runScript(svc.URL(), shots,
+		"EMQ_QUEUE="+queue,
+		fmt.Sprintf("EMQ_PENDING=%d", pending),
+		fmt.Sprintf("EMQ_DEAD=%d", len(deadIDs)),
+		"EMQ_DEAD_ID="+deadIDs[0],
+		"EMQ_ACTIVE_ID="+active.ID,
+		"EMQ_ACTIVE_TOKEN="+string(active.Token),
+	)
 	if err != nil {
 		t.Fatalf("node dashboard.mjs: %v\n--- its output:\n%s\n--- the service's log:\n%s", err, out, svc.Log())
 	}
@@ -149,19 +152,14 @@ func upToDate() bool {
 	return err == nil && !installed.ModTime().Before(lock.ModTime())
 }
 
-// runScript runs dashboard.mjs against the service and returns its output.
-func runScript(url, queue string, pending, dead int, shots string) ([]byte, error) {
+// runScript runs dashboard.mjs against the service, with env added to its
+// environment, and returns its output.
+func runScript(url, shots string, env ...string) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), scriptTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "node", "dashboard.mjs")
-	cmd.Env = append(os.Environ(),
-		"EMQ_URL="+url,
-		"EMQ_QUEUE="+queue,
-		fmt.Sprintf("EMQ_PENDING=%d", pending),
-		fmt.Sprintf("EMQ_DEAD=%d", dead),
-		"EMQ_SCREENSHOTS="+shots,
-		"CHROMIUM="+chromiumPath,
-	)
+	cmd.Env = append(os.Environ(), "EMQ_URL="+url, "EMQ_SCREENSHOTS="+shots, "CHROMIUM="+chromiumPath)
+	cmd.Env = append(cmd.Env, env...)
 	cmd.WaitDelay = 5 * time.Second // Chromium's children may hold the pipes open
 	return cmd.CombinedOutput()
 }
@@ -170,6 +168,7 @@ func runScript(url, queue string, pending, dead int, shots string) ([]byte, erro
 var screenshots = []string{
 	"dashboard-laptop-light.png", "dashboard-laptop-dark.png",
 	"dashboard-phone-light.png", "dashboard-phone-dark.png",
+	"queue-laptop-light.png", "job-laptop-light.png",
 }
 
 // checkScreenshots checks that each screenshot is a PNG, and that the
@@ -213,6 +212,33 @@ func updateScreenshots(t *testing.T, dir string) {
 		}
 	}
 	t.Logf("updated %s", docs)
+}
+
+// claimAnswer is the part of a claim's answer the test uses.
+type claimAnswer struct {
+	Jobs []struct {
+		ID    string          `json:"id"`
+		Token json.RawMessage `json:"token"` // passed back as it came
+	} `json:"jobs"`
+}
+
+// deadJob makes a job with one attempt, claims it and fails it with
+// reason, and returns its id.
+func (c client) deadJob(reason string) string {
+	c.t.Helper()
+	c.post("/jobs", `{"payload":{"to":"ada@example.com"},"max_attempts":1}`, nil)
+	var claimed claimAnswer
+	c.post("/claim", `{"lease_ms":30000}`, &claimed)
+	if len(claimed.Jobs) != 1 {
+		c.t.Fatalf("claim: %d jobs, want 1", len(claimed.Jobs))
+	}
+	job := claimed.Jobs[0]
+	var failed struct{ State string }
+	c.post("/jobs/"+job.ID+"/fail", fmt.Sprintf(`{"token":%s,"error":%q}`, job.Token, reason), &failed)
+	if failed.State != "dead" {
+		c.t.Fatalf("fail with max_attempts 1: state %q, want dead", failed.State)
+	}
+	return job.ID
 }
 
 // client calls the service's API for one queue.

@@ -22,6 +22,12 @@ export function forgetKey() {
 /** An answer of 401: the call needs a (different) API key. */
 export class KeyNeeded extends Error {}
 
+/** headers with the stored key added as Authorization: Bearer, when there is one. */
+export function authHeaders(headers = {}) {
+  const key = storedKey();
+  return key ? { ...headers, Authorization: `Bearer ${key}` } : { ...headers };
+}
+
 /** A problem+json answer (RFC 9457): status, code and detail. */
 export class Problem extends Error {
   constructor(status, body) {
@@ -38,15 +44,11 @@ export class Problem extends Error {
  * be reached.
  */
 export async function call(method, path, body) {
-  const headers = { Accept: "application/json" };
+  const headers = authHeaders({ Accept: "application/json" });
   const init = { method, headers, cache: "no-store" };
   if (body !== undefined) {
     headers["Content-Type"] = "application/json";
     init.body = JSON.stringify(body);
-  }
-  const key = storedKey();
-  if (key) {
-    headers.Authorization = `Bearer ${key}`;
   }
   let res;
   try {

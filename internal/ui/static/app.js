@@ -1,19 +1,28 @@
 // app.js: the dashboard's entry point. It shows the view the location hash
-// names (see routes.js): the queues table, refreshed every 2 seconds, with
-// the queue actions (pause, resume, drain, obliterate) its buttons ask for;
-// a queue's jobs (queue.js); or one job (job.js). It asks for an API key
-// when the service answers 401, and asks /whoami (role.js) on load and after
-// a key is entered or forgotten, so that the views show only what the key's
-// role may do and the header says who the dashboard acts as.
+// names (see routes.js): the queues table, with the queue actions (pause,
+// resume, drain, obliterate) its buttons ask for; a queue's jobs (queue.js);
+// or one job (job.js). One event feed (live.js) runs while the page is open
+// and tells the view shown what changed; while the feed is down the queues
+// table is read every 2 seconds instead. It asks for an API key when the
+// service answers 401, and asks /whoami (role.js) on load and after a key is
+// entered or forgotten, so that the views show only what the key's role may
+// do and the header says who the dashboard acts as.
 
 import { KeyNeeded, Problem, allQueues, call, forgetKey, queuePath, storeKey, storedKey } from "./api.js";
 import { JobView } from "./job.js";
 import { QueueView } from "./queue.js";
+import { EventFeed, throttle } from "./live.js";
 import { QueuesTable, actionsShown } from "./queues.js";
 import { describe, known, loadRole } from "./role.js";
-import { parseRoute } from "./routes.js";
+import { h } from "./dom.js";
+import { parseRoute, queueHref } from "./routes.js";
 
-const refreshMs = 2000;
+/** How often the queues table is read while the event feed is down, and while it is up. */
+const pollMs = 2000;
+const liveCheckMs = 30_000; // counts can change without an event (retention trims finished jobs)
+
+/** The least time between two reads of what the events say changed. */
+const eventGapMs = 500;
 
 const el = {
   keyForm: document.getElementById("key-form"),
@@ -23,6 +32,9 @@ const el = {
   actionsColumn: document.getElementById("actions-column"),
   error: document.getElementById("error"),
   refreshed: document.getElementById("refreshed"),
+  live: document.getElementById("live"),
+  liveMode: document.getElementById("live-mode"),
+  deadSummary: document.getElementById("dead-summary"),
   notice: document.getElementById("notice"), // read out by screen readers: one line per event
   empty: document.getElementById("empty"),
   tbody: document.querySelector("#queues tbody"),
@@ -48,6 +60,52 @@ const table = new QueuesTable(el.tbody, act);
 let timer = 0; // the next refresh
 let refreshing = false; // a refresh is running
 let again = false; // refresh once more when it ends
+let live = false; // the event feed is up
+
+const feed = new EventFeed("/events", {
+  onOpen: () => reloadShown(),
+  onEvent: (event) => heard(event),
+  onStatus: (status) => showLive(status),
+});
+const refreshSoon = throttle(() => refresh(), eventGapMs);
+
+/** Reads again what the view shown holds: after the feed (re)opens, anything may have changed. */
+function reloadShown() {
+  if (route.view === "queues") {
+    refresh();
+  } else {
+    views[route.view].view.reload();
+  }
+}
+
+/** Passes one event to the view shown. */
+function heard(event) {
+  if (route.view === "queues") {
+    refreshSoon();
+  } else {
+    views[route.view].view.heard(event);
+  }
+}
+
+/** Says in the header whether updates are live, and switches the table's polling. */
+function showLive(status) {
+  const text = {
+    connecting: "Connecting…",
+    live: "Live",
+    reconnecting: "Reconnecting…",
+    key: "Not live: needs a key",
+  };
+  live = status === "live";
+  el.live.textContent = text[status] || status;
+  el.live.dataset.status = status;
+  el.liveMode.textContent = live
+    ? "Counts update live as jobs change."
+    : "Live updates are down, so counts are read every 2 seconds.";
+  if (!live && route.view === "queues" && !refreshing) {
+    clearTimeout(timer);
+    timer = setTimeout(refresh, pollMs); // poll while the feed is down
+  }
+}
 
 /** Shows message as the page's error, or clears it when message is "". */
 function showError(message) {
@@ -98,7 +156,7 @@ async function refresh() {
     again = false;
     refresh();
   } else if (keepGoing && route.view === "queues") {
-    timer = setTimeout(refresh, refreshMs);
+    timer = setTimeout(refresh, live ? liveCheckMs : pollMs);
   }
 }
 
@@ -121,6 +179,7 @@ async function showQueues() {
     }
     const queues = await allQueues();
     table.render(queues);
+    showDeadSummary(queues);
     el.empty.hidden = queues.length > 0;
     el.refreshed.textContent = new Date().toLocaleTimeString();
     if (el.error.dataset.from === "refresh") {
@@ -132,6 +191,25 @@ async function showQueues() {
     el.error.dataset.from = "refresh";
     return !(err instanceof KeyNeeded); // no refresh until a key is given
   }
+}
+
+/**
+ * Puts dead jobs first on the page: one line that counts them and links to
+ * each queue that has some, hidden when no job is dead.
+ */
+function showDeadSummary(queues) {
+  const withDead = queues.filter((q) => (q.counts?.dead || 0) > 0)
+    .sort((a, b) => b.counts.dead - a.counts.dead || a.name.localeCompare(b.name));
+  const total = withDead.reduce((sum, q) => sum + q.counts.dead, 0);
+  el.deadSummary.hidden = total === 0;
+  if (total === 0) {
+    return;
+  }
+  const jobs = total === 1 ? "1 dead job" : `${total.toLocaleString()} dead jobs`;
+  const links = withDead.flatMap((q, i) => [i > 0 ? ", " : "",
+    h("a", { href: queueHref(q.name, "dead"), "aria-label": `${q.counts.dead} dead in queue ${q.name}` },
+      `${q.name} (${q.counts.dead.toLocaleString()})`)]);
+  el.deadSummary.replaceChildren(h("strong", {}, jobs), " to look at: ", ...links);
 }
 
 /** Runs one queue action, confirming the destructive ones by name. */
@@ -223,6 +301,7 @@ el.keyForm.addEventListener("submit", async (event) => {
   showForget();
   await learnRole();
   show(false);
+  feed.start();
 });
 
 el.forget.addEventListener("click", async () => {
@@ -230,8 +309,10 @@ el.forget.addEventListener("click", async () => {
   showForget();
   await learnRole();
   show(false);
+  feed.start();
 });
 
 showForget();
 await learnRole();
 show(false);
+feed.start();

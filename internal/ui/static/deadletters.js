@@ -1,11 +1,12 @@
 // deadletters.js: the "Dead letters" panel of a queue's page. It reads the
 // first page of dead jobs (at most maxRetry), groups them by last_error and
-// offers to retry each group: one retry request per job, with progress, so
-// that a click never retries more than the jobs it lists. "Retry these" is
-// rendered only for a key whose role may retry (role.js).
+// offers to retry each group, or every job listed: one retry request per
+// job, with progress, so that a click never retries more than the jobs it
+// lists. The retry buttons are rendered only for a key whose role may
+// retry (role.js).
 
 import { call, jobPath, jobsPage } from "./api.js";
-import { button, h } from "./dom.js";
+import { button, h, keepFocus } from "./dom.js";
 import { may } from "./role.js";
 import { jobHref } from "./routes.js";
 
@@ -39,8 +40,9 @@ export class DeadLetters {
     this.intro = h("p");
     this.progress = h("p", { class: "status", role: "status" });
     this.list = h("ul", { class: "groups" });
+    this.all = h("p"); // "Retry all N listed", when the role may retry
     this.panel = h("section", { class: "dead-letters", "aria-labelledby": "dead-heading", hidden: true },
-      this.heading, this.intro, this.list, this.progress);
+      this.heading, this.intro, this.all, this.list, this.progress);
   }
 
   async load(queue, deadCount) {
@@ -57,12 +59,17 @@ export class DeadLetters {
     const shown = jobs.length < deadCount ? `the ${jobs.length} most recent` : `all ${jobs.length}`;
     const died = deadCount === 1 ? "1 job died" : `${deadCount.toLocaleString()} jobs died`;
     const retrying = may("retry")
-      ? ` "Retry these" sends each listed job back to pending ` +
-        `with a fresh attempt budget, one request per job (at most ${maxRetry} a click).`
+      ? ` "Retry these" sends a group's jobs back to pending, "Retry all" every job listed, ` +
+        `each with a fresh attempt budget, one request per job (at most ${maxRetry} a click).`
       : " Retrying them needs an admin key.";
     this.intro.textContent = `${died}: they ran out of attempts, failed fatally or stalled too often. ` +
       `Below are ${shown}, grouped by their last error.${retrying}`;
-    this.list.replaceChildren(...groupByError(jobs).map((group) => this.group(group)));
+    const groups = groupByError(jobs);
+    keepFocus(this.list, () => this.list.replaceChildren(...groups.map((group) => this.group(group))));
+    // With one group, its own "Retry these" is the same click.
+    keepFocus(this.all, () => this.all.replaceChildren(...(may("retry") && groups.length > 1
+      ? [button(`Retry all ${jobs.length} listed`, `Retry all ${jobs.length} listed dead jobs of queue ${queue}, whatever their error`,
+        () => this.retry(jobs))] : [])));
   }
 
   group({ reason, jobs }) {
@@ -71,7 +78,7 @@ export class DeadLetters {
       h("li", {}, h("a", { href: jobHref(this.queue, job.id) }, job.id))));
     const more = jobs.length > 10 ? h("p", { class: "status" }, `and ${jobs.length - 10} more`) : null;
     const short = reason.length > 80 ? `${reason.slice(0, 80)}…` : reason; // a label, not a stack trace
-    const retry = may("retry") ? button("Retry these", `Retry the ${count} that failed with: ${short}`, () => this.retry(jobs)) : null;
+    const retry = may("retry") ? button("Retry these", `Retry these: ${count} that failed with: ${short}`, () => this.retry(jobs)) : null;
     return h("li", { class: "group" },
       h("p", {}, h("strong", {}, count), " — ", h("code", { class: "wrap" }, reason)),
       ids, more, retry);

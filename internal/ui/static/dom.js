@@ -36,13 +36,16 @@ export function button(text, label, onClick, className) {
   return b;
 }
 
-/** A <time> for an RFC 3339 timestamp, shown in local time; "—" when absent. */
-export function when(iso) {
+/**
+ * A <time> for an RFC 3339 timestamp, shown in local time (the time of day
+ * only when timeOnly); "—" when absent.
+ */
+export function when(iso, timeOnly = false) {
   if (!iso) {
     return h("span", {}, "—");
   }
   const date = new Date(iso);
-  const text = Number.isNaN(date.getTime()) ? iso : date.toLocaleString();
+  const text = Number.isNaN(date.getTime()) ? iso : timeOnly ? date.toLocaleTimeString() : date.toLocaleString();
   return h("time", { dateTime: iso, title: iso }, text);
 }
 
@@ -52,4 +55,29 @@ export function pretty(value) {
     return "—";
   }
   return JSON.stringify(value, null, 2);
+}
+
+/**
+ * Runs render(), which rebuilds part of container, and then gives focus
+ * back to the link or button that had it before, found again by its href
+ * or label: a live update must not throw a keyboard user's place away.
+ */
+export function keepFocus(container, render) {
+  const active = document.activeElement;
+  const key = active !== container && container.contains(active) ? focusKey(active) : "";
+  render();
+  if (key === "" || container.contains(document.activeElement)) {
+    return;
+  }
+  for (const node of container.querySelectorAll("a, button")) {
+    if (focusKey(node) === key) {
+      node.focus();
+      return;
+    }
+  }
+}
+
+/** What names a link or button across a rebuild: its href, else its label. */
+function focusKey(node) {
+  return node.getAttribute("href") || node.getAttribute("aria-label") || node.textContent;
 }

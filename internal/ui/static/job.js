@@ -1,10 +1,12 @@
 // job.js: one job's page: its state, payload, result, progress, last error,
 // attempts, timestamps and lease (counting down while active), with the
 // actions its state and the key's role allow: retry, promote, cancel,
-// remove.
+// remove. The page reads the job again when the event feed tells of a
+// change to it (a worker finishing it, a cancel being honoured).
 
 import { Problem, call, jobPath } from "./api.js";
-import { button, h, pretty, when } from "./dom.js";
+import { button, h, keepFocus, pretty, when } from "./dom.js";
+import { throttle } from "./live.js";
 import { may } from "./role.js";
 import { queueHref } from "./routes.js";
 
@@ -45,6 +47,19 @@ export class JobView {
     this.root = root;
     this.ctx = ctx;
     this.timer = 0; // the lease countdown
+    this.reloadSoon = throttle(() => this.shown && this.load(), 500);
+  }
+
+  /** Reads the job again: the event feed (re)opened. */
+  reload() {
+    this.reloadSoon();
+  }
+
+  /** Takes one event of the feed, and reads the job again when the event is about it. */
+  heard(event) {
+    if (this.shown && event.queue === this.queue && event.job_id === this.id) {
+      this.reloadSoon();
+    }
   }
 
   show(route) {
@@ -106,14 +121,14 @@ export class JobView {
       rows.splice(6, 0, ["Cancel reason", job.cancel_reason]);
     }
     const allowed = actionsFor(job.state).filter((action) => may(action)); // none for a reader key
-    this.body.replaceChildren(
+    keepFocus(this.body, () => this.body.replaceChildren(
       ...(allowed.length === 0 ? [] : [h("div", { class: "job-actions", role: "group", "aria-label": `Actions on job ${job.id}` },
         allowed.map((action) => this.actionButton(action, job)))]),
       h("dl", { class: "fields" }, rows.map(([name, value]) => [h("dt", {}, name), h("dd", {}, value)])),
       ...["payload", "result", "progress"].map((field) => h("section", { "aria-label": field },
         h("h3", {}, field[0].toUpperCase() + field.slice(1)),
         h("pre", { class: "json", tabIndex: 0 }, pretty(job[field])))),
-    );
+    ));
     if (job.state === "active" && job.lease_expires_at) {
       const tick = () => { lease.textContent = `(${countdown(job.lease_expires_at)})`; };
       tick();

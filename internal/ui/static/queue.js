@@ -1,13 +1,43 @@
 // queue.js: one queue's page. Links to its jobs per state (with counts), a
 // form to open a job by id, the dead letters panel when the queue has dead
-// jobs, and a table of the jobs in the chosen state, a page at a time.
+// jobs, a table of the jobs in the chosen state, a page at a time, and the
+// queue's recent changes. The page reads itself again when the event feed
+// tells it the queue changed, at most once a second.
 
 import { Problem, call, jobPath, jobsPage, queuePath } from "./api.js";
 import { DeadLetters } from "./deadletters.js";
-import { button, h, when } from "./dom.js";
+import { button, h, keepFocus, when } from "./dom.js";
+import { throttle } from "./live.js";
 import { jobHref, queueHref, states } from "./routes.js";
 
 const pageSize = 50;
+
+/** How many of the queue's latest changes the page lists. */
+const recentMax = 20;
+
+/** The least time between two reads of the page after events. */
+const reloadGapMs = 1000;
+
+/** What one event says, after its kind and job: the reason, error, count or who did it. */
+function eventDetail(event) {
+  const parts = [];
+  if (event.state) {
+    parts.push(`now ${event.state}`);
+  }
+  if (event.error) {
+    parts.push(event.error);
+  }
+  if (event.reason) {
+    parts.push(`reason: ${event.reason}`);
+  }
+  if (event.count !== undefined) {
+    parts.push(`${event.count} jobs`);
+  }
+  if (event.actor) {
+    parts.push(`by ${event.actor}`);
+  }
+  return parts.join(" · ");
+}
 
 /** The one-line summary of a job for the list's last column. */
 function lastColumn(job) {
@@ -28,6 +58,7 @@ export class QueueView {
   constructor(root, ctx) {
     this.root = root;
     this.ctx = ctx;
+    this.reloadSoon = throttle(() => this.shown && this.load(), reloadGapMs);
     // After a retry the page reloads; focus stays near the panel (or the heading once no job is dead).
     this.dead = new DeadLetters(ctx, async () => {
       await this.load();
@@ -46,6 +77,27 @@ export class QueueView {
 
   leave() {
     this.shown = null;
+  }
+
+  /** Reads the page again: the event feed (re)opened. */
+  reload() {
+    this.reloadSoon();
+  }
+
+  /** Takes one event of the feed: one of this queue's is listed, and the page read again soon. */
+  heard(event) {
+    if (!this.shown || event.queue !== this.queue) {
+      return;
+    }
+    const job = event.job_id ? h("a", { href: jobHref(this.queue, event.job_id) }, event.job_id) : null;
+    const detail = eventDetail(event);
+    this.recent.prepend(h("li", {}, when(event.at, true), " ", h("strong", {}, event.kind),
+      job ? [" ", job] : null, detail ? ` — ${detail}` : null));
+    while (this.recent.children.length > recentMax) {
+      this.recent.lastElementChild.remove();
+    }
+    this.recentEmpty.hidden = true;
+    this.reloadSoon();
   }
 
   /** Builds the page's fixed parts; load() fills them in. */
@@ -79,6 +131,12 @@ export class QueueView {
     this.first = button("First page", `First page of ${this.state} jobs`, () => this.turn(0));
     this.next = button("Next page", `Next page of ${this.state} jobs`, () => this.turn(this.cursors.length));
     this.region = h("div", { class: "table-scroll", tabIndex: 0, role: "region", "aria-label": `Jobs of queue ${q}` }, table);
+    this.recent = h("ol", { class: "recent" });
+    this.recentEmpty = h("p", { class: "status" }, "No changes since this page opened.");
+    const recent = h("section", { class: "recent-changes", "aria-labelledby": "recent-heading" },
+      h("h3", { id: "recent-heading" }, "Recent changes"),
+      h("p", { class: "status" }, `The latest ${recentMax} changes to this queue's jobs since this page opened, newest first.`),
+      this.recentEmpty, this.recent);
     this.root.replaceChildren(
       h("p", {}, h("a", { href: "#/" }, "← All queues")),
       this.heading,
@@ -91,6 +149,7 @@ export class QueueView {
       this.region,
       this.empty,
       h("p", { class: "pager" }, this.first, " ", this.next),
+      recent,
     );
     this.heading.focus();
   }
@@ -114,11 +173,11 @@ export class QueueView {
   showQueue(queue) {
     const counts = queue.counts || {};
     this.paused.textContent = queue.paused ? "This queue is paused: workers get no jobs until it is resumed." : "";
-    this.tabs.replaceChildren(...states.map((state) => {
+    keepFocus(this.tabs, () => this.tabs.replaceChildren(...states.map((state) => {
       const n = (counts[state] || 0).toLocaleString();
       const current = state === this.state ? "page" : undefined;
       return h("li", {}, h("a", { href: queueHref(this.queue, state), "aria-current": current }, `${state} (${n})`));
-    }));
+    })));
   }
 
   async turn(i) {
@@ -150,12 +209,12 @@ export class QueueView {
 
   showPage(jobs, i) {
     this.caption.textContent = `${this.state[0].toUpperCase()}${this.state.slice(1)} jobs of queue ${this.queue}, page ${i + 1} (${pageSize} a page)`;
-    this.tbody.replaceChildren(...jobs.map((job) => h("tr", {},
+    keepFocus(this.tbody, () => this.tbody.replaceChildren(...jobs.map((job) => h("tr", {},
       h("th", { scope: "row" }, h("a", { href: jobHref(this.queue, job.id) }, job.id)),
       h("td", { class: "num" }, `${job.attempts ?? 0} / ${job.max_attempts ?? "—"}`),
       h("td", {}, when(job.created_at)),
       h("td", {}, when(job.finished_at || (job.state === "active" ? job.lease_expires_at : job.run_at))),
-      h("td", { class: "wrap" }, lastColumn(job)))));
+      h("td", { class: "wrap" }, lastColumn(job))))));
     this.empty.hidden = jobs.length > 0;
     this.empty.textContent = i === 0 ? `No ${this.state} jobs in queue ${this.queue}.` : "No more jobs.";
     this.first.disabled = i === 0;

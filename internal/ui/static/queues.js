@@ -1,6 +1,7 @@
 // queues.js: the queues table. Rows are kept by queue name and updated in
 // place on each refresh, so that a focused button keeps its focus. A
-// queue's name links to its jobs. The action buttons are rendered only
+// queue's name links to its jobs, and a dead count above zero to its dead
+// jobs. The action buttons are rendered only
 // for a key whose role may use them (role.js); the rows are rebuilt after
 // the key changes.
 
@@ -58,6 +59,9 @@ export class QueuesTable {
       counts[state] = td;
       tr.append(td);
     }
+    // The dead count links to the dead jobs; the same link is kept, so a focused one keeps its focus.
+    const deadLink = document.createElement("a");
+    deadLink.href = queueHref(name, "dead");
     const paused = document.createElement("td");
     tr.append(paused);
     let toggle = null; // pause or resume, when the role may use them
@@ -68,7 +72,7 @@ export class QueuesTable {
       actions.append(toggle, this.button(name, "drain"), this.button(name, "obliterate", "danger"));
       tr.append(actions);
     }
-    const row = { tr, counts, paused, toggle };
+    const row = { tr, counts, deadLink, paused, toggle };
     this.rows.set(name, row);
     return row;
   }
@@ -96,7 +100,15 @@ function update(row, queue) {
   for (const state of states) {
     const n = (queue.counts && queue.counts[state]) || 0;
     const td = row.counts[state];
-    td.textContent = n.toLocaleString();
+    if (state === "dead" && n > 0) {
+      row.deadLink.textContent = n.toLocaleString();
+      row.deadLink.setAttribute("aria-label", `${row.deadLink.textContent} dead jobs in queue ${queue.name}`);
+      if (row.deadLink.parentNode !== td) {
+        td.replaceChildren(row.deadLink);
+      }
+    } else {
+      td.textContent = n.toLocaleString();
+    }
     if (state === "dead") {
       td.classList.toggle("has-dead", n > 0);
     }

@@ -1,0 +1,132 @@
+// modules.test.mjs: unit tests of the dashboard modules' logic that needs
+// no page: the event-stream reader and throttle (live.js), the hash routes
+// (routes.js), the dead letters' grouping (deadletters.js) and the job
+// page's countdown and actions (job.js). TestModulesUnderNode (ui_test.go)
+// runs it with `node --test`; it lives outside static/ so it is not served.
+
+import assert from "node:assert/strict";
+import { mock, test } from "node:test";
+
+import { groupByError } from "./static/deadletters.js";
+import { actionsFor, countdown } from "./static/job.js";
+import { readEvents, throttle } from "./static/live.js";
+import { jobHref, parseRoute, queueHref } from "./static/routes.js";
+
+/** A byte stream that yields each chunk in turn, as a slow network would. */
+function streamOf(chunks) {
+  const encoder = new TextEncoder();
+  return new ReadableStream({
+    start(controller) {
+      for (const chunk of chunks) {
+        controller.enqueue(typeof chunk === "string" ? encoder.encode(chunk) : chunk);
+      }
+      controller.close();
+    },
+  });
+}
+
+async function eventsOf(chunks) {
+  const got = [];
+  await readEvents(streamOf(chunks), new AbortController().signal, (event) => got.push(event));
+  return got;
+}
+
+test("readEvents decodes events split anywhere across chunks", async () => {
+  const e = new TextEncoder().encode('data: {"kind":"failed","queue":"q","error":"café"}\n\n');
+  const cut = e.indexOf(0xc3) + 1; // in the middle of "é"'s two bytes
+  const got = await eventsOf([
+    "id: 1-0\nevent: enq",
+    'ueued\ndata: {"kind":"enqueued","queue":"q","job_id":"a"}\n',
+    "\n: ping\n\n",
+    'data: {"kind":"claimed",\r\ndata: "queue":"q"}\r\n\r\n',
+    e.slice(0, cut),
+    e.slice(cut),
+  ]);
+  assert.deepEqual(got, [
+    { kind: "enqueued", queue: "q", job_id: "a" },
+    { kind: "claimed", queue: "q" }, // two data lines are joined with a newline, which JSON allows
+    { kind: "failed", queue: "q", error: "café" },
+  ]);
+});
+
+test("readEvents stops at an error event, as the service ends the stream after one", async () => {
+  const got = await eventsOf([
+    'data: {"kind":"a"}\n\n',
+    'event: error\ndata: {"code":"EMQUNAVAILABLE"}\n\n',
+    'data: {"kind":"b"}\n\n',
+  ]);
+  assert.deepEqual(got, [{ kind: "a" }]);
+});
+
+test("readEvents skips data that is not JSON and an event left unfinished", async () => {
+  const got = await eventsOf(['data: not json\n\n', 'data: {"kind":"a"}\n\n', 'data: {"kind":"cut off"}']);
+  assert.deepEqual(got, [{ kind: "a" }]);
+});
+
+test("throttle runs at once, then at most once per gap, and never drops the last call", () => {
+  mock.timers.enable({ apis: ["setTimeout", "Date"], now: 10_000 });
+  try {
+    let runs = 0;
+    const run = throttle(() => runs++, 500);
+    run();
+    assert.equal(runs, 1, "the first call runs at once");
+    run();
+    run();
+    assert.equal(runs, 1, "calls within the gap wait");
+    mock.timers.tick(499);
+    assert.equal(runs, 1);
+    mock.timers.tick(1);
+    assert.equal(runs, 2, "the waiting calls run once at the end of the gap");
+    mock.timers.tick(2000);
+    assert.equal(runs, 2, "nothing runs without a call");
+    run();
+    assert.equal(runs, 3, "after a quiet gap a call runs at once again");
+  } finally {
+    mock.timers.reset();
+  }
+});
+
+test("routes round-trip names with slashes, hashes and percents", () => {
+  for (const name of ["emails", "a/b", "x#y", "100%", "é q"]) {
+    assert.deepEqual(parseRoute(queueHref(name, "dead")), { view: "queue", queue: name, state: "dead" });
+    assert.deepEqual(parseRoute(jobHref(name, `${name}:1`)), { view: "job", queue: name, id: `${name}:1` });
+  }
+  assert.deepEqual(parseRoute("#/queues/q"), { view: "queue", queue: "q", state: "pending" });
+  for (const hash of ["", "#/", "#/nope", "#/queues/q/flying", "#/queues/%E0%A4%A/dead", "#/queues/q/jobs"]) {
+    assert.deepEqual(parseRoute(hash), { view: "queues" }, hash);
+  }
+});
+
+test("groupByError puts the largest group first, then sorts by reason", () => {
+  const groups = groupByError([
+    { id: "1", last_error: "timeout" },
+    { id: "2", last_error: "boom" },
+    { id: "3", last_error: "timeout" },
+    { id: "4" },
+    { id: "5", last_error: "a crash" },
+  ]);
+  assert.deepEqual(groups.map((g) => [g.reason, g.jobs.map((j) => j.id)]), [
+    ["timeout", ["1", "3"]],
+    ["(no error recorded)", ["4"]],
+    ["a crash", ["5"]],
+    ["boom", ["2"]],
+  ]);
+});
+
+test("countdown says how long a lease has left, or how long ago it ran out", () => {
+  const now = Date.parse("2026-11-30T12:00:00Z");
+  assert.equal(countdown("2026-11-30T12:00:12Z", now), "expires in 12 s");
+  assert.equal(countdown("2026-11-30T12:02:05Z", now), "expires in 2 min 5 s");
+  assert.equal(countdown("2026-11-30T14:30:00Z", now), "expires in 2 h 30 min");
+  assert.equal(countdown("2026-11-30T11:59:57Z", now), "expired 3 s ago (the reaper sweeps it soon)");
+  assert.equal(countdown("not a time", now), "");
+});
+
+test("actionsFor offers only what the job's state allows", () => {
+  assert.deepEqual(actionsFor("dead"), ["retry", "remove"]);
+  assert.deepEqual(actionsFor("cancelled"), ["retry", "remove"]);
+  assert.deepEqual(actionsFor("delayed"), ["promote", "cancel", "remove"]);
+  assert.deepEqual(actionsFor("active"), ["cancel", "remove"]);
+  assert.deepEqual(actionsFor("pending"), ["cancel", "remove"]);
+  assert.deepEqual(actionsFor("completed"), ["remove"]);
+});
