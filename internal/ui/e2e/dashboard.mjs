@@ -18,11 +18,9 @@
 // check that fails.
 
 import assert from "node:assert/strict";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { createRequire } from "node:module";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { chromium } from "playwright-core";
+
+import { accessible, need, schemes, tabTo, until, withPage } from "./browser.mjs";
 
 const base = need("EMQ_URL");
 const queue = need("EMQ_QUEUE");
@@ -32,47 +30,12 @@ const deadID = need("EMQ_DEAD_ID");
 const activeID = need("EMQ_ACTIVE_ID");
 const activeToken = JSON.parse(need("EMQ_ACTIVE_TOKEN"));
 const shots = need("EMQ_SCREENSHOTS");
-const origin = new URL(base).origin;
 
-/** The sizes and colour schemes the screenshots are taken at. */
+/** The sizes the screenshots are taken at. */
 const sizes = {
   laptop: { width: 1280, height: 800 },
   phone: { width: 390, height: 844 },
 };
-const schemes = ["light", "dark"];
-
-/** axe-core, the accessibility checker, run inside the page. */
-const axeSource = readFileSync(createRequire(import.meta.url).resolve("axe-core/axe.min.js"), "utf8");
-
-/** The axe-core rule sets checked: WCAG 2.1 A and AA, and axe's best practices. */
-const axeTags = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "best-practice"];
-
-/** How long a wait for the page may take before the check fails. */
-const waitMs = 10_000;
-
-function need(name) {
-  const value = process.env[name];
-  if (!value) {
-    throw new Error(`${name} is not set: run this script through go test ./internal/ui/e2e`);
-  }
-  return value;
-}
-
-/** Polls check() until it returns a truthy value, or fails with what. */
-async function until(what, check) {
-  const deadline = Date.now() + waitMs;
-  let last;
-  for (;;) {
-    last = await check();
-    if (last) {
-      return last;
-    }
-    if (Date.now() > deadline) {
-      throw new Error(`waited ${waitMs} ms for ${what}`);
-    }
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-}
 
 /**
  * Reads the queue's row of the queues table as {column header: text}, by
@@ -119,38 +82,6 @@ async function fitsTheScreen(page, size, viewport) {
     box.x >= 0 && box.x + box.width <= viewport.width,
     `${size}: the Dead cell of ${queue} is off screen: x ${box.x}..${box.x + box.width}, screen 0..${viewport.width}`,
   );
-}
-
-/**
- * Runs axe-core on the page in the light and the dark colour scheme and
- * fails on any violation, naming the rule and the elements: contrast,
- * names of buttons and links, labels, landmarks, headings.
- */
-async function accessible(page, what) {
-  for (const colorScheme of schemes) {
-    await page.emulateMedia({ colorScheme });
-    await page.evaluate(axeSource); // through DevTools, which the page's CSP does not govern
-    const result = await page.evaluate((tags) => globalThis.axe.run(document, { runOnly: { type: "tag", values: tags } }), axeTags);
-    const found = result.violations.map((v) =>
-      `${v.id} (${v.impact}): ${v.help}\n    ${v.nodes.slice(0, 5).map((n) => n.target.join(" ")).join("\n    ")}`);
-    assert.deepEqual(found, [], `${what} in ${colorScheme} mode has accessibility violations`);
-  }
-  await page.emulateMedia({ colorScheme: "light" });
-}
-
-/**
- * Presses Tab until target has the focus, as a keyboard user would, and
- * returns how many presses it took; fails after max.
- */
-async function tabTo(page, target, what, max = 60) {
-  const element = await target.elementHandle();
-  for (let presses = 1; presses <= max; presses++) {
-    await page.keyboard.press("Tab");
-    if (await element.evaluate((el) => el === document.activeElement)) {
-      return presses;
-    }
-  }
-  throw new Error(`${what} was not reached in ${max} presses of Tab`);
 }
 
 /** Asks the API itself for the queue. */
@@ -285,56 +216,8 @@ async function cancelAnActiveJob(page) {
   await until("the job shown as cancelled without a reload", async () => (await jobField(page, "State")) === "cancelled");
 }
 
-/**
- * Takes the page the browser opened with, and records its console errors,
- * failed loads and requests to other origins in problems.
- */
-function watchPage(context, problems) {
-  const page = context.pages()[0];
-  page.on("console", (msg) => {
-    // Any console error fails the test (the page names its own icon, so
-    // the browser asks for no /favicon.ico).
-    if (msg.type() === "error") {
-      problems.push(`console error: ${msg.text()} (at ${msg.location().url || "?"})`);
-    }
-  });
-  page.on("pageerror", (err) => problems.push(`page error: ${err.message}`));
-  page.on("response", (resp) => {
-    if (resp.status() >= 400) {
-      problems.push(`${resp.status()} for ${resp.request().method()} ${resp.url()}`);
-    }
-  });
-  page.on("request", (req) => {
-    const url = req.url();
-    if (!url.startsWith(origin + "/")) {
-      problems.push(`request to another origin: ${req.method()} ${url}`);
-    }
-  });
-  return page;
-}
-
 async function main() {
-  const profile = mkdtempSync(join(tmpdir(), "emq-e2e-chromium-"));
-  // A persistent context on a fresh, empty profile: Chromium gets its own
-  // --user-data-dir, and the flags keep it off the network (this machine's
-  // network is closed, and a test must not phone home).
-  const context = await chromium.launchPersistentContext(profile, {
-    executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
-    headless: true,
-    args: [
-      "--no-sandbox",
-      "--disable-gpu",
-      "--disable-quic",
-      "--no-first-run",
-      "--disable-background-networking",
-      "--disable-component-update",
-      "--disable-sync",
-    ],
-    viewport: sizes.laptop,
-  });
-  const problems = [];
-  try {
-    const page = watchPage(context, problems);
+  await withPage(base, sizes.laptop, async (page) => {
     await page.goto(`${base}/ui/`);
 
     // The queues table shows the queue with its counts.
@@ -371,19 +254,7 @@ async function main() {
     await retryADeadJob(page);
     await seeChangesLive(page);
     await cancelAnActiveJob(page);
-
-    assert.deepEqual(problems, [], "console errors or requests to another origin");
-  } catch (err) {
-    // Say what the page showed and what went wrong in it, to debug from CI's log.
-    for (const page of context.pages()) {
-      console.error(`--- the page ${page.url()} showed:\n${await page.locator("body").innerText().catch((e) => e.message)}`);
-    }
-    console.error(`--- problems seen in the page:\n${problems.join("\n") || "none"}`);
-    throw err;
-  } finally {
-    await context.close();
-    rmSync(profile, { recursive: true, force: true });
-  }
+  });
   console.log(`dashboard ok: queue ${queue} with ${pending} pending and ${dead} dead, paused and resumed; ` +
     `dead job ${deadID} retried, a new job seen live, active job ${activeID} cancelled`);
 }

@@ -1,7 +1,8 @@
 // Package e2e is the dashboard's browser test: it starts the service on a
-// real Redis, fills a queue over HTTP, and runs dashboard.mjs, which opens
-// /ui/ in Debian's headless Chromium through playwright-core and checks
-// what a person sees and can do there.
+// real Redis, fills a queue over HTTP, and runs dashboard.mjs (an open API)
+// and keys.mjs (behind API keys), which open /ui/ in Debian's headless
+// Chromium through playwright-core and check what a person sees and can do
+// there; browser.mjs holds what the two share.
 //
 // It needs node and npm, and the chromium package:
 //
@@ -83,7 +84,7 @@ func TestDashboard(t *testing.T) {
 	}
 
 	shots := t.TempDir()
-	out, err := runScript(svc.URL(), shots,
+	out, err := runScript("dashboard.mjs", svc.URL(), shots,
 		"EMQ_QUEUE="+queue,
 		fmt.Sprintf("EMQ_PENDING=%d", pending),
 		fmt.Sprintf("EMQ_DEAD=%d", len(deadIDs)),
@@ -99,6 +100,33 @@ func TestDashboard(t *testing.T) {
 	if os.Getenv("EMQ_UPDATE_SCREENSHOTS") == "1" {
 		updateScreenshots(t, shots)
 	}
+}
+
+// TestDashboardWithKeys runs keys.mjs against a service with API keys: the
+// page asks for a key, shows only what the key's role may do, and keeps the
+// key in the tab's sessionStorage only.
+func TestDashboardWithKeys(t *testing.T) {
+	requireTools(t)
+	installPackages(t)
+
+	const readerKey, adminKey = "e2e-reader-key-0123456789", "e2e-admin-key-0123456789"
+	prefix := fmt.Sprintf("emq-e2e-keys-%d", time.Now().UnixNano())
+	svc := servicetest.Start(t, bin, "EMQ_REDIS_URL=redis://"+redistest.Addr()+"/0", "EMQ_PREFIX="+prefix,
+		"EMQ_API_KEYS=reader:"+readerKey+",admin:"+adminKey)
+	const queue = "reports"
+	api := client{t: t, base: svc.URL() + "/queues/" + queue, key: adminKey}
+	deadID := api.deadJob("disk full")
+
+	out, err := runScript("keys.mjs", svc.URL(), t.TempDir(),
+		"EMQ_QUEUE="+queue,
+		"EMQ_DEAD_ID="+deadID,
+		"EMQ_READER_KEY="+readerKey,
+		"EMQ_ADMIN_KEY="+adminKey,
+	)
+	if err != nil {
+		t.Fatalf("node keys.mjs: %v\n--- its output:\n%s\n--- the service's log:\n%s", err, out, svc.Log())
+	}
+	t.Logf("node keys.mjs:\n%s", out)
 }
 
 // requireTools fails the test, never skips it, when node, npm or Chromium
@@ -152,12 +180,12 @@ func upToDate() bool {
 	return err == nil && !installed.ModTime().Before(lock.ModTime())
 }
 
-// runScript runs dashboard.mjs against the service, with env added to its
-// environment, and returns its output.
-func runScript(url, shots string, env ...string) ([]byte, error) {
+// runScript runs script (dashboard.mjs or keys.mjs) against the service,
+// with env added to its environment, and returns its output.
+func runScript(script, url, shots string, env ...string) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), scriptTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "node", "dashboard.mjs")
+	cmd := exec.CommandContext(ctx, "node", script)
 	cmd.Env = append(os.Environ(), "EMQ_URL="+url, "EMQ_SCREENSHOTS="+shots, "CHROMIUM="+chromiumPath)
 	cmd.Env = append(cmd.Env, env...)
 	cmd.WaitDelay = 5 * time.Second // Chromium's children may hold the pipes open
@@ -241,17 +269,27 @@ func (c client) deadJob(reason string) string {
 	return job.ID
 }
 
-// client calls the service's API for one queue.
+// client calls the service's API for one queue, with key (when set) as
+// its bearer token.
 type client struct {
 	t    *testing.T
 	base string
+	key  string
 }
 
 // post sends body to base+path and decodes a 200 or 201 answer into out
 // (when not nil); any other status fails the test.
 func (c client) post(path, body string, out any) {
 	c.t.Helper()
-	resp, err := http.Post(c.base+path, "application/json", bytes.NewBufferString(body))
+	req, err := http.NewRequest(http.MethodPost, c.base+path, bytes.NewBufferString(body))
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if c.key != "" {
+		req.Header.Set("Authorization", "Bearer "+c.key)
+	}
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		c.t.Fatal(err)
 	}

@@ -1,0 +1,95 @@
+// keys.mjs: the dashboard's browser test behind API keys. The Go test in
+// this folder (e2e_test.go, TestDashboardWithKeys) starts the service with
+// EMQ_API_KEYS, makes one dead job and runs this script with:
+//
+//   EMQ_URL         the service's base URL
+//   EMQ_QUEUE       the queue with the dead job
+//   EMQ_DEAD_ID     the dead job's id
+//   EMQ_READER_KEY  a reader key
+//   EMQ_ADMIN_KEY   an admin key
+//
+// It checks that the page asks for a key, says which key it acts as, shows
+// only what the key's role may do, keeps the key in this tab only, and
+// forgets it on request.
+
+import assert from "node:assert/strict";
+
+import { need, until, withPage } from "./browser.mjs";
+
+const base = need("EMQ_URL");
+const queue = need("EMQ_QUEUE");
+const deadID = need("EMQ_DEAD_ID");
+const readerKey = need("EMQ_READER_KEY");
+const adminKey = need("EMQ_ADMIN_KEY");
+
+/** Until a key is given, the API's answers are 401s, which the browser logs. */
+const expected = [/^401 for GET /, /^console error: Failed to load resource: .* 401 /];
+
+/** Types key into the key form and sends it. */
+async function useKey(page, key) {
+  const form = page.getByRole("heading", { name: "API key needed", exact: true });
+  await form.waitFor();
+  await page.getByLabel("API key", { exact: true }).fill(key);
+  await page.getByRole("button", { name: "Use key", exact: true }).click();
+}
+
+/** What the page keeps of the key: in sessionStorage, localStorage and cookies. */
+function stored(page) {
+  return page.evaluate(() => ({
+    session: Object.values(sessionStorage),
+    local: Object.keys(localStorage).length,
+    cookies: document.cookie,
+  }));
+}
+
+async function main() {
+  await withPage(base, { width: 1280, height: 800 }, async (page) => {
+    await page.goto(`${base}/ui/`);
+
+    // No key: the page asks for one, and says it is not live.
+    await page.getByRole("heading", { name: "API key needed", exact: true }).waitFor();
+    await until("the feed to say it needs a key", async () => (await page.locator("#live").innerText()) === "Not live: needs a key");
+
+    // A wrong key is refused, plainly, and the form stays.
+    await useKey(page, "not-a-key");
+    await page.getByRole("alert").filter({ hasText: "The service refused this API key." }).waitFor();
+
+    // A reader key: the page reads, and offers no action.
+    await useKey(page, readerKey);
+    await page.getByText(/^Signed in with a reader key \(reader-[0-9a-f]+\)$/).waitFor();
+    await page.getByRole("rowheader", { name: queue, exact: true }).waitFor();
+    await until("the feed to be live with the reader key", async () => (await page.locator("#live").innerText()) === "Live");
+    assert.equal(await page.getByRole("button", { name: `Pause queue ${queue}`, exact: true }).count(), 0, "a reader sees no Pause");
+    assert.equal(await page.getByRole("columnheader", { name: "Actions" }).count(), 0, "a reader sees no Actions column");
+    assert.deepEqual(await stored(page), { session: [readerKey], local: 0, cookies: "" }, "the key is kept in sessionStorage only");
+
+    await page.getByRole("link", { name: `1 dead in queue ${queue}`, exact: true }).click();
+    await page.getByText("Retrying them needs an admin key.", { exact: false }).waitFor();
+    assert.equal(await page.getByRole("button", { name: /^Retry/ }).count(), 0, "a reader gets no retry button");
+    await page.getByRole("link", { name: deadID, exact: true }).first().click();
+    await page.getByRole("heading", { name: `Job ${deadID}`, exact: true }).waitFor();
+    assert.equal(await page.getByRole("button", { name: `Retry job ${deadID}`, exact: true }).count(), 0, "a reader cannot retry a job");
+
+    // Forget key: the key is gone, and the page asks again.
+    await page.getByRole("button", { name: "Forget key", exact: true }).click();
+    await page.getByRole("heading", { name: "API key needed", exact: true }).waitFor();
+    assert.deepEqual((await stored(page)).session, [], "Forget key empties sessionStorage");
+
+    // An admin key: the job's page offers Retry, and it works.
+    await useKey(page, adminKey);
+    await page.getByText(/^Signed in with an admin key \(admin-[0-9a-f]+\)$/).waitFor();
+    await page.getByRole("button", { name: `Retry job ${deadID}`, exact: true }).click();
+    await until("the retried job shown as pending", async () =>
+      (await page.locator("dl.fields dd").first().innerText()).trim() === "pending");
+
+    // The key belongs to this tab: another tab asks for one again.
+    const other = await page.context().newPage();
+    await other.goto(`${base}/ui/`);
+    await other.getByRole("heading", { name: "API key needed", exact: true }).waitFor();
+    assert.deepEqual((await stored(other)).session, [], "a new tab starts with no key");
+    await other.close();
+  }, expected);
+  console.log("keys ok: asked for a key, refused a wrong one, reader read only, forgot the key, admin retried the job, a new tab asked again");
+}
+
+await main();
