@@ -84,6 +84,17 @@ async function fitsTheScreen(page, size, viewport) {
   );
 }
 
+/**
+ * Checks that the page, at a phone's size, does not scroll sideways (a
+ * wide table may scroll inside its own box), then goes back to a laptop's.
+ */
+async function fitsAPhone(page, what) {
+  await page.setViewportSize(sizes.phone);
+  const scrollWidth = await page.evaluate(() => document.documentElement.scrollWidth);
+  assert.ok(scrollWidth <= sizes.phone.width, `${what} scrolls sideways on a phone (${scrollWidth} px wide)`);
+  await page.setViewportSize(sizes.laptop);
+}
+
 /** Asks the API itself for the queue. */
 async function apiQueue() {
   return apiCall("GET", `/queues/${encodeURIComponent(queue)}`);
@@ -141,6 +152,7 @@ async function retryADeadJob(page) {
   await link.waitFor();
   await accessible(page, "a queue's page");
   await page.screenshot({ path: join(shots, "queue-laptop-light.png"), fullPage: true, animations: "disabled" });
+  await fitsAPhone(page, "a queue's page");
 
   // The job's page: why it died, and Retry.
   keys += await tabTo(page, link, "the dead job's link");
@@ -151,6 +163,7 @@ async function retryADeadJob(page) {
   assert.equal(await jobField(page, "Last error"), "mailbox full", "the dead job's page shows why it died");
   await accessible(page, "a job's page");
   await page.screenshot({ path: join(shots, "job-laptop-light.png"), fullPage: true, animations: "disabled" });
+  await fitsAPhone(page, "a job's page");
   keys += await tabTo(page, page.getByRole("button", { name: `Retry job ${deadID}`, exact: true }), "the Retry button");
   await page.keyboard.press("Enter");
   keys++;
