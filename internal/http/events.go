@@ -26,8 +26,8 @@ const (
 	eventPage      = 100                    // entries read per poll
 )
 
-// Event is the data of one Server-Sent Event of GET /queues/{queue}/events:
-// one state change of a queue or of one of its jobs.
+// Event is the data of one Server-Sent Event of GET /queues/{queue}/events
+// and GET /events: one state change of a queue or of one of its jobs.
 type Event struct {
 	Kind   string `json:"kind" binding:"required" enums:"enqueued,claimed,progress,completed,failed,dead,cancel_requested,cancelled,recovered,retried,promoted,due,removed,paused,resumed,drained" example:"completed"`
 	Queue  string `json:"queue" binding:"required" example:"emails"`
@@ -129,20 +129,25 @@ func (s *server) streamEvents(events eventLog, t eventTiming) http.HandlerFunc {
 			s.writeProblem(w, r, err)
 			return
 		}
-		rc := http.NewResponseController(w)
-		// The server's write timeout is for requests, not for a stream that
-		// lasts: left set, it would cut the stream after a minute.
-		_ = rc.SetWriteDeadline(time.Time{})
-		h := w.Header()
-		h.Set("Content-Type", "text/event-stream")
-		h.Set("Cache-Control", "no-cache")
-		h.Set("X-Accel-Buffering", "no") // nginx: do not buffer the stream
-		w.WriteHeader(http.StatusOK)
-		if rc.Flush() != nil {
-			return
+		if rc, ok := startStream(w); ok {
+			s.pumpEvents(w, rc, r, events, queue, after, t)
 		}
-		s.pumpEvents(w, rc, r, events, queue, after, t)
 	}
+}
+
+// startStream answers 200 with an event stream's headers and sends them at
+// once; false when the client is already gone.
+func startStream(w http.ResponseWriter) (*http.ResponseController, bool) {
+	rc := http.NewResponseController(w)
+	// The server's write timeout is for requests, not for a stream that
+	// lasts: left set, it would cut the stream after a minute.
+	_ = rc.SetWriteDeadline(time.Time{})
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no") // nginx: do not buffer the stream
+	w.WriteHeader(http.StatusOK)
+	return rc, rc.Flush() == nil
 }
 
 // pumpEvents sends the entries after after as they come, until the client
@@ -150,20 +155,18 @@ func (s *server) streamEvents(events eventLog, t eventTiming) http.HandlerFunc {
 func (s *server) pumpEvents(w http.ResponseWriter, rc *http.ResponseController, r *http.Request,
 	events eventLog, queue, after string, t eventTiming) {
 	ctx := r.Context()
-	heartbeat := time.NewTicker(t.heartbeat)
-	defer heartbeat.Stop()
-	wait := time.NewTimer(t.poll)
-	defer wait.Stop()
+	pace := newPacer(t)
+	defer pace.stop()
 	for {
 		msgs, err := events.Read(ctx, queue, after, eventPage)
 		if err != nil {
 			if ctx.Err() == nil {
-				s.sendStreamError(w, rc, r, err)
+				s.sendStreamError(w, rc, r, err, "Redis cannot be reached; reconnect with Last-Event-ID")
 			}
 			return
 		}
 		for _, m := range msgs {
-			if writeEvent(w, queue, m) != nil {
+			if writeEvent(w, m.ID, queue, m) != nil {
 				return
 			}
 			after = m.ID
@@ -174,18 +177,45 @@ func (s *server) pumpEvents(w http.ResponseWriter, rc *http.ResponseController, 
 		if len(msgs) == eventPage && !stopped(ctx, s.cfg.Stopping) {
 			continue // more are there: read on at once
 		}
-		wait.Reset(t.poll)
-		select {
-		case <-ctx.Done():
+		if !pace.next(ctx, s.cfg.Stopping, w, rc) {
 			return
-		case <-s.cfg.Stopping:
-			return
-		case <-heartbeat.C:
-			if _, err := fmt.Fprint(w, ": ping\n\n"); err != nil || rc.Flush() != nil {
-				return
-			}
-		case <-wait.C:
 		}
+	}
+}
+
+// pacer paces a stream: a poll each poll interval, a heartbeat each
+// heartbeat interval.
+type pacer struct {
+	t         eventTiming
+	heartbeat *time.Ticker
+	wait      *time.Timer
+}
+
+func newPacer(t eventTiming) *pacer {
+	return &pacer{t: t, heartbeat: time.NewTicker(t.heartbeat), wait: time.NewTimer(t.poll)}
+}
+
+func (p *pacer) stop() {
+	p.heartbeat.Stop()
+	p.wait.Stop()
+}
+
+// next waits until the next poll is due, sending a heartbeat if one falls
+// due first (the poll then comes early). It reports false when the stream
+// must end: the client went away, the service stops, or the heartbeat
+// could not be sent.
+func (p *pacer) next(ctx context.Context, stopping <-chan struct{}, w http.ResponseWriter, rc *http.ResponseController) bool {
+	p.wait.Reset(p.t.poll)
+	select {
+	case <-ctx.Done():
+		return false
+	case <-stopping:
+		return false
+	case <-p.heartbeat.C:
+		_, err := fmt.Fprint(w, ": ping\n\n")
+		return err == nil && rc.Flush() == nil
+	case <-p.wait.C:
+		return true
 	}
 }
 
@@ -201,24 +231,30 @@ func stopped(ctx context.Context, stopping <-chan struct{}) bool {
 	}
 }
 
-// writeEvent writes m as one Server-Sent Event.
-func writeEvent(w http.ResponseWriter, queue string, m redis.XMessage) error {
+// writeEvent writes m, an entry of queue's stream, as one Server-Sent
+// Event with an "id:" line when id is not "": a stream that cannot resume
+// sends none, so that a reconnecting EventSource sends no Last-Event-ID.
+func writeEvent(w http.ResponseWriter, id, queue string, m redis.XMessage) error {
 	data, err := oneLineJSON(eventOf(queue, m))
 	if err != nil {
 		return err
 	}
-	kind := ""
-	if k := field(m, "kind"); k != "" && !strings.ContainsAny(k, "\r\n") {
-		kind = "event: " + k + "\n"
+	var b strings.Builder
+	if id != "" {
+		b.WriteString("id: " + id + "\n")
 	}
-	_, err = fmt.Fprintf(w, "id: %s\n%sdata: %s\n\n", m.ID, kind, data)
+	if k := field(m, "kind"); k != "" && !strings.ContainsAny(k, "\r\n") {
+		b.WriteString("event: " + k + "\n")
+	}
+	_, err = fmt.Fprintf(w, "%sdata: %s\n\n", b.String(), data)
 	return err
 }
 
 // sendStreamError ends a stream with an "error" event whose data is the
-// problem; it carries no id, so the client resumes after the last event.
-func (s *server) sendStreamError(w http.ResponseWriter, rc *http.ResponseController, r *http.Request, err error) {
-	p := newProblem(codeOf(err), "Redis cannot be reached; reconnect with Last-Event-ID")
+// problem, with detail when Redis cannot be reached (how to go on); it
+// carries no id, so a client resumes after the last event.
+func (s *server) sendStreamError(w http.ResponseWriter, rc *http.ResponseController, r *http.Request, err error, detail string) {
+	p := newProblem(codeOf(err), detail)
 	p.Instance = r.URL.Path
 	if p.Code == CodeUnavailable {
 		s.log.Warn("Redis unavailable", "error", err, "path", r.URL.Path)

@@ -28,6 +28,7 @@ func (s *server) apiRoutes() []route {
 		{"GET", q + "/jobs", auth.Reader, s.handleJobList},
 		{"GET", job, auth.Reader, s.handleJobGet},
 		{"GET", q + "/events", auth.Reader, s.handleEvents(s.cfg.Events)},
+		{"GET", "/events", auth.Reader, s.handleAllEvents(s.cfg.Events)},
 
 		{"POST", q + "/jobs", auth.Worker, s.handleEnqueue},
 		{"POST", q + "/jobs/batch", auth.Worker, s.handleEnqueueBatch},

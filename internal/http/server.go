@@ -112,11 +112,11 @@ type observer interface {
 
 // Config wires the handler to its services and sets its limits.
 type Config struct {
-	Leases  leaser   // *lease.Service
-	Admin   jobAdmin // *admin.Service
-	Sweeper sweeper  // *stall.Service
-	Waiters waiters  // *wake.Hub
-	Events  eventLog // *EventLog
+	Leases  leaser       // *lease.Service
+	Admin   jobAdmin     // *admin.Service
+	Sweeper sweeper      // *stall.Service
+	Waiters waiters      // *wake.Hub
+	Events  eventStreams // *EventLog: each queue's stream, and all of them merged
 	// Metrics records requests and job transitions; nil records nothing.
 	Metrics observer
 	// MetricsHandler serves GET /metrics; nil serves no such route.

@@ -4,6 +4,26 @@
  */
 
 export interface paths {
+    "/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Stream every queue's events
+         * @description Server-Sent Events of the state changes of every queue in the queue registry (the queues of GET /queues), merged into one stream, so that a browser needs one connection for all of them. The wire format is the per-queue stream's without ids: `event: <kind>`, `data: <Event as one line of JSON>`; the Event's `queue` names the queue. Each queue's events come in the order Redis made them; a poll's events of several queues come in entry id order. It is a live tail, not resumable: it starts with the changes made after it opened and sends no `id:` lines, so an EventSource that reconnects sends no Last-Event-ID. A request with `from`, `last_event_id` or a Last-Event-ID header is answered 400 EMQINVALID: resume one queue with GET /queues/{queue}/events. The registry is read again every 2 s: a queue created later joins with its events from the time the stream opened (the Redis server's clock), and an obliterated queue leaves without an error. Up to 1,000 queues are merged, the first by name; the rest are left out (the service logs a warning). Each stream polls every merged queue every 0.5 s when idle, one XRANGE per queue per poll (one pipelined round trip). A `: ping` comment comes every 15 s. On a Redis error the stream sends an `error` event whose data is a Problem and ends; reconnect to go on (the events in between are not replayed). The stream also ends when the service shuts down.
+         */
+        get: operations["streamAllEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/healthz": {
         parameters: {
             query?: never;
@@ -784,6 +804,66 @@ export interface components {
 }
 export type $defs = Record<string, never>;
 export interface operations {
+    streamAllEvents: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description a stream of events of every queue; each one's data is an Event */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": components["schemas"]["Event"];
+                };
+            };
+            /** @description EMQINVALID: from, last_event_id or Last-Event-ID given */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQUNAUTHORIZED: no key, a wrong one, or a bad signature */
+            401: {
+                headers: {
+                    /** @description the Bearer scheme, realm echo_mq */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQINTERNAL: a bug, logged with the request id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQUNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     healthz: {
         parameters: {
             query?: never;
