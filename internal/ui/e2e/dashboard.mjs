@@ -229,6 +229,31 @@ async function cancelAnActiveJob(page) {
   await until("the job shown as cancelled without a reload", async () => (await jobField(page, "State")) === "cancelled");
 }
 
+/**
+ * While the event stream cannot be had (every request for it fails), the
+ * page says it is reconnecting and still shows changes, read every 2
+ * seconds; once the stream can be had again, it says "Live" by itself.
+ */
+async function reconnects(page) {
+  let refused = 0;
+  await page.route("**/events", (route) => {
+    refused++;
+    return route.abort("connectionrefused");
+  });
+  await page.goto(`${base}/ui/`);
+  await until("the page to say it is reconnecting", async () => (await page.locator("#live").innerText()) === "Reconnecting…");
+  const before = (await apiQueue()).counts.pending;
+  await apiCall("POST", `/queues/${encodeURIComponent(queue)}/jobs`, { payload: { n: "while down" } });
+  await until("the new job counted while the stream is down", async () => (await queueRow(page))?.Pending === String(before + 1));
+  await page.unroute("**/events");
+  await until("the page to be live again", async () => (await page.locator("#live").innerText()) === "Live");
+  assert.ok(refused >= 1, "the stream was refused at least once");
+  console.log(`reconnected after ${refused} refused attempts at the stream`);
+}
+
+/** The browser's console lines for the stream requests reconnects() refuses on purpose. */
+const refusedStream = [/^console error: Failed to load resource: net::ERR_CONNECTION_REFUSED/];
+
 async function main() {
   await withPage(base, sizes.laptop, async (page) => {
     await page.goto(`${base}/ui/`);
@@ -267,7 +292,8 @@ async function main() {
     await retryADeadJob(page);
     await seeChangesLive(page);
     await cancelAnActiveJob(page);
-  });
+    await reconnects(page);
+  }, refusedStream);
   console.log(`dashboard ok: queue ${queue} with ${pending} pending and ${dead} dead, paused and resumed; ` +
     `dead job ${deadID} retried, a new job seen live, active job ${activeID} cancelled`);
 }

@@ -87,21 +87,22 @@ function heard(event) {
   }
 }
 
-/** Says in the header whether updates are live, and switches the table's polling. */
+/** What the header and the queues view say of each status of the feed. */
+const liveText = {
+  connecting: ["Connecting…", "Connecting to live updates."],
+  live: ["Live", "Counts update live as jobs change."],
+  reconnecting: ["Reconnecting…", "Live updates are down, so counts are read every 2 seconds."],
+  key: ["Not live: needs a key", "Live updates start once a key is given."],
+};
+
+/** Says in the header whether updates are live, and polls the table while they are down. */
 function showLive(status) {
-  const text = {
-    connecting: "Connecting…",
-    live: "Live",
-    reconnecting: "Reconnecting…",
-    key: "Not live: needs a key",
-  };
   live = status === "live";
-  el.live.textContent = text[status] || status;
+  const [header, mode] = liveText[status];
+  el.live.textContent = header;
   el.live.dataset.status = status;
-  el.liveMode.textContent = live
-    ? "Counts update live as jobs change."
-    : "Live updates are down, so counts are read every 2 seconds.";
-  if (!live && route.view === "queues" && !refreshing) {
+  el.liveMode.textContent = mode;
+  if (status === "reconnecting" && route.view === "queues" && !refreshing) {
     clearTimeout(timer);
     timer = setTimeout(refresh, pollMs); // poll while the feed is down
   }
