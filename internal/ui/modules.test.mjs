@@ -7,10 +7,19 @@
 import assert from "node:assert/strict";
 import { mock, test } from "node:test";
 
-import { groupByError } from "./static/deadletters.js";
+import { groupByError, intro } from "./static/deadletters.js";
+import { plural } from "./static/dom.js";
 import { actionsFor, countdown } from "./static/job.js";
 import { readEvents, throttle } from "./static/live.js";
+import { loadRole } from "./static/role.js";
 import { jobHref, parseRoute, queueHref } from "./static/routes.js";
+
+/** Makes role.js believe the key in use has role (as GET /whoami would say). */
+async function actAs(role) {
+  globalThis.sessionStorage = { getItem: () => "a-key" };
+  globalThis.fetch = async () => ({ status: 200, ok: true, json: async () => ({ role, key: `${role}-1`, open: false }) });
+  await loadRole();
+}
 
 /** A byte stream that yields each chunk in turn, as a slow network would. */
 function streamOf(chunks) {
@@ -129,4 +138,25 @@ test("actionsFor offers only what the job's state allows", () => {
   assert.deepEqual(actionsFor("active"), ["cancel", "remove"]);
   assert.deepEqual(actionsFor("pending"), ["cancel", "remove"]);
   assert.deepEqual(actionsFor("completed"), ["remove"]);
+});
+
+test("plural counts one and many", () => {
+  assert.equal(plural(1, "job"), "1 job");
+  assert.equal(plural(0, "job"), "0 jobs");
+  assert.equal(plural(1200, "job"), `${(1200).toLocaleString()} jobs`);
+});
+
+test("the dead letters intro fits the jobs listed and the key's role", async () => {
+  await actAs("admin");
+  assert.equal(intro(1, 1, 1),
+    "1 job died: it ran out of attempts, failed fatally or stalled too often. " +
+    "The button sends it back to pending with a fresh attempt budget.");
+  assert.equal(intro(3, 3, 2),
+    "3 jobs died: they ran out of attempts, failed fatally or stalled too often. They are grouped by their last error. " +
+    "Each group's button sends its jobs back to pending with a fresh attempt budget; \"Retry all 3 listed\" sends every job listed.");
+  assert.match(intro(250, 100, 1), /The 100 most recent are listed.*Once they are retried, the next 100 are listed\.$/);
+  assert.match(intro(130, 100, 1), /the next 30 are listed\.$/);
+  await actAs("reader");
+  assert.equal(intro(2, 2, 1),
+    "2 jobs died: they ran out of attempts, failed fatally or stalled too often. Retrying needs an admin key.");
 });

@@ -139,7 +139,7 @@ async function retryADeadJob(page) {
   await until("the feed to be live", async () => (await page.locator("#live").innerText()) === "Live");
   await until(`the row of queue ${queue}`, () => queueRow(page));
   await accessible(page, "the queues page");
-  keys += await tabTo(page, page.getByRole("link", { name: `${dead} dead in queue ${queue}`, exact: true }), "the dead-jobs link");
+  keys += await tabTo(page, page.getByRole("link", { name: `${queue} (${dead}): ${dead} dead jobs`, exact: true }), "the dead-jobs link");
   await page.keyboard.press("Enter");
   keys++;
 
@@ -173,12 +173,13 @@ async function retryADeadJob(page) {
   assert.equal(job.state, "pending", "the API says the retried job is pending");
   console.log(`dead job found and retried with the keyboard only: ${keys} key presses, ${took} ms in the browser (axe checks included)`);
 
-  // The other dead job, from the dead letters panel: its group's "Retry these".
+  // The other dead job, from the dead letters panel: its group's button.
+  // The way back leads to the tab the job was opened from.
   await page.getByRole("link", { name: `Queue ${queue}`, exact: true }).click();
-  await page.getByRole("link", { name: `dead (${dead - 1})`, exact: true }).click();
+  await page.getByRole("link", { name: `dead (${dead - 1})`, exact: true, current: "page" }).waitFor();
   const group = page.getByRole("region", { name: "Dead letters" }).getByRole("listitem").filter({ hasText: "smtp timeout" });
-  await group.getByRole("button", { name: "Retry these: 1 job that failed with: smtp timeout", exact: true }).click();
-  await page.getByText("Retried 1 of 1 jobs.", { exact: true }).first().waitFor();
+  await group.getByRole("button", { name: "Retry this job, failed with: smtp timeout", exact: true }).click();
+  await page.getByText("Retried 1 of 1 job.", { exact: true }).first().waitFor();
 
   // Back on the first page the counts have moved: no dead job, two more pending.
   await page.getByRole("link", { name: "← All queues", exact: true }).click();
@@ -203,6 +204,17 @@ async function seeChangesLive(page) {
     (await recent.getByRole("listitem").filter({ hasText: `enqueued ${made.id}` }).count()) === 1);
   await until("the pending tab to count the new job", async () =>
     (await page.getByRole("link", { name: `pending (${before + 1})`, exact: true }).count()) === 1);
+
+  // A retried job's old error is marked as an earlier attempt's.
+  const retried = page.getByRole("row").filter({ has: page.getByRole("link", { name: deadID, exact: true }) });
+  assert.equal((await retried.getByRole("cell").last().innerText()).trim(), "earlier attempt: mailbox full",
+    "a retried job's old error, in the pending list");
+
+  // Another tab of the same queue keeps its recent changes.
+  await page.getByRole("link", { name: /^completed \(/ }).click();
+  await page.getByRole("table", { name: /^Completed jobs of queue/ }).waitFor();
+  assert.equal(await recent.getByRole("listitem").filter({ hasText: `enqueued ${made.id}` }).count(), 1,
+    "Recent changes kept after switching tabs");
 }
 
 /**

@@ -63,8 +63,8 @@ async function main() {
     assert.equal(await page.getByRole("columnheader", { name: "Actions" }).count(), 0, "a reader sees no Actions column");
     assert.deepEqual(await stored(page), { session: [readerKey], local: 0, cookies: "" }, "the key is kept in sessionStorage only");
 
-    await page.getByRole("link", { name: `1 dead in queue ${queue}`, exact: true }).click();
-    await page.getByText("Retrying them needs an admin key.", { exact: false }).waitFor();
+    await page.getByRole("link", { name: `${queue} (1): 1 dead job`, exact: true }).click();
+    await page.getByText("Retrying needs an admin key.", { exact: false }).waitFor();
     assert.equal(await page.getByRole("button", { name: /^Retry/ }).count(), 0, "a reader gets no retry button");
     await page.getByRole("link", { name: deadID, exact: true }).first().click();
     await page.getByRole("heading", { name: `Job ${deadID}`, exact: true }).waitFor();

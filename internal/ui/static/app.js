@@ -9,12 +9,12 @@
 // do and the header says who the dashboard acts as.
 
 import { KeyNeeded, Problem, allQueues, call, forgetKey, queuePath, storeKey, storedKey } from "./api.js";
+import { h, plural } from "./dom.js";
 import { JobView } from "./job.js";
-import { QueueView } from "./queue.js";
 import { EventFeed, throttle } from "./live.js";
+import { QueueView } from "./queue.js";
 import { QueuesTable, actionsShown } from "./queues.js";
-import { describe, known, loadRole } from "./role.js";
-import { h } from "./dom.js";
+import { describe, isOpen, known, loadRole } from "./role.js";
 import { parseRoute, queueHref } from "./routes.js";
 
 /** How often the queues table is read while the event feed is down, and while it is up. */
@@ -47,9 +47,12 @@ const el = {
 /** What the queue and job views may do to the page around them. */
 const ctx = {
   report,
-  notice: (text) => { el.notice.textContent = text; },
+  notice,
   clearError: () => showError(""),
+  backState: (queue) => (lastTab.queue === queue ? lastTab.state : "pending"),
 };
+let lastTab = { queue: "", state: "pending" }; // the queue tab shown last: a job's page links back to it
+let noticeViews = 0; // the views shown since the notice was given
 const views = {
   queue: { section: el.queueView, view: new QueueView(el.queueView, ctx) },
   job: { section: el.jobView, view: new JobView(el.jobView, ctx) },
@@ -108,6 +111,15 @@ function showLive(status) {
   }
 }
 
+/**
+ * Says what an action did. The line stays on the view it was given on and
+ * the next one (Remove goes back to the queue), then goes.
+ */
+function notice(text) {
+  el.notice.textContent = text;
+  noticeViews = 0;
+}
+
 /** Shows message as the page's error, or clears it when message is "". */
 function showError(message) {
   el.error.textContent = message;
@@ -118,7 +130,7 @@ function showError(message) {
 function askForKey() {
   clearTimeout(timer);
   el.keyForm.hidden = false;
-  el.notice.textContent = "Waiting for an API key.";
+  notice("Waiting for an API key.");
   el.keyInput.focus();
 }
 
@@ -168,6 +180,7 @@ async function refresh() {
 async function learnRole() {
   await loadRole();
   el.whoami.textContent = describe();
+  el.whoami.classList.toggle("warn", isOpen()); // anyone who reaches an open API may do anything
   el.actionsColumn.hidden = !actionsShown();
   table.render([]);
 }
@@ -206,10 +219,11 @@ function showDeadSummary(queues) {
   if (total === 0) {
     return;
   }
-  const jobs = total === 1 ? "1 dead job" : `${total.toLocaleString()} dead jobs`;
-  const links = withDead.flatMap((q, i) => [i > 0 ? ", " : "",
-    h("a", { href: queueHref(q.name, "dead"), "aria-label": `${q.counts.dead} dead in queue ${q.name}` },
-      `${q.name} (${q.counts.dead.toLocaleString()})`)]);
+  const jobs = plural(total, "dead job");
+  const links = withDead.flatMap((q, i) => {
+    const text = `${q.name} (${q.counts.dead.toLocaleString()})`; // the label starts with it, for voice control
+    return [i > 0 ? ", " : "", h("a", { href: queueHref(q.name, "dead"), "aria-label": `${text}: ${plural(q.counts.dead, "dead job")}` }, text)];
+  });
   el.deadSummary.replaceChildren(h("strong", {}, jobs), " to look at: ", ...links);
 }
 
@@ -221,14 +235,14 @@ async function act(action, name) {
       case "pause":
       case "resume":
         await call("POST", `${path}/${action}`);
-        el.notice.textContent = `Queue ${name} ${action === "pause" ? "paused" : "resumed"}.`;
+        notice(`Queue ${name} ${action === "pause" ? "paused" : "resumed"}.`);
         break;
       case "drain": {
         if (!confirm(`Drain queue "${name}"? Its pending and delayed jobs are removed; active jobs finish.`)) {
           return;
         }
         const { removed } = await call("POST", `${path}/drain`);
-        el.notice.textContent = `Drained queue ${name}: ${removed} jobs removed.`;
+        notice(`Drained queue ${name}: ${plural(removed, "job")} removed.`);
         break;
       }
       case "obliterate":
@@ -236,7 +250,7 @@ async function act(action, name) {
           return;
         }
         if (await obliterate(name)) {
-          el.notice.textContent = `Queue ${name} obliterated.`;
+          notice(`Queue ${name} obliterated.`);
         }
         break;
     }
@@ -275,6 +289,12 @@ function show(focus) {
     view.leave();
   }
   route = parseRoute(location.hash);
+  if (route.view === "queue") {
+    lastTab = { queue: route.queue, state: route.state };
+  }
+  if (++noticeViews > 1) {
+    el.notice.textContent = "";
+  }
   showError("");
   el.queuesView.hidden = route.view !== "queues";
   for (const [name, { section, view }] of Object.entries(views)) {

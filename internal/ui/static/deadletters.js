@@ -6,12 +6,33 @@
 // retry (role.js).
 
 import { call, jobPath, jobsPage } from "./api.js";
-import { button, h, keepFocus } from "./dom.js";
+import { button, h, keepFocus, plural } from "./dom.js";
 import { may } from "./role.js";
 import { jobHref } from "./routes.js";
 
 /** The most dead jobs the panel reads, and so the most one click retries. */
 export const maxRetry = 100;
+
+/**
+ * The panel's opening words: how many jobs died and why jobs die, which of
+ * them are listed, and what the retry buttons do (or that retrying needs
+ * an admin key).
+ */
+export function intro(deadCount, listed, groups) {
+  const died = deadCount === 1
+    ? "1 job died: it ran out of attempts, failed fatally or stalled too often."
+    : `${plural(deadCount, "job")} died: they ran out of attempts, failed fatally or stalled too often.`;
+  const which = listed < deadCount ? ` The ${listed} most recent are listed, grouped by their last error.`
+    : groups > 1 ? " They are grouped by their last error." : "";
+  if (!may("retry")) {
+    return `${died}${which} Retrying needs an admin key.`;
+  }
+  const buttons = groups > 1
+    ? ` Each group's button sends its jobs back to pending with a fresh attempt budget; "Retry all ${listed} listed" sends every job listed.`
+    : ` The button sends ${listed === 1 ? "it" : "them"} back to pending with a fresh attempt budget.`;
+  const next = listed < deadCount ? ` Once they are retried, the next ${Math.min(maxRetry, deadCount - listed)} are listed.` : "";
+  return died + which + buttons + next;
+}
 
 /** Groups jobs by last_error, the largest group first. */
 export function groupByError(jobs) {
@@ -56,29 +77,23 @@ export class DeadLetters {
     }
     const page = await jobsPage(queue, "dead", maxRetry);
     const jobs = page.jobs || [];
-    const shown = jobs.length < deadCount ? `the ${jobs.length} most recent` : `all ${jobs.length}`;
-    const died = deadCount === 1 ? "1 job died" : `${deadCount.toLocaleString()} jobs died`;
-    const retrying = may("retry")
-      ? ` "Retry these" sends a group's jobs back to pending, "Retry all" every job listed, ` +
-        `each with a fresh attempt budget, one request per job (at most ${maxRetry} a click).`
-      : " Retrying them needs an admin key.";
-    this.intro.textContent = `${died}: they ran out of attempts, failed fatally or stalled too often. ` +
-      `Below are ${shown}, grouped by their last error.${retrying}`;
     const groups = groupByError(jobs);
+    this.intro.textContent = intro(deadCount, jobs.length, groups.length);
     keepFocus(this.list, () => this.list.replaceChildren(...groups.map((group) => this.group(group))));
-    // With one group, its own "Retry these" is the same click.
+    // With one group, its own retry button is the same click.
     keepFocus(this.all, () => this.all.replaceChildren(...(may("retry") && groups.length > 1
       ? [button(`Retry all ${jobs.length} listed`, `Retry all ${jobs.length} listed dead jobs of queue ${queue}, whatever their error`,
         () => this.retry(jobs))] : [])));
   }
 
   group({ reason, jobs }) {
-    const count = jobs.length === 1 ? "1 job" : `${jobs.length} jobs`;
+    const count = plural(jobs.length, "job");
     const ids = h("ul", { class: "ids" }, jobs.slice(0, 10).map((job) =>
       h("li", {}, h("a", { href: jobHref(this.queue, job.id) }, job.id))));
     const more = jobs.length > 10 ? h("p", { class: "status" }, `and ${jobs.length - 10} more`) : null;
     const short = reason.length > 80 ? `${reason.slice(0, 80)}…` : reason; // a label, not a stack trace
-    const retry = may("retry") ? button("Retry these", `Retry these: ${count} that failed with: ${short}`, () => this.retry(jobs)) : null;
+    const text = jobs.length === 1 ? "Retry this job" : `Retry these ${jobs.length}`;
+    const retry = may("retry") ? button(text, `${text}, failed with: ${short}`, () => this.retry(jobs)) : null;
     return h("li", { class: "group" },
       h("p", {}, h("strong", {}, count), " — ", h("code", { class: "wrap" }, reason)),
       ids, more, retry);
@@ -103,7 +118,8 @@ export class DeadLetters {
       }
     }
     this.busy = false;
-    const summary = `Retried ${done} of ${jobs.length} jobs.` + (failed.length ? ` ${failed.length} failed: ${failed.slice(0, 3).join("; ")}` : "");
+    const summary = `Retried ${done} of ${plural(jobs.length, "job")}.` +
+      (failed.length ? ` ${failed.length} failed: ${failed.slice(0, 3).join("; ")}` : "");
     this.progress.textContent = summary;
     this.ctx.notice(summary);
     this.afterRetry();

@@ -29,6 +29,11 @@ export function h(tag, props = {}, ...children) {
   return node;
 }
 
+/** "1 job", "3 jobs": n and noun, in the plural unless n is 1. */
+export function plural(n, noun) {
+  return `${n.toLocaleString()} ${noun}${n === 1 ? "" : "s"}`;
+}
+
 /** A button with visible text and, when given, a fuller accessible label. */
 export function button(text, label, onClick, className) {
   const b = h("button", { type: "button", class: className, "aria-label": label }, text);

@@ -8,7 +8,7 @@ import { Problem, call, jobPath } from "./api.js";
 import { button, h, keepFocus, pretty, when } from "./dom.js";
 import { throttle } from "./live.js";
 import { may } from "./role.js";
-import { queueHref } from "./routes.js";
+import { finishedStates, queueHref } from "./routes.js";
 
 /** "in 12 s", "3 s ago": how far the lease deadline is from now. */
 export function countdown(iso, now = Date.now()) {
@@ -20,6 +20,15 @@ export function countdown(iso, now = Date.now()) {
   const span = s >= 3600 ? `${Math.floor(s / 3600)} h ${Math.floor((s % 3600) / 60)} min`
     : s >= 60 ? `${Math.floor(s / 60)} min ${s % 60} s` : `${s} s`;
   return ms >= 0 ? `expires in ${span}` : `expired ${span} ago (the reaper sweeps it soon)`;
+}
+
+/** The job's last error; on a job that runs again, marked as an earlier attempt's. */
+function lastError(job) {
+  if (!job.last_error) {
+    return "—";
+  }
+  const error = h("code", { class: "wrap" }, job.last_error);
+  return finishedStates.has(job.state) ? error : h("span", {}, error, h("span", { class: "status" }, " (from an earlier attempt)"));
 }
 
 /** The actions a job in state allows, in the order of their buttons. */
@@ -40,7 +49,8 @@ export function actionsFor(state) {
 
 /**
  * The job view. show(route) renders route.queue's job route.id into root;
- * ctx gives report(err), notice(text) and clearError().
+ * ctx gives report(err), notice(text), clearError() and backState(queue),
+ * the state tab of the queue to link back to.
  */
 export class JobView {
   constructor(root, ctx) {
@@ -70,7 +80,7 @@ export class JobView {
     this.body = h("div");
     this.root.replaceChildren(
       h("p", {}, h("a", { href: "#/" }, "All queues"), " / ",
-        h("a", { href: queueHref(this.queue) }, `Queue ${this.queue}`)),
+        h("a", { href: queueHref(this.queue, this.ctx.backState(this.queue)) }, `Queue ${this.queue}`)),
       this.heading,
       h("p", {}, button("Refresh", `Refresh job ${this.id}`, () => this.load())),
       this.body,
@@ -107,13 +117,13 @@ export class JobView {
     const rows = [
       ["State", h("strong", { class: `state state-${job.state}` }, job.state)],
       ["Attempts", `${job.attempts ?? 0} of ${job.max_attempts ?? "—"}`],
-      ["Stalled", String(job.stalled ?? 0)],
+      ["Times stalled", String(job.stalled ?? 0)], // its lease ran out while a worker held it
       ["Priority", String(job.priority ?? 0)],
-      ["Last error", job.last_error ? h("code", { class: "wrap" }, job.last_error) : "—"],
+      ["Last error", lastError(job)],
       ["Cancel requested", job.cancel_requested ? `yes${job.cancel_reason ? `: ${job.cancel_reason}` : ""}` : "no"],
       ["Created", when(job.created_at)],
       ["Run at", when(job.run_at)],
-      ["Started", when(job.started_at)],
+      ["Last started", when(job.started_at)],
       ["Finished", when(job.finished_at)],
       ["Lease expires", job.lease_expires_at ? h("span", {}, when(job.lease_expires_at), " ", lease) : "—"],
     ];

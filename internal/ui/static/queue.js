@@ -8,7 +8,7 @@ import { Problem, call, jobPath, jobsPage, queuePath } from "./api.js";
 import { DeadLetters } from "./deadletters.js";
 import { button, h, keepFocus, when } from "./dom.js";
 import { throttle } from "./live.js";
-import { jobHref, queueHref, states } from "./routes.js";
+import { finishedStates, jobHref, queueHref, states } from "./routes.js";
 
 const pageSize = 50;
 
@@ -39,16 +39,30 @@ function eventDetail(event) {
   return parts.join(" · ");
 }
 
-/** The one-line summary of a job for the list's last column. */
+/**
+ * The one-line summary of a job for the list's last column. A job that
+ * runs again keeps its last error; it is marked as an earlier attempt's,
+ * so that a retried job does not read as failing.
+ */
 function lastColumn(job) {
   if (job.last_error) {
-    return job.last_error;
+    return finishedStates.has(job.state) ? job.last_error : `earlier attempt: ${job.last_error}`;
   }
   if (job.cancel_reason) {
     return `cancel: ${job.cancel_reason}`;
   }
   return "";
 }
+
+/** The time column's heading and value for jobs in state. */
+const timeColumn = {
+  pending: ["Ready since", (job) => job.run_at || job.created_at],
+  active: ["Lease ends", (job) => job.lease_expires_at],
+  delayed: ["Due", (job) => job.run_at],
+  completed: ["Finished", (job) => job.finished_at],
+  dead: ["Died", (job) => job.finished_at],
+  cancelled: ["Cancelled", (job) => job.finished_at],
+};
 
 /**
  * The queue view. show(route) renders route.queue's page for route.state
@@ -122,8 +136,8 @@ export class QueueView {
       h("thead", {}, h("tr", {},
         h("th", { scope: "col" }, "Job id"),
         h("th", { scope: "col", class: "num" }, "Attempts"),
-        h("th", { scope: "col" }, "Created"),
-        h("th", { scope: "col" }, "Finished, due or lease end"),
+        h("th", { scope: "col", class: "minor" }, "Created"),
+        h("th", { scope: "col", class: "minor" }, timeColumn[this.state][0]),
         h("th", { scope: "col" }, "Last error or reason"))),
       this.tbody);
     this.empty = h("p", { class: "status", hidden: true });
@@ -131,8 +145,11 @@ export class QueueView {
     this.first = button("First page", `First page of ${this.state} jobs`, () => this.turn(0));
     this.next = button("Next page", `Next page of ${this.state} jobs`, () => this.turn(this.cursors.length));
     this.region = h("div", { class: "table-scroll", tabIndex: 0, role: "region", "aria-label": `Jobs of queue ${q}` }, table);
-    this.recent = h("ol", { class: "recent" });
-    this.recentEmpty = h("p", { class: "status" }, "No changes since this page opened.");
+    if (this.recentQueue !== q) { // switching tabs keeps the queue's recent changes
+      this.recentQueue = q;
+      this.recent = h("ol", { class: "recent" });
+      this.recentEmpty = h("p", { class: "status" }, "No changes since this page opened.");
+    }
     const recent = h("section", { class: "recent-changes", "aria-labelledby": "recent-heading" },
       h("h3", { id: "recent-heading" }, "Recent changes"),
       h("p", { class: "status" }, `The latest ${recentMax} changes to this queue's jobs since this page opened, newest first.`),
@@ -212,8 +229,8 @@ export class QueueView {
     keepFocus(this.tbody, () => this.tbody.replaceChildren(...jobs.map((job) => h("tr", {},
       h("th", { scope: "row" }, h("a", { href: jobHref(this.queue, job.id) }, job.id)),
       h("td", { class: "num" }, `${job.attempts ?? 0} / ${job.max_attempts ?? "—"}`),
-      h("td", {}, when(job.created_at)),
-      h("td", {}, when(job.finished_at || (job.state === "active" ? job.lease_expires_at : job.run_at))),
+      h("td", { class: "minor" }, when(job.created_at)),
+      h("td", { class: "minor" }, when(timeColumn[this.state][1](job))),
       h("td", { class: "wrap" }, lastColumn(job))))));
     this.empty.hidden = jobs.length > 0;
     this.empty.textContent = i === 0 ? `No ${this.state} jobs in queue ${this.queue}.` : "No more jobs.";

@@ -6,10 +6,7 @@
 // the key changes.
 
 import { may } from "./role.js";
-import { queueHref } from "./routes.js";
-
-/** The states a queue counts, in the table's column order. */
-export const states = ["pending", "active", "delayed", "completed", "dead", "cancelled"];
+import { queueHref, states } from "./routes.js"; // states: the table's column order
 
 /** The states whose columns a phone hides (class "minor", see style.css). */
 const minorStates = new Set(["delayed", "completed", "cancelled"]);
@@ -69,7 +66,9 @@ export class QueuesTable {
       const actions = document.createElement("td");
       actions.className = "actions";
       toggle = this.button(name, "pause");
-      actions.append(toggle, this.button(name, "drain"), this.button(name, "obliterate", "danger"));
+      actions.append(toggle,
+        this.button(name, "drain", "", "Remove the queue's pending and delayed jobs; active jobs finish"),
+        this.button(name, "obliterate", "danger", "Delete the queue and every job of it"));
       tr.append(actions);
     }
     const row = { tr, counts, deadLink, paused, toggle };
@@ -77,12 +76,15 @@ export class QueuesTable {
     return row;
   }
 
-  button(name, action, className) {
+  button(name, action, className, title) {
     const b = document.createElement("button");
     b.type = "button";
     b.dataset.action = action;
     if (className) {
       b.className = className;
+    }
+    if (title) {
+      b.title = title; // what the word means, on hover; the confirm says it again
     }
     label(b, action, name);
     b.addEventListener("click", () => this.onAction(b.dataset.action, name));

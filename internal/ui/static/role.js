@@ -48,6 +48,11 @@ export function may(action) {
   return (rank[current.role] || 0) >= rank[needs[action]];
 }
 
+/** Whether the service has no keys: anyone who can reach it may do anything. */
+export function isOpen() {
+  return current !== null && current.open === true;
+}
+
 /** One line for the header: who the dashboard acts as, or "" while unknown. */
 export function describe() {
   if (current === null) {

@@ -11,6 +11,9 @@
 /** The states a job can be in, in the order the dashboard shows them. */
 export const states = ["pending", "active", "delayed", "completed", "dead", "cancelled"];
 
+/** The states a job ends in: its last error, if any, is why it ended. */
+export const finishedStates = new Set(["completed", "dead", "cancelled"]);
+
 /**
  * The route of a location hash: {view: "queues"}, {view: "queue", queue,
  * state} or {view: "job", queue, id}. An unknown hash is the queues view.
