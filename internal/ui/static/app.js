@@ -9,7 +9,7 @@
 // do and the header says who the dashboard acts as.
 
 import { KeyNeeded, Problem, allQueues, call, forgetKey, queuePath, storeKey, storedKey } from "./api.js";
-import { h, plural } from "./dom.js";
+import { h, plural, tabStopWhenScrolling } from "./dom.js";
 import { JobView } from "./job.js";
 import { EventFeed, throttle } from "./live.js";
 import { QueueView } from "./queue.js";
@@ -333,6 +333,7 @@ el.forget.addEventListener("click", async () => {
   feed.start();
 });
 
+tabStopWhenScrolling(el.queuesRegion);
 showForget();
 await learnRole();
 show(false);

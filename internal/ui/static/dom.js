@@ -86,3 +86,21 @@ export function keepFocus(container, render) {
 function focusKey(node) {
   return node.getAttribute("href") || node.getAttribute("aria-label") || node.textContent;
 }
+
+/**
+ * Makes region (a box that holds a wide table) a tab stop only while its
+ * content is wider than it, so that a keyboard user can scroll it then,
+ * and does not stop on it for nothing otherwise. It stays focusable from
+ * script (tabIndex -1) either way.
+ */
+export function tabStopWhenScrolling(region) {
+  const check = () => {
+    region.tabIndex = region.scrollWidth > region.clientWidth ? 0 : -1;
+  };
+  const watch = new ResizeObserver(check);
+  watch.observe(region);
+  for (const child of region.children) {
+    watch.observe(child); // the table grows and shrinks with its rows
+  }
+  check();
+}

@@ -6,7 +6,7 @@
 
 import { Problem, call, jobPath, jobsPage, queuePath } from "./api.js";
 import { DeadLetters } from "./deadletters.js";
-import { button, h, keepFocus, when } from "./dom.js";
+import { button, h, keepFocus, tabStopWhenScrolling, when } from "./dom.js";
 import { throttle } from "./live.js";
 import { finishedStates, jobHref, queueHref, states } from "./routes.js";
 
@@ -144,7 +144,8 @@ export class QueueView {
     // After a page turn focus goes to the table, since the button pressed may now be disabled.
     this.first = button("First page", `First page of ${this.state} jobs`, () => this.turn(0));
     this.next = button("Next page", `Next page of ${this.state} jobs`, () => this.turn(this.cursors.length));
-    this.region = h("div", { class: "table-scroll", tabIndex: 0, role: "region", "aria-label": `Jobs of queue ${q}` }, table);
+    this.region = h("div", { class: "table-scroll", role: "region", "aria-label": `Jobs of queue ${q}` }, table);
+    tabStopWhenScrolling(this.region);
     if (this.recentQueue !== q) { // switching tabs keeps the queue's recent changes
       this.recentQueue = q;
       this.recent = h("ol", { class: "recent" });
