@@ -200,9 +200,9 @@ func (s *server) pumpAllEvents(w http.ResponseWriter, rc *http.ResponseControlle
 	ctx := r.Context()
 	pace := newPacer(t)
 	defer pace.stop()
-	refreshed, queues := time.Now(), m.names
+	refreshed := time.Now()
 	for {
-		entries, full, err := m.read(ctx, queues)
+		entries, more, err := m.read(ctx)
 		if err != nil {
 			s.endAllEvents(w, rc, r, err)
 			return
@@ -215,13 +215,6 @@ func (s *server) pumpAllEvents(w http.ResponseWriter, rc *http.ResponseControlle
 		if len(entries) > 0 && rc.Flush() != nil {
 			return
 		}
-		if len(full) > 0 && !stopped(ctx, s.cfg.Stopping) {
-			queues = full // these may hold more: read on at once
-			continue
-		}
-		if !pace.next(ctx, s.cfg.Stopping, w, rc) {
-			return
-		}
 		if time.Since(refreshed) >= registryRefresh {
 			if err := m.refresh(ctx); err != nil {
 				s.endAllEvents(w, rc, r, err)
@@ -230,7 +223,14 @@ func (s *server) pumpAllEvents(w http.ResponseWriter, rc *http.ResponseControlle
 			refreshed = time.Now()
 			s.warnIfCut(r, m)
 		}
-		queues = m.names
+		// A full page may have more behind it: read on at once, every queue
+		// again, so that one busy queue never holds the others back.
+		if more && !stopped(ctx, s.cfg.Stopping) {
+			continue
+		}
+		if !pace.next(ctx, s.cfg.Stopping, w, rc) {
+			return
+		}
 	}
 }
 
@@ -303,21 +303,18 @@ func (m *merged) refresh(ctx context.Context) error {
 	return nil
 }
 
-// read reads a page of each of queues' entries after where it is, in one
-// round trip, and moves past them. It returns them in entry id order (each
-// queue's in its own order), and the queues that filled their page: they
-// may hold more.
-func (m *merged) read(ctx context.Context, queues []string) ([]queueEntry, []string, error) {
-	after := make(map[string]string, len(queues))
-	for _, q := range queues {
+// read returns the entries after each merged queue's cursor, ordered by
+// id, and moves the cursors past them; more reports that a queue filled
+// its page, so that more may be waiting.
+func (m *merged) read(ctx context.Context) (entries []queueEntry, more bool, err error) {
+	after := make(map[string]string, len(m.names))
+	for _, q := range m.names {
 		after[q] = m.after[q]
 	}
 	pages, err := m.log.ReadAfter(ctx, after, eventPage)
 	if err != nil {
-		return nil, nil, err
+		return nil, false, err
 	}
-	var entries []queueEntry
-	var full []string
 	for q, page := range pages {
 		for _, msg := range page {
 			entries = append(entries, queueEntry{queue: q, msg: msg})
@@ -325,12 +322,10 @@ func (m *merged) read(ctx context.Context, queues []string) ([]queueEntry, []str
 		if len(page) > 0 {
 			m.after[q] = page[len(page)-1].ID
 		}
-		if len(page) == eventPage {
-			full = append(full, q)
-		}
+		more = more || len(page) == eventPage
 	}
 	slices.SortFunc(entries, compareEntries)
-	return entries, full, nil
+	return entries, more, nil
 }
 
 // compareEntries orders entries by id, then by queue.

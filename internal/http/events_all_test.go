@@ -471,3 +471,64 @@ func TestAllEventsMergesTheFirstQueues(t *testing.T) {
 		}
 	}, logTo)
 }
+
+// TestAllEventsABusyQueueHoldsNoOtherBack: while one queue's stream fills
+// a page on every read (a backlog that keeps growing), another queue's
+// event still comes, at the next read. A stream that read on only the
+// full queues would starve the quiet one for as long as the busy one
+// stays busy. On the real Redis only: it is about the pump, not the store.
+func TestAllEventsABusyQueueHoldsNoOtherBack(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, backends[0].connect(t, &redis.Options{}))
+	busy, quiet := redistest.Queue(t)+"-busy", redistest.Queue(t)+"-quiet"
+	h.add(t, busy, "b0")
+	h.add(t, quiet, "q0")
+	st := openAllEvents(t, h, "", nil)
+	st.wantOpen(t)
+
+	// The busy queue's stream gets 500 entries a round trip, five times what
+	// one read takes, until the quiet queue's event has come.
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	writing := make(chan error, 1)
+	go func() { writing <- keepFilling(ctx, h, busy) }()
+	st.waitFor(t, "the busy queue's events", hasJobEvents(busy, 1))
+	h.add(t, quiet, "q1")
+	const wait = 5 * time.Second // ample for one read; short, as the busy stream grows meanwhile
+	deadline := time.Now().Add(wait)
+	for {
+		if _, body := st.rec.sent(); strings.Contains(body, `"job_id":"q1"`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the quiet queue's event did not come within %v while another queue was busy", wait)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	stop()
+	if err := <-writing; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// keepFilling adds entries to q's event stream, 500 a round trip (keeping
+// about the last 50,000), until ctx ends; it returns the first Redis
+// error, nil once ctx ends.
+func keepFilling(ctx context.Context, h *harness, q string) error {
+	key := keyspace.NewQueue(h.prefix, q).Events()
+	for n := 0; ; n++ {
+		_, err := h.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for i := range 500 {
+				p.XAdd(ctx, &redis.XAddArgs{Stream: key, MaxLen: 50_000, Approx: true,
+					Values: []any{"kind", "enqueued", "job", fmt.Sprintf("busy-%d-%d", n, i), "state", "pending"}})
+			}
+			return nil
+		})
+		if ctx.Err() != nil {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
