@@ -10,7 +10,7 @@ import { mock, test } from "node:test";
 import { groupByError, intro } from "./static/deadletters.js";
 import { plural } from "./static/dom.js";
 import { actionsFor, countdown } from "./static/job.js";
-import { readEvents, throttle } from "./static/live.js";
+import { EventFeed, readEvents, throttle } from "./static/live.js";
 import { loadRole } from "./static/role.js";
 import { jobHref, parseRoute, queueHref } from "./static/routes.js";
 
@@ -159,4 +159,64 @@ test("the dead letters intro fits the jobs listed and the key's role", async () 
   await actAs("reader");
   assert.equal(intro(2, 2, 1),
     "2 jobs died: they ran out of attempts, failed fatally or stalled too often. Retrying needs an admin key.");
+});
+
+/** Lets every promise that can settle now settle. */
+const settle = () => new Promise((resolve) => setImmediate(resolve));
+
+test("EventFeed retries after 1 s, 2 s, 4 s while refused, stops on a 401, and runs one stream at a time", async () => {
+  globalThis.sessionStorage = { getItem: () => "" };
+  mock.timers.enable({ apis: ["setTimeout"] });
+  try {
+    let answer = { status: 503, ok: false };
+    const signals = []; // one per request
+    globalThis.fetch = async (path, init) => {
+      assert.equal(path, "/events");
+      signals.push(init.signal);
+      return answer;
+    };
+    const statuses = [];
+    const events = [];
+    let opened = 0;
+    const feed = new EventFeed("/events", {
+      onOpen: () => opened++,
+      onEvent: (event) => events.push(event),
+      onStatus: (status) => statuses.push(status),
+    });
+    feed.start();
+    await settle();
+    assert.equal(signals.length, 1);
+    assert.deepEqual(statuses, ["connecting", "reconnecting"]);
+    for (const [wait, calls] of [[999, 1], [1, 2], [1999, 2], [1, 3], [3999, 3], [1, 4]]) {
+      mock.timers.tick(wait);
+      await settle();
+      assert.equal(signals.length, calls, `requests after ${wait} ms more`);
+    }
+
+    answer = { status: 401, ok: false };
+    mock.timers.tick(8000);
+    await settle();
+    assert.equal(signals.length, 5);
+    assert.equal(statuses.at(-1), "key");
+    mock.timers.tick(120_000);
+    await settle();
+    assert.equal(signals.length, 5, "no retry after a 401 until start() is called again");
+
+    const line = 'data: {"kind":"enqueued","queue":"q"}\n\n';
+    answer = { status: 200, ok: true, body: new ReadableStream({ start: (c) => c.enqueue(new TextEncoder().encode(line)) }) };
+    feed.start();
+    await settle();
+    assert.equal(statuses.at(-1), "live");
+    assert.equal(opened, 1);
+    assert.deepEqual(events, [{ kind: "enqueued", queue: "q" }]);
+    answer = { status: 200, ok: true, body: new ReadableStream() };
+    feed.start();
+    await settle();
+    assert.equal(signals.at(-2).aborted, true, "the stream before is aborted when the feed starts again");
+    assert.equal(signals.at(-1).aborted, false);
+    feed.stop();
+    assert.equal(signals.at(-1).aborted, true, "stop() aborts the stream");
+  } finally {
+    mock.timers.reset();
+  }
 });

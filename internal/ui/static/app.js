@@ -318,6 +318,7 @@ el.keyForm.addEventListener("submit", async (event) => {
   storeKey(el.keyInput.value.trim());
   el.keyInput.value = "";
   el.keyForm.hidden = true;
+  el.notice.textContent = ""; // "Waiting for an API key." is over
   showError("");
   showForget();
   await learnRole();
@@ -331,6 +332,17 @@ el.forget.addEventListener("click", async () => {
   await learnRole();
   show(false);
   feed.start();
+});
+
+// A tab in the background needs no live updates, and its stream costs the
+// service a read of every queue twice a second: it closes while hidden and
+// opens again (reading the view anew) when shown.
+document.addEventListener("visibilitychange", () => {
+  if (document.hidden) {
+    feed.stop();
+  } else {
+    feed.start();
+  }
 });
 
 tabStopWhenScrolling(el.queuesRegion);

@@ -66,8 +66,12 @@ export class DeadLetters {
       this.heading, this.intro, this.all, this.list, this.progress);
   }
 
-  async load(queue, deadCount) {
-    if (this.busy) {
+  /**
+   * Fills the panel with queue's dead jobs; current() says whether the page
+   * that asked is still shown, so that a late answer draws nothing.
+   */
+  async load(queue, deadCount, current) {
+    if (this.busy && this.queue === queue) {
       return; // the panel keeps showing the group being retried until it is done
     }
     this.queue = queue;
@@ -76,14 +80,25 @@ export class DeadLetters {
       return;
     }
     const page = await jobsPage(queue, "dead", maxRetry);
+    if (!current() || this.queue !== queue) {
+      return;
+    }
     const jobs = page.jobs || [];
     const groups = groupByError(jobs);
     this.intro.textContent = intro(deadCount, jobs.length, groups.length);
     keepFocus(this.list, () => this.list.replaceChildren(...groups.map((group) => this.group(group))));
-    // With one group, its own retry button is the same click.
-    keepFocus(this.all, () => this.all.replaceChildren(...(may("retry") && groups.length > 1
-      ? [button(`Retry all ${jobs.length} listed`, `Retry all ${jobs.length} listed dead jobs of queue ${queue}, whatever their error`,
-        () => this.retry(jobs))] : [])));
+    keepFocus(this.all, () => this.all.replaceChildren(...this.retryAll(jobs, groups.length)));
+  }
+
+  /** "Retry all N listed", when there are several groups (with one, its own button is the same click). */
+  retryAll(jobs, groups) {
+    if (!may("retry") || groups < 2) {
+      return [];
+    }
+    const text = `Retry all ${jobs.length} listed`;
+    const b = button(text, `${text} dead jobs of queue ${this.queue}, whatever their error`, () => this.retry(jobs));
+    b.dataset.focusKey = "retry-all"; // the label holds the count, which changes
+    return [b];
   }
 
   group({ reason, jobs }) {
@@ -94,6 +109,9 @@ export class DeadLetters {
     const short = reason.length > 80 ? `${reason.slice(0, 80)}…` : reason; // a label, not a stack trace
     const text = jobs.length === 1 ? "Retry this job" : `Retry these ${jobs.length}`;
     const retry = may("retry") ? button(text, `${text}, failed with: ${short}`, () => this.retry(jobs)) : null;
+    if (retry) {
+      retry.dataset.focusKey = `retry:${reason}`; // the label holds the count, which changes
+    }
     return h("li", { class: "group" },
       h("p", {}, h("strong", {}, count), " — ", h("code", { class: "wrap" }, reason)),
       ids, more, retry);
@@ -108,8 +126,13 @@ export class DeadLetters {
     const queue = this.queue; // the queue these jobs belong to, even if another page is opened meanwhile
     let done = 0;
     const failed = [];
+    const say = (text) => {
+      if (this.queue === queue) { // the panel may show another queue by now
+        this.progress.textContent = text;
+      }
+    };
     for (const job of jobs.slice(0, maxRetry)) {
-      this.progress.textContent = `Retrying ${done + failed.length + 1} of ${jobs.length}…`;
+      say(`Retrying ${done + failed.length + 1} of ${jobs.length}…`);
       try {
         await call("POST", `${jobPath(queue, job.id)}/retry`);
         done++;
@@ -120,7 +143,7 @@ export class DeadLetters {
     this.busy = false;
     const summary = `Retried ${done} of ${plural(jobs.length, "job")}.` +
       (failed.length ? ` ${failed.length} failed: ${failed.slice(0, 3).join("; ")}` : "");
-    this.progress.textContent = summary;
+    say(summary);
     this.ctx.notice(summary);
     this.afterRetry();
   }

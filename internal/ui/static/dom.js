@@ -82,9 +82,12 @@ export function keepFocus(container, render) {
   }
 }
 
-/** What names a link or button across a rebuild: its href, else its label. */
+/**
+ * What names a link or button across a rebuild: its data-focus-key when its
+ * label changes with the data, else its href, else its label.
+ */
 function focusKey(node) {
-  return node.getAttribute("href") || node.getAttribute("aria-label") || node.textContent;
+  return node.dataset.focusKey || node.getAttribute("href") || node.getAttribute("aria-label") || node.textContent;
 }
 
 /**

@@ -10,6 +10,9 @@ import { throttle } from "./live.js";
 import { may } from "./role.js";
 import { finishedStates, queueHref } from "./routes.js";
 
+/** The least time between two reads of the job after events. */
+const reloadGapMs = 500;
+
 /** "in 12 s", "3 s ago": how far the lease deadline is from now. */
 export function countdown(iso, now = Date.now()) {
   const ms = new Date(iso).getTime() - now;
@@ -57,7 +60,7 @@ export class JobView {
     this.root = root;
     this.ctx = ctx;
     this.timer = 0; // the lease countdown
-    this.reloadSoon = throttle(() => this.shown && this.load(), 500);
+    this.reloadSoon = throttle(() => this.shown && this.load(), reloadGapMs);
   }
 
   /** Reads the job again: the event feed (re)opened. */
@@ -65,9 +68,12 @@ export class JobView {
     this.reloadSoon();
   }
 
-  /** Takes one event of the feed, and reads the job again when the event is about it. */
+  /**
+   * Takes one event of the feed, and reads the job again when the event is
+   * about it, or about its whole queue (drained: no job id).
+   */
   heard(event) {
-    if (this.shown && event.queue === this.queue && event.job_id === this.id) {
+    if (this.shown && event.queue === this.queue && (event.job_id === this.id || !event.job_id)) {
       this.reloadSoon();
     }
   }
@@ -95,7 +101,6 @@ export class JobView {
   }
 
   async load() {
-    clearInterval(this.timer);
     const shown = this.shown;
     try {
       const job = await call("GET", jobPath(this.queue, this.id));
@@ -103,7 +108,11 @@ export class JobView {
         this.render(job);
       }
     } catch (err) {
+      if (this.shown !== shown) {
+        return; // an answer for a page that is gone
+      }
       if (err instanceof Problem && err.status === 404) {
+        clearInterval(this.timer);
         this.body.replaceChildren(h("p", { class: "error" }, `There is no job ${this.id} in queue ${this.queue}. ` +
           "It may have been removed, or a completed job may have aged out of the queue's retention."));
         return;
@@ -113,6 +122,7 @@ export class JobView {
   }
 
   render(job) {
+    clearInterval(this.timer); // here, not before the call: two loads may overlap
     const lease = h("span");
     const rows = [
       ["State", h("strong", { class: `state state-${job.state}` }, job.state)],

@@ -175,16 +175,21 @@ export class QueueView {
   /** Reads the queue's counts, the dead letters and the current page. */
   async load() {
     const shown = this.shown;
+    if (!shown) {
+      return; // the page was left (a retry that ends later asks for a load)
+    }
     try {
       const queue = await call("GET", queuePath(this.queue));
       if (this.shown !== shown) {
         return;
       }
       this.showQueue(queue);
-      await this.dead.load(this.queue, (queue.counts && queue.counts.dead) || 0);
+      await this.dead.load(this.queue, (queue.counts && queue.counts.dead) || 0, () => this.shown === shown);
       await this.page(this.cursors.length - 1);
     } catch (err) {
-      this.ctx.report(err);
+      if (this.shown === shown) {
+        this.ctx.report(err);
+      }
     }
   }
 
@@ -221,7 +226,9 @@ export class QueueView {
       this.nextCursor = page.next_cursor || "";
       this.showPage(page.jobs || [], i);
     } catch (err) {
-      this.ctx.report(err);
+      if (this.shown === shown) {
+        this.ctx.report(err);
+      }
     }
   }
 

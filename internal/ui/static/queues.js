@@ -5,6 +5,7 @@
 // for a key whose role may use them (role.js); the rows are rebuilt after
 // the key changes.
 
+import { plural } from "./dom.js";
 import { may } from "./role.js";
 import { queueHref, states } from "./routes.js"; // states: the table's column order
 
@@ -104,7 +105,7 @@ function update(row, queue) {
     const td = row.counts[state];
     if (state === "dead" && n > 0) {
       row.deadLink.textContent = n.toLocaleString();
-      row.deadLink.setAttribute("aria-label", `${row.deadLink.textContent} dead jobs in queue ${queue.name}`);
+      row.deadLink.setAttribute("aria-label", `${plural(n, "dead job")} in queue ${queue.name}`);
       if (row.deadLink.parentNode !== td) {
         td.replaceChildren(row.deadLink);
       }
