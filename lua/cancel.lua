@@ -1,11 +1,13 @@
 -- cancel.lua: ask for a job to stop. A cancel is a message, never a kill.
 --
--- KEYS[1..8] the queue's keys (common.lua)
--- KEYS[9]    the job row
--- ARGV[1..2] key base and wake channel (common.lua)
--- ARGV[3]    id
--- ARGV[4]    token the cancel is pinned to, or "" for whichever attempt
--- ARGV[5]    reason, or ""
+-- KEYS[1] pending
+-- KEYS[2] delayed
+-- KEYS[3] cancelled
+-- KEYS[4] events
+-- KEYS[5] job
+-- ARGV[3] id
+-- ARGV[4] token the cancel is pinned to, or "" for whichever attempt
+-- ARGV[5] reason, or ""
 --
 -- pending or delayed -> cancelled at once
 -- active             -> cancel_requested, pinned to the current attempt

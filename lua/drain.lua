@@ -1,19 +1,20 @@
 -- drain.lua: one bounded step of removing a queue's waiting jobs.
 --
--- KEYS[1..8] the queue's keys (common.lua)
--- ARGV[1..2] key base and wake channel (common.lua)
--- ARGV[3]    limit: at most this many jobs per step
--- ARGV[4]    how many earlier steps of this drain removed, for the event
--- ARGV[5]    actor, ARGV[6] role: who asked, for the event
+-- KEYS[1] pending
+-- KEYS[2] delayed
+-- KEYS[3] events
+-- ARGV[3] limit: at most this many jobs per step
+-- ARGV[4] how many earlier steps of this drain removed, for the event
+-- ARGV[5] actor, ARGV[6] role: who asked, for the event
 --
 -- Removes up to limit pending jobs, then delayed ones, rows and all; active
 -- jobs are left to finish. The service calls it until a step removes fewer
 -- than limit; that last step emits one "drained" event with the total.
 -- Returns how many jobs this step removed.
--- Errors: none.
+-- Errors: TRYAGAIN (here.lua).
 
 local limit = tonumber(ARGV[3])
-local removed = delete_first({ PENDING, DELAYED }, limit)
+local removed = delete_jobs(plan_delete({ PENDING, DELAYED }, limit))
 if removed < limit then
   emit('drained', nil, nil, 'count', tonumber(ARGV[4]) + removed, 'actor', ARGV[5], 'role', ARGV[6])
 end

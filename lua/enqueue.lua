@@ -1,19 +1,23 @@
 -- enqueue.lua: add one or more jobs, idempotent on id.
 --
--- KEYS[1..8] the queue's keys (common.lua)
--- ARGV[1..2] key base and wake channel (common.lua)
--- ARGV[3]    n, the number of jobs; then 6 ARGV per job:
---            id, payload (JSON text), priority (0-9), delay_ms (0 = now),
---            max_attempts ("" for DEFAULT_MAX_ATTEMPTS), backoff
---            ("type:delay_ms:max_delay_ms" or "")
+-- KEYS[1] meta
+-- KEYS[2] pending
+-- KEYS[3] delayed
+-- KEYS[4] events
+-- KEYS[5..] rows, one per job, in ARGV order
+-- ARGV[3] n, the number of jobs; then 6 ARGV per job:
+--         id, payload (JSON text), priority (0-9), delay_ms (0 = now),
+--         max_attempts ("" for DEFAULT_MAX_ATTEMPTS), backoff
+--         ("type:delay_ms:max_delay_ms" or "")
 --
--- Returns {fresh, replies}: fresh is 1 when the queue had no meta hash
+-- Returns {fresh, replies}: fresh is 1 when the queue had enqueued nothing
 -- before (a new queue, or one obliterated), so that the service adds it to
 -- the queues set; replies has one reply per job, in order: {created, job}
 -- where created is 1 for a new job and 0 when a job with that id already
--- exists (it is returned as it is, untouched). A new job is pending, or delayed until
--- now + delay_ms. Wakes one claimer per new job: for a delayed job, so that
--- a waiting claimer learns its run-at and looks again when it comes due.
+-- exists (it is returned as it is, untouched). A new job is pending, or
+-- delayed until now + delay_ms. Wakes one claimer per new job: for a
+-- delayed job, so that a waiting claimer learns its run-at and looks again
+-- when it comes due.
 -- Errors: none (the service validates every argument first).
 
 -- put adds field and value to a row being built, unless value is false.
@@ -24,22 +28,29 @@ local function put(row, field, value)
 end
 
 local now = now_ms()
-local fresh = redis.call('EXISTS', META) == 0 and 1 or 0
 local n = tonumber(ARGV[3])
 
 -- First the ids that are new: not in Redis, and not an earlier job of this
 -- batch (a repeated id is the existing job the second time).
-local new, seen, pending_n = {}, {}, 0
+local new, seen, pending_n, created_n = {}, {}, 0, 0
 for i = 0, n - 1 do
   local at = 4 + i * 6
   local id = ARGV[at]
   if not seen[id] and redis.call('EXISTS', job_key(id)) == 0 then
     new[i] = true
+    created_n = created_n + 1
     if tonumber(ARGV[at + 3]) <= 0 then
       pending_n = pending_n + 1
     end
   end
   seen[id] = true
+end
+if created_n == 0 then
+  local replies = {}
+  for i = 0, n - 1 do
+    replies[#replies + 1] = { 0, job_reply(ARGV[4 + i * 6]) }
+  end
+  return { 0, replies }
 end
 
 -- Then write each new job: one HSET and one event per job; the pending
@@ -51,8 +62,8 @@ for i = 0, n - 1 do
     local at = 4 + i * 6
     local id, payload, priority = ARGV[at], ARGV[at + 1], ARGV[at + 2]
     local delay_ms, max_attempts, backoff = tonumber(ARGV[at + 3]), ARGV[at + 4], ARGV[at + 5]
-    -- Only what differs from a default is stored (see common.lua), so a
-    -- small row stays one listpack; the row written is the reply.
+    -- Only what differs from a default is stored (row.lua), so a small
+    -- row stays one listpack; the row written is the reply.
     local state = delay_ms > 0 and 'delayed' or 'pending'
     local row = { 'payload', payload, 'created_at', int(now), 'state', state }
     put(row, 'priority', priority ~= '0' and priority)
@@ -75,15 +86,16 @@ end
 each_chunk(pending, 2, function(...) redis.call('ZADD', PENDING, ...) end)
 each_chunk(delayed, 2, function(...) redis.call('ZADD', DELAYED, ...) end)
 
-local replies, created_n = {}, 0
+local replies = {}
 for i = 0, n - 1 do
   if rows[i] then
-    created_n = created_n + 1
     replies[#replies + 1] = { 1, rows[i] }
   else
     replies[#replies + 1] = { 0, job_reply(ARGV[4 + i * 6]) }
   end
 end
-redis.call('HINCRBY', META, 'enqueued', created_n)
+-- The counter's first jobs mark a queue the service has not listed yet
+-- (a queue made by a pause alone is listed again: harmless).
+local fresh = redis.call('HINCRBY', META, 'enqueued', created_n) == created_n and 1 or 0
 wake(created_n)
 return { fresh, replies }

@@ -1,14 +1,14 @@
 -- extend.lua: a checkpoint. Re-score the lease of a job held under token,
 -- optionally storing progress, and tell the holder about a cancel request.
 --
--- KEYS[1..8] the queue's keys (common.lua)
--- KEYS[9]    the job row (BASE .. "job:" .. id)
--- ARGV[1..2] key base and wake channel (common.lua)
--- ARGV[3]    id
--- ARGV[4]    token
--- ARGV[5]    lease_ms
--- ARGV[6]    "1" when ARGV[7] carries progress to store, else "0"
--- ARGV[7]    progress (JSON text)
+-- KEYS[1] active
+-- KEYS[2] events
+-- KEYS[3] job
+-- ARGV[3] id
+-- ARGV[4] token
+-- ARGV[5] lease_ms
+-- ARGV[6] "1" when ARGV[7] carries progress to store, else "0"
+-- ARGV[7] progress (JSON text)
 --
 -- A lease that has lapsed but that no sweep has recovered yet is extended:
 -- the token proves nobody else holds the job. A job a sweep moved away is
@@ -18,16 +18,17 @@
 -- the job is no longer active under it.
 
 local id, token = ARGV[3], ARGV[4]
-local code = fence(id, token)
+local code = fence(token)
 if code then
   return error_reply(code, id)
 end
 local deadline = now_ms() + tonumber(ARGV[5])
 redis.call('ZADD', ACTIVE, int(deadline), id)
-redis.call('HSET', JOB, 'lease_expires_at', int(deadline))
 if ARGV[6] == '1' then
-  redis.call('HSET', JOB, 'progress', ARGV[7])
+  redis.call('HSET', JOB, 'lease_expires_at', int(deadline), 'progress', ARGV[7])
   emit('progress', id, 'active')
+else
+  redis.call('HSET', JOB, 'lease_expires_at', int(deadline))
 end
 local cancel = redis.call('HMGET', JOB, 'cancel_requested', 'cancel_reason')
 return { deadline, cancel[1] and 1 or 0, cancel[2] or '' }

@@ -1,13 +1,18 @@
 -- fail.lua: the holder reports that the attempt failed.
 --
--- KEYS[1..8] the queue's keys (common.lua)
--- KEYS[9]    the job row
--- ARGV[1..2] key base and wake channel (common.lua)
--- ARGV[3]    id
--- ARGV[4]    token
--- ARGV[5]    error text (already truncated by the service)
--- ARGV[6]    retry_in_ms, or -1 for the job's backoff
--- ARGV[7]    "1" when the failure is fatal (no retry), else "0"
+-- KEYS[1] meta
+-- KEYS[2] pending
+-- KEYS[3] active
+-- KEYS[4] delayed
+-- KEYS[5] dead
+-- KEYS[6] cancelled
+-- KEYS[7] events
+-- KEYS[8] job
+-- ARGV[3] id
+-- ARGV[4] token
+-- ARGV[5] error text (already truncated by the service)
+-- ARGV[6] retry_in_ms, or -1 for the job's backoff
+-- ARGV[7] "1" when the failure is fatal (no retry), else "0"
 --
 -- Where the job goes:
 --   cancel requested for this attempt     -> cancelled (no retry)
@@ -34,42 +39,43 @@ local function backoff_ms(spec, attempts)
   return math.min(delay, cap)
 end
 
-local id, token = ARGV[3], ARGV[4]
-local code, outcomes = fence(id, token, 'fail')
+local id, token, text = ARGV[3], ARGV[4], ARGV[5]
+local row = read_row(id)
+local code = fence_row(row, token, 'fail')
 if code == 'repeat' then
-  return job_reply(id)
+  return reply_of(id, row)
 elseif code then
   return error_reply(code, id)
 end
 
 local now = now_ms()
-local f = redis.call('HMGET', JOB, 'cancel_requested', 'attempts', 'max_attempts', 'backoff')
-local attempts, max_attempts = tonumber(f[2] or '0'), tonumber(f[3] or DEFAULT_MAX_ATTEMPTS)
-leave_active(id)
-redis.call('HSET', JOB, 'last_error', ARGV[5], 'outcomes', outcomes_after(outcomes, 'fail', token))
+local attempts = tonumber(row.attempts or '0')
+local max_attempts = tonumber(row.max_attempts or DEFAULT_MAX_ATTEMPTS)
+leave_active(id, row)
+set_fields(id, row, { 'last_error', text, 'outcomes', outcomes_after(row.outcomes, 'fail', token) })
 
-if f[1] then
+if row.cancel_requested then
   finish(id, 'cancelled', now)
-  emit('cancelled', id, 'cancelled', 'error', ARGV[5])
+  emit('cancelled', id, 'cancelled', 'error', text)
 elseif ARGV[7] == '1' or attempts >= max_attempts then
   finish(id, 'dead', now)
   redis.call('HINCRBY', META, 'failed', 1)
-  emit('dead', id, 'dead', 'error', ARGV[5])
+  emit('dead', id, 'dead', 'error', text)
 else
   local delay = tonumber(ARGV[6])
   if delay < 0 then
-    delay = backoff_ms(f[4] or DEFAULT_BACKOFF, attempts)
+    delay = backoff_ms(row.backoff or DEFAULT_BACKOFF, attempts)
   end
   local state = 'pending'
   if delay <= 0 then
-    push_pending(id, false)
+    push_pending(id, row, false)
   else
     state = 'delayed'
-    local run_at = now + delay
-    redis.call('ZADD', DELAYED, int(run_at), id)
-    redis.call('HSET', JOB, 'state', 'delayed', 'run_at', int(run_at))
+    local run_at = int(now + delay)
+    redis.call('ZADD', DELAYED, run_at, id)
+    redis.call('HSET', JOB, 'state', 'delayed', 'run_at', run_at)
   end
-  emit('failed', id, state, 'error', ARGV[5])
+  emit('failed', id, state, 'error', text)
   wake(1) -- pending: claim it; delayed: learn when to look again
 end
 return job_reply(id)

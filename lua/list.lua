@@ -1,12 +1,10 @@
 -- list.lua: one page of a queue's jobs in one state, with a stable cursor.
 --
--- KEYS[1..8] the queue's keys (common.lua)
--- ARGV[1..2] key base and wake channel (common.lua)
--- ARGV[3]    state: pending, active, delayed, completed, dead or cancelled
--- ARGV[4]    "asc" (lowest score first) or "desc" (highest first)
--- ARGV[5]    cursor score, "" for the first page
--- ARGV[6]    cursor id: the page starts strictly after (score, id)
--- ARGV[7]    limit
+-- KEYS[1] set, the state's sorted set
+-- ARGV[3] "asc" (lowest score first) or "desc" (highest first)
+-- ARGV[4] cursor score, "" for the first page
+-- ARGV[5] cursor id: the page starts strictly after (score, id)
+-- ARGV[6] limit
 --
 -- Every score in the sets is an integer, and so is a cursor's.
 -- Pages are ordered by (score, id), the sorted set's own order, and a
@@ -14,11 +12,11 @@
 -- skipped across pages while other jobs come and go: a job that moves
 -- gets a new score, and turns up again only where its new score puts it.
 -- Returns {next_score, next_id, jobs}: next_score is "" on the last page.
--- Errors: none.
+-- Errors: TRYAGAIN (here.lua).
 
-local set = SET_OF[ARGV[3]]
-local asc = ARGV[4] == 'asc'
-local cursor, after, limit = ARGV[5], ARGV[6], tonumber(ARGV[7])
+local set = SET
+local asc = ARGV[3] == 'asc'
+local cursor, after, limit = ARGV[4], ARGV[5], tonumber(ARGV[6])
 local range = asc and 'ZRANGEBYSCORE' or 'ZREVRANGEBYSCORE'
 local far = asc and '+inf' or '-inf'
 
@@ -54,8 +52,9 @@ end
 
 local jobs = {}
 for i = 1, #page, 2 do
-  if redis.call('EXISTS', job_key(page[i])) == 1 then
-    jobs[#jobs + 1] = job_reply(page[i])
+  local row = row_here(page[i])
+  if row then
+    jobs[#jobs + 1] = reply_of(page[i], row)
   end
 end
 local next_score, next_id = '', ''

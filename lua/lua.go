@@ -1,94 +1,169 @@
 // Package lua holds echo_mq's Redis scripts: every state change of a job is
-// one of them, atomic on the Redis server and timed by its clock.
+// one of them, atomic on the Redis server and timed by its clock
+// (docs/design.md#scripts).
 //
-// Each script is a .lua file with a header naming its KEYS, ARGV, replies and
-// error replies. common.lua, which every script begins with, fixes the keys
-// all scripts share (the queue's sets and meta hash, in one Cluster slot) and
-// the helpers they use; see it first.
+// Each script is a .lua file whose header names its KEYS by role, its ARGV,
+// replies and error replies; the shared files (prelude.lua first) hold what
+// every script uses. The scripts run as one Redis Functions library, loaded
+// once per node, where the server has FUNCTION (Redis 7, Valkey), and as
+// EVALSHA/EVAL elsewhere (the embedded store): see Runner. Each script's
+// arguments are built in one typed place, its XxxArgs in args.go, with its
+// KEYS taken from its header.
 package lua
 
-import _ "embed"
-
-//go:embed common.lua
-var commonSrc string
-
-var (
-	//go:embed enqueue.lua
-	enqueueSrc string
-	//go:embed claim.lua
-	claimSrc string
-	//go:embed extend.lua
-	extendSrc string
-	//go:embed cancellation.lua
-	cancellationSrc string
-	//go:embed complete.lua
-	completeSrc string
-	//go:embed complete_batch.lua
-	completeBatchSrc string
-	//go:embed fail.lua
-	failSrc string
-	//go:embed cancel.lua
-	cancelSrc string
-	//go:embed sweep.lua
-	sweepSrc string
-	//go:embed promote_due.lua
-	promoteDueSrc string
-	//go:embed remove.lua
-	removeSrc string
-	//go:embed pause.lua
-	pauseSrc string
-	//go:embed drain.lua
-	drainSrc string
-	//go:embed obliterate.lua
-	obliterateSrc string
-	//go:embed retry.lua
-	retrySrc string
-	//go:embed promote.lua
-	promoteSrc string
-	//go:embed list.lua
-	listSrc string
+import (
+	"crypto/sha1"
+	"embed"
+	"encoding/hex"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
 )
 
-// The scripts, each prepended with common.lua. Run them with Script.Run.
+//go:embed *.lua
+var files embed.FS
+
+// shared are the files every script runs after, in this order.
+var shared = []string{"prelude.lua", "row.lua", "here.lua", "events.lua", "fence.lua", "lifecycle.lua"}
+
+// Script is one of echo_mq's scripts.
+type Script struct {
+	name  string   // the file's name without .lua
+	roles []string // its KEYS by role, from its header ("rows" last: one KEYS per row)
+	argc  int      // the highest ARGV its header names
+	body  string
+	eval  source // the EVAL form: the shared files, then the body
+	fn    string // its function's name in the library
+}
+
+// The scripts. Build a call with the script's XxxArgs (args.go) and run it
+// with a Runner.
 var (
-	// Enqueue adds jobs, idempotent on id.
-	Enqueue = script(enqueueSrc)
-	// Claim leases pending jobs under fresh fencing tokens.
-	Claim = script(claimSrc)
-	// Extend re-scores a held job's lease (a checkpoint).
-	Extend = script(extendSrc)
-	// Cancellation answers a holder's check for a cancel request.
-	Cancellation = script(cancellationSrc)
-	// Complete finishes a held job and may claim the next ones.
-	Complete = script(completeSrc)
-	// CompleteBatch finishes many held jobs and may claim the next ones.
-	CompleteBatch = script(completeBatchSrc)
-	// Fail reports a failed attempt: retry, dead or cancelled.
-	Fail = script(failSrc)
-	// Cancel cancels a waiting job or asks the holder of an active one to stop.
-	Cancel = script(cancelSrc)
-	// Sweep recovers or dead-letters jobs whose leases lapsed.
-	Sweep = script(sweepSrc)
-	// PromoteDue moves due delayed jobs to pending.
-	PromoteDue = script(promoteDueSrc)
-	// Remove deletes a job.
-	Remove = script(removeSrc)
-	// Pause pauses or resumes a queue's claims.
-	Pause = script(pauseSrc)
-	// Drain removes a queue's waiting jobs, one bounded step per call.
-	Drain = script(drainSrc)
-	// Obliterate deletes a queue and all its keys, one bounded step per call.
-	Obliterate = script(obliterateSrc)
-	// Retry sends a dead or cancelled job back to pending.
-	Retry = script(retrySrc)
-	// Promote makes a delayed job pending now.
-	Promote = script(promoteSrc)
-	// List reads one page of a queue's jobs in one state.
-	List = script(listSrc)
+	Enqueue       = mustScript("enqueue")
+	Claim         = mustScript("claim")
+	Extend        = mustScript("extend")
+	Cancellation  = mustScript("cancellation")
+	Complete      = mustScript("complete")
+	CompleteBatch = mustScript("complete_batch")
+	Fail          = mustScript("fail")
+	Cancel        = mustScript("cancel")
+	Sweep         = mustScript("sweep")
+	PromoteDue    = mustScript("promote_due")
+	Remove        = mustScript("remove")
+	Pause         = mustScript("pause")
+	Drain         = mustScript("drain")
+	Obliterate    = mustScript("obliterate")
+	Retry         = mustScript("retry")
+	Promote       = mustScript("promote")
+	List          = mustScript("list")
 )
 
-// All lists every script, for loading them ahead of a pipeline.
+// All lists every script.
 var All = []*Script{
 	Enqueue, Claim, Extend, Cancellation, Complete, CompleteBatch,
 	Fail, Cancel, Sweep, PromoteDue, Remove, Pause, Drain, Obliterate, Retry, Promote, List,
+}
+
+// library is every script as one Redis Functions library.
+var library = newLibrary(All)
+
+// LibraryName is the name the scripts' Functions library has on Redis:
+// "emq_" and a hash of its text.
+func LibraryName() string { return library.name }
+
+// Hash is the SHA1 of the script's EVAL form, the name EVALSHA runs it by.
+func (s *Script) Hash() string { return s.eval.hash }
+
+// Source is the script's EVAL form: the shared files, then its own.
+func (s *Script) Source() string { return s.eval.text }
+
+// Roles are the roles of the script's KEYS, in order, from its header.
+func (s *Script) Roles() []string { return s.roles }
+
+// Name is the script's file name without ".lua".
+func (s *Script) Name() string { return s.name }
+
+func mustScript(name string) *Script {
+	text, err := files.ReadFile(name + ".lua")
+	if err != nil {
+		panic(err) // embedded: only a misspelt name gets here, and every test would fail
+	}
+	s, err := newScript(name, string(text))
+	if err != nil {
+		panic(err)
+	}
+	return s
+}
+
+var (
+	keysLine = regexp.MustCompile(`^-- KEYS\[(\d+)(\.\.)?\]\s+(\w+)`)
+	argvLine = regexp.MustCompile(`ARGV\[(\d+)\]`)
+)
+
+// newScript reads a script's header and builds its EVAL form.
+func newScript(name, text string) (*Script, error) {
+	s := &Script{name: name, body: text}
+	for _, line := range strings.Split(text, "\n") {
+		if !strings.HasPrefix(line, "--") {
+			break
+		}
+		if m := keysLine.FindStringSubmatch(line); m != nil {
+			if n, _ := strconv.Atoi(m[1]); n != len(s.roles)+1 || (len(s.roles) > 0 && s.roles[len(s.roles)-1] == "rows") {
+				return nil, fmt.Errorf("%s.lua: KEYS[%d] out of order", name, n)
+			}
+			if (m[2] != "") != (m[3] == "rows") {
+				return nil, fmt.Errorf("%s.lua: only rows take KEYS[n..]", name)
+			}
+			s.roles = append(s.roles, m[3])
+		}
+		if strings.HasPrefix(line, "-- ARGV[") {
+			for _, m := range argvLine.FindAllStringSubmatch(line, -1) {
+				s.argc, _ = strconv.Atoi(m[1])
+			}
+		}
+	}
+	var b builder
+	b.line("local EVAL_KEYS, EVAL_ARGV = KEYS, ARGV", "")
+	b.shared()
+	b.wrapped(s)
+	b.line(fmt.Sprintf("bind(EVAL_KEYS, EVAL_ARGV, %s)", rolesTable(s.roles)), "")
+	b.line("return main()", "")
+	s.eval = b.source()
+	return s, nil
+}
+
+// newLibrary builds the library of scripts: the shared files once, then
+// each script registered as a function. Its name carries a hash of its
+// text, so that service versions side by side on one Redis (a rolling
+// deploy) each call their own.
+func newLibrary(scripts []*Script) source {
+	var b builder
+	b.shared()
+	for _, s := range scripts {
+		b.line("do", "")
+		b.wrapped(s)
+		b.line(fmt.Sprintf("local roles = %s", rolesTable(s.roles)), "")
+		b.line(fmt.Sprintf("redis.register_function('%s', function(keys, argv) bind(keys, argv, roles) return main() end)", "@FN_"+s.name), "")
+		b.line("end", "")
+	}
+	body := b.source()
+	sum := sha1.Sum([]byte(body.text))
+	name := "emq_" + hex.EncodeToString(sum[:6])
+	for _, s := range scripts {
+		s.fn = name + "_" + s.name
+	}
+	body.text = strings.ReplaceAll(body.text, "'@FN_", "'"+name+"_")
+	body.text = "#!lua name=" + name + "\n" + body.text
+	body.lines = append([]segment{{first: 1, file: ""}}, shift(body.lines, 1)...)
+	body.name = name
+	return body
+}
+
+func rolesTable(roles []string) string {
+	quoted := make([]string, len(roles))
+	for i, r := range roles {
+		quoted[i] = "'" + r + "'"
+	}
+	return "{ " + strings.Join(quoted, ", ") + " }"
 }

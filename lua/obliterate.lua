@@ -1,28 +1,35 @@
 -- obliterate.lua: one bounded step of deleting a queue and all its keys.
 --
--- KEYS[1..8] the queue's keys (common.lua)
--- KEYS[9]    the reapers' turn of the queue (keyspace.Queue.ReaperTurn)
--- ARGV[1..2] key base and wake channel (common.lua)
--- ARGV[3]    limit: at most this many jobs per step
--- ARGV[4]    "1" to go on although jobs are active (their holders' next
---            calls are answered EMQGONE), else "0"
+-- KEYS[1] meta
+-- KEYS[2] pending
+-- KEYS[3] active
+-- KEYS[4] delayed
+-- KEYS[5] completed
+-- KEYS[6] dead
+-- KEYS[7] cancelled
+-- KEYS[8] events
+-- KEYS[9] reaper
+-- ARGV[3] limit: at most this many jobs per step
+-- ARGV[4] "1" to go on although jobs are active (their holders' next
+--         calls are answered EMQGONE), else "0"
 --
 -- Deletes up to limit jobs, rows and all, from the queue's sets; when none
 -- is left it deletes the sets, the meta hash, the event stream and the
 -- reapers' turn, so that not one key of the queue remains (a reaper's pass
--- under way may take a turn again; it expires within half an interval). The service calls it until done.
--- Fencing survives: a queue made again under the same name starts its
--- token counter at the server's time (next_tokens), above any old token.
+-- under way may take a turn again; it expires within half an interval).
+-- The service calls it until done. Fencing survives: a queue made again
+-- under the same name starts its token counter at the server's time
+-- (next_tokens), above any old token.
 -- Returns {done (0/1), removed}.
--- Errors: EMQSTATE jobs are active and force is not set.
+-- Errors: EMQSTATE jobs are active and force is not set; TRYAGAIN (here.lua).
 
 local limit = tonumber(ARGV[3])
 if ARGV[4] ~= '1' and redis.call('ZCARD', ACTIVE) > 0 then
   return redis.error_reply('EMQSTATE jobs are active in the queue: obliterate with force to delete them too')
 end
-local removed = delete_first({ PENDING, DELAYED, COMPLETED, DEAD, CANCELLED, ACTIVE }, limit)
+local removed = delete_jobs(plan_delete({ PENDING, DELAYED, COMPLETED, DEAD, CANCELLED, ACTIVE }, limit))
 if removed < limit then
-  redis.call('DEL', META, PENDING, ACTIVE, DELAYED, COMPLETED, DEAD, CANCELLED, EVENTS, KEYS[9])
+  redis.call('DEL', META, PENDING, ACTIVE, DELAYED, COMPLETED, DEAD, CANCELLED, EVENTS, REAPER)
   return { 1, removed }
 end
 return { 0, removed }

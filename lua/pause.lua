@@ -1,9 +1,10 @@
 -- pause.lua: pause or resume a queue's claims.
 --
--- KEYS[1..8] the queue's keys (common.lua)
--- ARGV[1..2] key base and wake channel (common.lua)
--- ARGV[3]    "1" to pause, "0" to resume
--- ARGV[4]    actor, ARGV[5] role: who asked, for the event
+-- KEYS[1] meta
+-- KEYS[2] pending
+-- KEYS[3] events
+-- ARGV[3] "1" to pause, "0" to resume
+-- ARGV[4] actor, ARGV[5] role: who asked, for the event
 --
 -- A paused queue answers claims with nothing; its active jobs go on and
 -- can still extend, complete and fail. Resuming wakes waiting claimers.

@@ -1,12 +1,17 @@
 -- remove.lua: delete a job and its row.
 --
--- KEYS[1..8] the queue's keys (common.lua)
--- KEYS[9]    the job row
--- ARGV[1..2] key base and wake channel (common.lua)
--- ARGV[3]    id
--- ARGV[4]    "1" to remove an active job too (its holder's next call is
---            answered EMQGONE), else "0"
--- ARGV[5]    actor, ARGV[6] role: who asked, for the event
+-- KEYS[1] pending
+-- KEYS[2] active
+-- KEYS[3] delayed
+-- KEYS[4] completed
+-- KEYS[5] dead
+-- KEYS[6] cancelled
+-- KEYS[7] events
+-- KEYS[8] job
+-- ARGV[3] id
+-- ARGV[4] "1" to remove an active job too (its holder's next call is
+--         answered EMQGONE), else "0"
+-- ARGV[5] actor, ARGV[6] role: who asked, for the event
 --
 -- The queue's token counter is untouched, so a job enqueued again under
 -- the same id never gets a token an earlier holder knows.

@@ -2,62 +2,115 @@ package lua
 
 import (
 	"context"
-	"crypto/sha1"
-	"encoding/hex"
 	"errors"
 	"net"
+	"strings"
+	"sync/atomic"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
 
-// Script is one of echo_mq's scripts. Its Run never lets go-redis send it
-// again once it may have run.
-type Script struct {
-	src, hash string
-}
-
-func script(body string) *Script {
-	src := commonSrc + "\n" + body
-	sum := sha1.Sum([]byte(src))
-	return &Script{src: src, hash: hex.EncodeToString(sum[:])}
-}
-
-// Hash is the script's SHA1, the name EVALSHA runs it by.
-func (s *Script) Hash() string { return s.hash }
-
-// Source is the script's whole text, common.lua first, as EVAL sends it.
-func (s *Script) Source() string { return s.src }
-
 // Processor is what runs a command and waits for its answer: a client, a
 // cluster client or an autopipeliner (not a Pipeliner, whose Process only
-// queues the command: Run could not see NOSCRIPT).
+// queues the command: Run could not see a missing function).
 type Processor interface {
 	Process(ctx context.Context, cmd redis.Cmder) error
 }
 
-// Run runs the script on keys with args: EVALSHA, then EVAL when the node
-// answers NOSCRIPT (a fresh node, a promoted replica, a flushed cache).
-//
-// Neither is resent by go-redis once it may have run. Its cluster client
-// retries a command whose answer was lost (a timeout, a dropped
-// connection) whatever MaxRetries says, and in a pipeline resends the
-// whole batch, answered commands too. A script may have run when its
-// answer is lost: a claim run twice leases jobs nobody holds, a retry run
-// twice answers 409 after it succeeded. So a lost answer reaches the
-// caller as an error (503 to the client, whose verbs are safe to repeat),
-// on one node as on a Cluster. What Redis answers without running
-// anything is still retried as go-redis does: redirects (MOVED, ASK,
-// READONLY after a failover), a node that cannot be reached, CLUSTERDOWN,
-// TRYAGAIN, LOADING.
-func (s *Script) Run(ctx context.Context, c Processor, keys []string, args ...any) *redis.Cmd {
-	cmd := s.send(ctx, c, "evalsha", s.Hash(), keys, args)
-	if redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
-		return s.send(ctx, c, "eval", s.src, keys, args)
-	}
-	return cmd
+// Runner runs the scripts through one client. Where Redis has FUNCTION, a
+// call is an FCALL of the library's function, which runs the script alone:
+// the shared files ran once, when the library was loaded. A node without
+// the library (a new one, a flushed one) answers that it has no such
+// function; the call then runs as EVALSHA (EVAL after NOSCRIPT) and the
+// Runner loads the library on every master. A store without FUNCTION
+// (the embedded one, Redis 6) is run with EVALSHA from its first answer on.
+type Runner struct {
+	rdb          Processor
+	lib          source
+	noFunctions  atomic.Bool
+	lastLoad     atomic.Int64 // unix ns of the last load
+	loadInterval time.Duration
 }
 
-func (s *Script) send(ctx context.Context, c Processor, verb, script string, keys []string, args []any) *redis.Cmd {
+// NewRunner returns a Runner of the scripts through rdb.
+func NewRunner(rdb Processor) *Runner {
+	return &Runner{rdb: rdb, lib: library, loadInterval: time.Second}
+}
+
+// Run runs c and answers its reply. Neither form is resent by go-redis once
+// it may have run. Its cluster client retries a command whose answer was
+// lost (a timeout, a dropped connection) whatever MaxRetries says, and in a
+// pipeline resends the whole batch, answered commands too. A script may
+// have run when its answer is lost: a claim run twice leases jobs nobody
+// holds, a retry run twice answers 409 after it succeeded. So a lost answer
+// reaches the caller as an error (503 to the client, whose verbs are safe
+// to repeat), on one node as on a Cluster. What Redis answers without
+// running anything is still retried as go-redis does: redirects (MOVED,
+// ASK, READONLY after a failover), a node that cannot be reached,
+// CLUSTERDOWN, TRYAGAIN (also a script's own, which it gives before its
+// first write: here.lua), LOADING.
+func (r *Runner) Run(ctx context.Context, c Call) *redis.Cmd {
+	if !r.noFunctions.Load() {
+		cmd := send(ctx, r.rdb, "fcall", c.script.fn, c.keys, c.args)
+		switch err := cmd.Err(); {
+		case unknownCommand(err):
+			r.noFunctions.Store(true)
+		case redis.HasErrorPrefix(err, "Function not found"):
+			r.load(ctx)
+		default:
+			return located(cmd, r.lib)
+		}
+	}
+	cmd := send(ctx, r.rdb, "evalsha", c.script.Hash(), c.keys, c.args)
+	if redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
+		cmd = send(ctx, r.rdb, "eval", c.script.Source(), c.keys, c.args)
+	}
+	return located(cmd, c.script.eval)
+}
+
+// load loads the library on every master, at most once per loadInterval.
+// A cluster client loads it on each master; through any other client
+// (an autopipeliner, one node) the node the client reaches gets it, and
+// the callers that run through the cluster client load the others.
+func (r *Runner) load(ctx context.Context) {
+	now := time.Now().UnixNano()
+	last := r.lastLoad.Load()
+	if now-last < int64(r.loadInterval) || !r.lastLoad.CompareAndSwap(last, now) {
+		return
+	}
+	if cc, ok := r.rdb.(*redis.ClusterClient); ok {
+		_ = cc.ForEachMaster(ctx, func(ctx context.Context, node *redis.Client) error {
+			return loadLibrary(ctx, node, r.lib)
+		})
+		return
+	}
+	_ = loadLibrary(ctx, r.rdb, r.lib)
+}
+
+// loadLibrary sends FUNCTION LOAD of lib; one that is there already is
+// fine (its name is its text's hash).
+func loadLibrary(ctx context.Context, p Processor, lib source) error {
+	cmd := redis.NewCmd(ctx, "function", "load", lib.text)
+	_ = p.Process(ctx, cmd)
+	if err := cmd.Err(); err != nil && !strings.Contains(err.Error(), "already exists") {
+		return err
+	}
+	return nil
+}
+
+// Load loads the library where the store has FUNCTION, so that the first
+// calls need not fall back to EVAL; it is never required.
+func (r *Runner) Load(ctx context.Context) {
+	r.lastLoad.Store(0)
+	r.load(ctx)
+}
+
+func unknownCommand(err error) bool {
+	return err != nil && strings.Contains(strings.ToLower(err.Error()), "unknown command")
+}
+
+func send(ctx context.Context, c Processor, verb, script string, keys []string, args []any) *redis.Cmd {
 	argv := make([]any, 0, 3+len(keys)+len(args))
 	argv = append(argv, verb, script, len(keys))
 	for _, k := range keys {
@@ -68,6 +121,24 @@ func (s *Script) send(ctx context.Context, c Processor, verb, script string, key
 	_ = c.Process(ctx, sentOnce{cmd})
 	return cmd
 }
+
+// located rewrites the place a script error names (a line of the composed
+// source) into the file and line of ours it came from.
+func located(cmd *redis.Cmd, src source) *redis.Cmd {
+	var rerr redis.Error
+	if err := cmd.Err(); err != nil && errors.As(err, &rerr) && redisLine.MatchString(err.Error()) {
+		cmd.SetErr(scriptError{src.locate(err.Error())})
+	}
+	return cmd
+}
+
+// scriptError is a Redis error reply of a script, its place in our files.
+type scriptError struct{ msg string }
+
+func (e scriptError) Error() string { return e.msg }
+
+// RedisError marks it a Redis reply, for redis.HasErrorPrefix.
+func (scriptError) RedisError() {}
 
 // sentOnce is a command go-redis must not resend once it may have run.
 type sentOnce struct{ *redis.Cmd }
@@ -80,7 +151,7 @@ func (c sentOnce) NoRetry() bool { return !neverRan(c.Err()) }
 
 // neverRan reports whether err says the command was not run: it was never
 // sent (no connection could be made or had), or Redis refused it before
-// running it.
+// running it. A script's own TRYAGAIN is given before it writes anything.
 func neverRan(err error) bool {
 	if err == nil {
 		return false

@@ -18,8 +18,8 @@ func TestMain(m *testing.M) { os.Exit(redistest.Run(m)) }
 
 // slowCount counts its runs in KEYS[1], then keeps Redis busy for ARGV[3]
 // ms, longer than the client waits for an answer.
-const slowCount = `
-redis.call('INCR', KEYS[1])
+const slowCount = `-- KEYS[1] meta
+redis.call('INCR', META)
 local function now_ms()
   local t = redis.call('TIME')
   return t[1] * 1000 + math.floor(t[2] / 1000)
@@ -58,15 +58,21 @@ func TestRunNeverResendsALostAnswer(t *testing.T) {
 		t.Fatal("the run counter did not settle")
 		return 0
 	}
-	slow := script(slowCount)
+	slow, err := newScript("slow", slowCount)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lib := newLibrary([]*Script{slow})
 	for name, rdb := range clients {
 		t.Cleanup(func() { rdb.Close() })
 		rdb.Del(ctx, key)
-		if err := slow.Run(ctx, rdb, []string{key}, "", "", 250).Err(); err == nil {
+		run := &Runner{rdb: rdb, lib: lib}
+		run.Load(ctx)
+		if err := run.Run(ctx, Call{script: slow, keys: []string{key}, args: []any{"", "", 250}}).Err(); err == nil {
 			t.Fatalf("%s: a 250 ms script answered within a 100 ms read timeout", name)
 		}
 		if n := runs(rdb); n != 1 {
-			t.Errorf("%s: Script.Run ran the script %d times after losing its answer, want 1", name, n)
+			t.Errorf("%s: Runner.Run ran the script %d times after losing its answer, want 1", name, n)
 		}
 	}
 	// The baseline, which the test guards against: go-redis's own script

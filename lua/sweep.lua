@@ -1,9 +1,13 @@
 -- sweep.lua: count-thresholded stalled recovery.
 --
--- KEYS[1..8] the queue's keys (common.lua)
--- ARGV[1..2] key base and wake channel (common.lua)
--- ARGV[3]    max_stalled, >= 1
--- ARGV[4]    limit: at most this many lapsed jobs per call
+-- KEYS[1] meta
+-- KEYS[2] pending
+-- KEYS[3] active
+-- KEYS[4] dead
+-- KEYS[5] cancelled
+-- KEYS[6] events
+-- ARGV[3] max_stalled, >= 1
+-- ARGV[4] limit: at most this many lapsed jobs per call
 --
 -- Takes the active jobs whose lease deadline is at or before the server's
 -- now, oldest first, up to limit: a range read of the active set, so the
@@ -15,30 +19,36 @@
 --   otherwise (a slow worker)          -> the front of pending
 -- The old holder's token stops fencing anything: the job is not active.
 -- Returns {recovered, dead, cancelled}, three lists of ids.
--- Errors: none.
+-- Errors: TRYAGAIN (here.lua).
 
 local now = now_ms()
 local max_stalled = tonumber(ARGV[3])
 local lapsed = redis.call('ZRANGEBYSCORE', ACTIVE, '-inf', int(now), 'LIMIT', 0, tonumber(ARGV[4]))
+local rows = {}
+for i, id in ipairs(lapsed) do
+  rows[i] = row_here(id)
+end
+
 local recovered, dead, cancelled = {}, {}, {}
-for _, id in ipairs(lapsed) do
-  local key = job_key(id)
+for i, id in ipairs(lapsed) do
+  local row = rows[i]
   redis.call('ZREM', ACTIVE, id)
-  if redis.call('EXISTS', key) == 1 then
-    redis.call('HDEL', key, 'lease_expires_at')
-    local stalled = redis.call('HINCRBY', key, 'stalled', 1)
-    if redis.call('HGET', key, 'cancel_requested') then
+  if row then
+    del_fields(id, row, { 'lease_expires_at' })
+    local stalled = tonumber(row.stalled or '0') + 1
+    set_fields(id, row, { 'stalled', tostring(stalled) })
+    if row.cancel_requested then
       finish(id, 'cancelled', now)
       emit('cancelled', id, 'cancelled', 'error', 'stalled')
       cancelled[#cancelled + 1] = id
     elseif stalled >= max_stalled then
       finish(id, 'dead', now)
-      redis.call('HSET', key, 'last_error', 'stalled')
+      redis.call('HSET', job_key(id), 'last_error', 'stalled')
       redis.call('HINCRBY', META, 'failed', 1)
       emit('dead', id, 'dead', 'error', 'stalled')
       dead[#dead + 1] = id
     else
-      push_pending(id, true)
+      push_pending(id, row, true)
       emit('recovered', id, 'pending')
       recovered[#recovered + 1] = id
     end

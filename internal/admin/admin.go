@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/echo-mq/echo_mq/internal/keyspace"
+	"github.com/echo-mq/echo_mq/lua"
 )
 
 // ErrCursor means a listing's cursor is not one the service gave out.
@@ -17,22 +18,20 @@ var ErrCursor = errors.New("invalid cursor")
 
 // Service runs the operator plane for every queue under one key prefix.
 type Service struct {
-	rdb    redis.UniversalClient
-	prefix string
-	queues *keyspace.Registry
+	rdb     redis.UniversalClient
+	prefix  string
+	queues  *keyspace.Registry
+	scripts *lua.Runner
 }
 
 // NewService returns a Service for the keys under prefix.
 func NewService(rdb redis.UniversalClient, prefix string) *Service {
-	return &Service{rdb: rdb, prefix: prefix, queues: keyspace.NewRegistry(rdb, prefix)}
+	return &Service{rdb: rdb, prefix: prefix, queues: keyspace.NewRegistry(rdb, prefix), scripts: lua.NewRunner(rdb)}
 }
 
 // Actor is who asks for an operator action, for the audit trail in the
 // event stream: the API key's name and role.
-type Actor struct {
-	Name string
-	Role string
-}
+type Actor = lua.Actor
 
 // flag renders a boolean the way the scripts read it.
 func flag(b bool) string {

@@ -28,14 +28,14 @@ func (s *Service) Get(ctx context.Context, queue, id string) (job.Job, error) {
 // its holder's next call is then answered job.ErrGone. Errors: job.ErrGone,
 // job.ErrState (active without force).
 func (s *Service) Remove(ctx context.Context, queue, id string, force bool, by Actor) error {
-	_, err := s.runOnJob(ctx, lua.Remove, queue, id, flag(force), by.Name, by.Role)
+	_, err := s.run(ctx, queue, lua.RemoveArgs{ID: id, Force: force, By: by})
 	return err
 }
 
 // Retry sends a dead or cancelled job back to pending with a fresh attempt
 // budget and its stalled count reset. Errors: job.ErrGone, job.ErrState.
 func (s *Service) Retry(ctx context.Context, queue, id string, by Actor) (job.Job, error) {
-	reply, err := s.runOnJob(ctx, lua.Retry, queue, id, by.Name, by.Role)
+	reply, err := s.run(ctx, queue, lua.RetryArgs{ID: id, By: by})
 	if err != nil {
 		return job.Job{}, err
 	}
@@ -44,17 +44,17 @@ func (s *Service) Retry(ctx context.Context, queue, id string, by Actor) (job.Jo
 
 // Promote makes a delayed job pending now. Errors: job.ErrGone, job.ErrState.
 func (s *Service) Promote(ctx context.Context, queue, id string, by Actor) (job.Job, error) {
-	reply, err := s.runOnJob(ctx, lua.Promote, queue, id, by.Name, by.Role)
+	reply, err := s.run(ctx, queue, lua.PromoteArgs{ID: id, By: by})
 	if err != nil {
 		return job.Job{}, err
 	}
 	return job.Parse(queue, reply)
 }
 
-// runOnJob runs script on job id's row; its ARGV are id, then args.
-func (s *Service) runOnJob(ctx context.Context, script *lua.Script, queue, id string, args ...any) (any, error) {
-	q := keyspace.NewQueue(s.prefix, queue)
-	reply, err := script.Run(ctx, s.rdb, q.ScriptKeysWithJob(id), q.ScriptArgs(append([]any{id}, args...)...)...).Result()
+// run runs a script call on queue and turns its error replies into the
+// job package's errors.
+func (s *Service) run(ctx context.Context, queue string, c interface{ Call(keyspace.Queue) lua.Call }) (any, error) {
+	reply, err := s.scripts.Run(ctx, c.Call(keyspace.NewQueue(s.prefix, queue))).Result()
 	return reply, job.ScriptError(err)
 }
 
@@ -77,15 +77,12 @@ func (s *Service) List(ctx context.Context, queue, state, cursor string, limit i
 	if err != nil {
 		return Page{}, err
 	}
-	order := "asc"
-	if newestFirst[state] {
-		order = "desc"
-	}
-	q := keyspace.NewQueue(s.prefix, queue)
-	reply, err := lua.List.Run(ctx, s.rdb, q.ScriptKeys(), q.ScriptArgs(state, order, score, after, limit)...).Slice()
+	got, err := s.run(ctx, queue, lua.ListArgs{State: state, Descending: newestFirst[state],
+		Score: score, ID: after, Limit: limit})
 	if err != nil {
-		return Page{}, job.ScriptError(err)
+		return Page{}, err
 	}
+	reply, _ := got.([]any)
 	if len(reply) != 3 {
 		return Page{}, fmt.Errorf("list: unexpected reply of %d items", len(reply))
 	}

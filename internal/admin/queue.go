@@ -120,10 +120,8 @@ func (s *Service) SetPaused(ctx context.Context, queue string, paused bool, by A
 	if err := s.queues.Remember(ctx, queue, true); err != nil {
 		return QueueInfo{}, err
 	}
-	q := keyspace.NewQueue(s.prefix, queue)
-	err := lua.Pause.Run(ctx, s.rdb, q.ScriptKeys(), q.ScriptArgs(flag(paused), by.Name, by.Role)...).Err()
-	if err != nil {
-		return QueueInfo{}, job.ScriptError(err)
+	if _, err := s.run(ctx, queue, lua.PauseArgs{Paused: paused, By: by}); err != nil {
+		return QueueInfo{}, err
 	}
 	return s.Queue(ctx, queue)
 }
@@ -134,14 +132,14 @@ func (s *Service) SetPaused(ctx context.Context, queue string, paused bool, by A
 // done without its event.
 func (s *Service) Drain(ctx context.Context, queue string, by Actor) (int, error) {
 	ctx = context.WithoutCancel(ctx)
-	q := keyspace.NewQueue(s.prefix, queue)
 	total := 0
 	for {
-		n, err := lua.Drain.Run(ctx, s.rdb, q.ScriptKeys(), q.ScriptArgs(StepSize, total, by.Name, by.Role)...).Int()
+		reply, err := s.run(ctx, queue, lua.DrainArgs{Limit: StepSize, RemovedBefore: total, By: by})
 		if err != nil {
-			return total, job.ScriptError(err)
+			return total, err
 		}
-		total += n
+		n, _ := reply.(int64)
+		total += int(n)
 		if n < StepSize {
 			return total, nil
 		}
@@ -158,8 +156,7 @@ func (s *Service) Obliterate(ctx context.Context, queue string, force bool) (int
 	q := keyspace.NewQueue(s.prefix, queue)
 	total := 0
 	for {
-		keys := append(q.ScriptKeys(), q.ReaperTurn())
-		reply, err := lua.Obliterate.Run(ctx, s.rdb, keys, q.ScriptArgs(StepSize, flag(force))...).Int64Slice()
+		reply, err := s.scripts.Run(ctx, lua.ObliterateArgs{Limit: StepSize, Force: force}.Call(q)).Int64Slice()
 		if err != nil {
 			return total, job.ScriptError(err)
 		}

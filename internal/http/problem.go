@@ -120,7 +120,9 @@ func unavailable(err error) bool {
 		errors.Is(err, context.DeadlineExceeded) ||
 		redis.HasErrorPrefix(err, "LOADING") || redis.HasErrorPrefix(err, "MASTERDOWN") ||
 		redis.HasErrorPrefix(err, "CLUSTERDOWN") || redis.HasErrorPrefix(err, "TRYAGAIN") ||
-		redis.HasErrorPrefix(err, "READONLY")
+		redis.HasErrorPrefix(err, "READONLY") ||
+		// A slot migrating: redirects go-redis gave up following.
+		redis.HasErrorPrefix(err, "ASK ") || redis.HasErrorPrefix(err, "MOVED ")
 }
 
 // writeProblem answers err as problem+json. Only a 5xx is logged, with the

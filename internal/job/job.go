@@ -20,7 +20,7 @@ const (
 )
 
 // DefaultMaxAttempts is a job's attempt budget when its enqueue gave none.
-// A row stores max_attempts only when it differs (common.lua), so this
+// A row stores max_attempts only when it differs (lua/row.lua), so this
 // value is part of the row format: changing it changes stored jobs too.
 const DefaultMaxAttempts = 3
 

@@ -73,7 +73,7 @@ func (q Queue) Job(id string) string { return q.base + "job:" + id }
 func (q Queue) Meta() string { return q.base + "meta" }
 
 // ReaperTurn is the key a replica's reaper sets while it has the queue's
-// sweep, so that other replicas skip it; obliterate takes it as KEYS[9].
+// sweep, so that other replicas skip it; obliterate deletes it too.
 func (q Queue) ReaperTurn() string { return q.base + "reaper" }
 
 // Set is the key of the sorted set that holds the queue's jobs in state.
@@ -83,24 +83,13 @@ func (q Queue) Set(state string) string { return q.base + state }
 // jobs that became pending.
 func (q Queue) WakeChannel() string { return WakeChannelPrefix(q.prefix) + q.name }
 
-// ScriptKeys are the KEYS every script takes first, in the order common.lua
-// fixes: meta, pending, active, delayed, completed, dead, cancelled, events.
-func (q Queue) ScriptKeys() []string {
+// Keys are every key of the queue but its job rows: the meta hash, the six
+// state sets and the event stream.
+func (q Queue) Keys() []string {
 	return []string{
 		q.Meta(), q.Set("pending"), q.Set("active"), q.Set("delayed"),
 		q.Set("completed"), q.Set("dead"), q.Set("cancelled"), q.Events(),
 	}
-}
-
-// ScriptKeysWithJob are ScriptKeys followed by job id's row.
-func (q Queue) ScriptKeysWithJob(id string) []string {
-	return append(q.ScriptKeys(), q.Job(id))
-}
-
-// ScriptArgs are the ARGV every script takes first: the key base and the
-// wake channel, followed by args.
-func (q Queue) ScriptArgs(args ...any) []any {
-	return append([]any{q.base, q.WakeChannel()}, args...)
 }
 
 // QueuesKey is the key of the set of known queue names. It has no hash tag:

@@ -33,7 +33,7 @@ func TestValidJobID(t *testing.T) {
 func TestQueueKeysShareOneHashTag(t *testing.T) {
 	t.Parallel()
 	q := NewQueue("emq", "emails")
-	for _, key := range q.ScriptKeysWithJob("j1") {
+	for _, key := range append(q.Keys(), q.Job("j1"), q.ReaperTurn()) {
 		if !strings.HasPrefix(key, "emq:{emails}:") {
 			t.Errorf("key %q is outside the queue's hash tag", key)
 		}

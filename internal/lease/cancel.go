@@ -2,7 +2,6 @@ package lease
 
 import (
 	"context"
-	"strconv"
 
 	"github.com/echo-mq/echo_mq/internal/job"
 	"github.com/echo-mq/echo_mq/lua"
@@ -21,11 +20,7 @@ type CancelParams struct {
 // Errors: job.ErrGone; job.ErrState for a completed or dead job; job.ErrStale
 // when p.Token is set and the job is not active under it.
 func (s *Service) Cancel(ctx context.Context, queue, id string, p CancelParams) (j job.Job, requested bool, err error) {
-	token := ""
-	if p.Token != 0 {
-		token = strconv.FormatInt(p.Token, 10)
-	}
-	reply, err := s.run(ctx, lua.Cancel, queue, id, id, token, truncate(p.Reason, MaxErrorText))
+	reply, err := s.run(ctx, queue, lua.CancelArgs{ID: id, Token: p.Token, Reason: truncate(p.Reason, MaxErrorText)})
 	if err != nil {
 		return job.Job{}, false, err
 	}

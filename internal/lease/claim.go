@@ -15,14 +15,14 @@ type ClaimParams struct {
 	Worker string        // optional, recorded on the job
 }
 
-func (p ClaimParams) args() []any {
+func (p ClaimParams) args() lua.ClaimArgs {
 	if p.Count == 0 {
 		p.Count = 1
 	}
 	if p.Lease == 0 {
 		p.Lease = DefaultLease
 	}
-	return []any{p.Count, millis(p.Lease), p.Worker}
+	return lua.ClaimArgs{Count: p.Count, LeaseMS: millis(p.Lease), Worker: p.Worker}
 }
 
 // Claimed is the outcome of a claim: the jobs, each with its Token, and how
@@ -38,7 +38,7 @@ type Claimed struct {
 // priority, after moving due delayed jobs to pending. A paused or empty
 // queue gives no jobs.
 func (s *Service) Claim(ctx context.Context, queue string, p ClaimParams) (Claimed, error) {
-	reply, err := s.run(ctx, lua.Claim, queue, "", p.args()...)
+	reply, err := s.run(ctx, queue, p.args())
 	if err != nil {
 		return Claimed{}, err
 	}

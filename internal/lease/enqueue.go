@@ -52,12 +52,11 @@ type Enqueued struct {
 // in the same order. Enqueueing an id that exists adds nothing and returns
 // the existing job.
 func (s *Service) Enqueue(ctx context.Context, queue string, jobs []NewJob) ([]Enqueued, error) {
-	args := make([]any, 0, 1+6*len(jobs))
-	args = append(args, len(jobs))
-	for _, nj := range jobs {
-		args = append(args, enqueueArgs(nj)...)
+	args := lua.EnqueueArgs{Jobs: make([]lua.NewJob, len(jobs))}
+	for i, nj := range jobs {
+		args.Jobs[i] = enqueueArgs(nj)
 	}
-	reply, err := s.run(ctx, lua.Enqueue, queue, "", args...)
+	reply, err := s.run(ctx, queue, args)
 	if err != nil {
 		return nil, err
 	}
@@ -89,8 +88,8 @@ func (s *Service) Enqueue(ctx context.Context, queue string, jobs []NewJob) ([]E
 	return out, nil
 }
 
-// enqueueArgs are one job's six ARGV of enqueue.lua, defaults filled in.
-func enqueueArgs(nj NewJob) []any {
+// enqueueArgs are one job's arguments of enqueue.lua, defaults filled in.
+func enqueueArgs(nj NewJob) lua.NewJob {
 	if nj.ID == "" {
 		nj.ID = uuid.Must(uuid.NewV7()).String()
 	}
@@ -102,5 +101,6 @@ func enqueueArgs(nj NewJob) []any {
 	if nj.Backoff != nil {
 		backoff = nj.Backoff.String()
 	}
-	return []any{nj.ID, string(nj.Payload), nj.Priority, millis(nj.Delay), maxAttempts, backoff}
+	return lua.NewJob{ID: nj.ID, Payload: string(nj.Payload), Priority: nj.Priority,
+		DelayMS: millis(nj.Delay), MaxAttempts: maxAttempts, Backoff: backoff}
 }

@@ -29,8 +29,7 @@ type Extended struct {
 // p.Lease. It fails with job.ErrStale when the token does not hold the job
 // (also when a sweep has recovered it) and job.ErrGone when there is none.
 func (s *Service) Extend(ctx context.Context, queue, id string, p ExtendParams) (Extended, error) {
-	hasProgress, progress := optionalJSON(p.Progress)
-	reply, err := s.run(ctx, lua.Extend, queue, id, id, p.Token, millis(p.Lease), hasProgress, progress)
+	reply, err := s.run(ctx, queue, lua.ExtendArgs{ID: id, Token: p.Token, LeaseMS: millis(p.Lease), Progress: p.Progress})
 	if err != nil {
 		return Extended{}, err
 	}
@@ -56,7 +55,7 @@ type Cancellation struct {
 // Cancellation tells the holder of job id under token whether a cancel was
 // requested, in O(1). Errors as for Extend.
 func (s *Service) Cancellation(ctx context.Context, queue, id string, token int64) (Cancellation, error) {
-	reply, err := s.run(ctx, lua.Cancellation, queue, id, id, token)
+	reply, err := s.run(ctx, queue, lua.CancellationArgs{ID: id, Token: token})
 	if err != nil {
 		return Cancellation{}, err
 	}

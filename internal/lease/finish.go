@@ -17,10 +17,8 @@ const MaxErrorText = 4 << 10
 // (none when the queue is paused or empty). A repeat of a complete that
 // succeeded answers the job again. Errors: job.ErrStale, job.ErrGone.
 func (s *Service) Complete(ctx context.Context, queue, id string, token int64, result json.RawMessage, next *ClaimParams) (job.Job, []job.Job, error) {
-	hasResult, text := optionalJSON(result)
-	args := append([]any{id, token, hasResult, text}, nextArgs(next)...)
-	args = append(args, s.keepCompleted)
-	reply, err := s.run(ctx, lua.Complete, queue, id, args...)
+	reply, err := s.run(ctx, queue, lua.CompleteArgs{ID: id, Token: token, Result: result,
+		Next: nextArgs(next), Keep: s.keepCompleted})
 	if err != nil {
 		return job.Job{}, nil, err
 	}
@@ -36,10 +34,10 @@ func (s *Service) Complete(ctx context.Context, queue, id string, token int64, r
 	return done, claimed, err
 }
 
-// nextArgs are the claim-next ARGV of the complete scripts.
-func nextArgs(next *ClaimParams) []any {
+// nextArgs are the claim-next arguments of the complete scripts.
+func nextArgs(next *ClaimParams) lua.ClaimArgs {
 	if next == nil {
-		return []any{0, 0, ""}
+		return lua.ClaimArgs{}
 	}
 	return next.args()
 }
@@ -63,15 +61,11 @@ type Completed struct {
 // would, and optionally claims next jobs. One job's refusal does not stop the
 // others; outcomes come back in order.
 func (s *Service) CompleteBatch(ctx context.Context, queue string, batch []Completion, next *ClaimParams) ([]Completed, []job.Job, error) {
-	args := make([]any, 0, 4+4*len(batch))
-	args = append(args, len(batch))
-	for _, c := range batch {
-		hasResult, text := optionalJSON(c.Result)
-		args = append(args, c.ID, c.Token, hasResult, text)
+	jobs := make([]lua.Completion, len(batch))
+	for i, c := range batch {
+		jobs[i] = lua.Completion{ID: c.ID, Token: c.Token, Result: c.Result}
 	}
-	args = append(args, nextArgs(next)...)
-	args = append(args, s.keepCompleted)
-	reply, err := s.run(ctx, lua.CompleteBatch, queue, "", args...)
+	reply, err := s.run(ctx, queue, lua.CompleteBatchArgs{Jobs: jobs, Next: nextArgs(next), Keep: s.keepCompleted})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -129,7 +123,8 @@ func (s *Service) Fail(ctx context.Context, queue, id string, p FailParams) (job
 	if p.RetryIn != nil {
 		retryIn = millis(*p.RetryIn)
 	}
-	reply, err := s.run(ctx, lua.Fail, queue, id, id, p.Token, truncate(p.Error, MaxErrorText), retryIn, bool01(p.Fatal))
+	reply, err := s.run(ctx, queue, lua.FailArgs{ID: id, Token: p.Token, Error: truncate(p.Error, MaxErrorText),
+		RetryInMS: retryIn, Fatal: p.Fatal})
 	if err != nil {
 		return job.Job{}, err
 	}

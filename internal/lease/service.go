@@ -2,7 +2,6 @@ package lease
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -27,6 +26,7 @@ type Service struct {
 	prefix        string
 	keepCompleted int
 	queues        *keyspace.Registry
+	scripts       *lua.Runner
 }
 
 // Option configures a Service.
@@ -42,7 +42,7 @@ func KeepCompleted(n int) Option {
 // NewService returns a Service for the keys under prefix.
 func NewService(rdb redis.UniversalClient, prefix string, opts ...Option) *Service {
 	s := &Service{rdb: rdb, prefix: prefix, keepCompleted: DefaultKeepCompleted,
-		queues: keyspace.NewRegistry(rdb, prefix)}
+		queues: keyspace.NewRegistry(rdb, prefix), scripts: lua.NewRunner(rdb)}
 	for _, o := range opts {
 		o(s)
 	}
@@ -53,33 +53,16 @@ func (s *Service) keys(queue string) keyspace.Queue {
 	return keyspace.NewQueue(s.prefix, queue)
 }
 
-// run runs script on queue's keys (and job id's row, when id is not empty)
-// and turns its error replies into the job package's errors.
-func (s *Service) run(ctx context.Context, script *lua.Script, queue, id string, args ...any) (any, error) {
-	q := s.keys(queue)
-	keys := q.ScriptKeys()
-	if id != "" {
-		keys = q.ScriptKeysWithJob(id)
-	}
-	reply, err := script.Run(ctx, s.rdb, keys, q.ScriptArgs(args...)...).Result()
+// call is a script's call on queue, built by its typed arguments.
+type call interface {
+	Call(q keyspace.Queue) lua.Call
+}
+
+// run runs a script call on queue and turns its error replies into the job
+// package's errors.
+func (s *Service) run(ctx context.Context, queue string, c call) (any, error) {
+	reply, err := s.scripts.Run(ctx, c.Call(s.keys(queue))).Result()
 	return reply, job.ScriptError(err)
-}
-
-// bool01 renders a flag the way the scripts read it.
-func bool01(b bool) string {
-	if b {
-		return "1"
-	}
-	return "0"
-}
-
-// optionalJSON is a script's (flag, text) pair for a JSON value that may be
-// absent.
-func optionalJSON(v json.RawMessage) (string, string) {
-	if v == nil {
-		return "0", ""
-	}
-	return "1", string(v)
 }
 
 func millis(d time.Duration) int64 { return d.Milliseconds() }

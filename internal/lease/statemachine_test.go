@@ -172,7 +172,7 @@ func newSMMachine(t *testing.T, svc smServices) *smMachine {
 
 // cleanup deletes the queue's keys, so that the fuzzing Redis stays small.
 func (m *smMachine) cleanup() {
-	keys := append(m.keys.ScriptKeys(), m.keys.Job(smIDs[0]), m.keys.Job(smIDs[1]), m.keys.Job(smIDs[2]), m.keys.Job(smIDs[3]))
+	keys := append(m.keys.Keys(), m.keys.Job(smIDs[0]), m.keys.Job(smIDs[1]), m.keys.Job(smIDs[2]), m.keys.Job(smIDs[3]))
 	m.svc.rdb.Del(m.ctx, keys...)
 	m.svc.rdb.SRem(m.ctx, keyspace.QueuesKey(smPrefix), m.queue)
 }

@@ -31,13 +31,14 @@ const (
 
 // Service sweeps queues under one key prefix.
 type Service struct {
-	rdb    redis.UniversalClient
-	prefix string
+	rdb     redis.UniversalClient
+	prefix  string
+	scripts *lua.Runner
 }
 
 // NewService returns a Service for the keys under prefix.
 func NewService(rdb redis.UniversalClient, prefix string) *Service {
-	return &Service{rdb: rdb, prefix: prefix}
+	return &Service{rdb: rdb, prefix: prefix, scripts: lua.NewRunner(rdb)}
 }
 
 // SweepParams bound one sweep call.
@@ -60,8 +61,8 @@ func (s Swept) Len() int { return len(s.Recovered) + len(s.Dead) + len(s.Cancell
 // server's clock and recovers, dead-letters or cancels each.
 func (s *Service) Sweep(ctx context.Context, queue string, p SweepParams) (Swept, error) {
 	q := keyspace.NewQueue(s.prefix, queue)
-	args := q.ScriptArgs(cmp.Or(p.MaxStalled, DefaultMaxStalled), cmp.Or(p.Limit, DefaultLimit))
-	reply, err := lua.Sweep.Run(ctx, s.rdb, q.ScriptKeys(), args...).Result()
+	args := lua.SweepArgs{MaxStalled: cmp.Or(p.MaxStalled, DefaultMaxStalled), Limit: cmp.Or(p.Limit, DefaultLimit)}
+	reply, err := s.scripts.Run(ctx, args.Call(q)).Result()
 	if err != nil {
 		return Swept{}, job.ScriptError(err)
 	}
@@ -86,7 +87,7 @@ func (s *Service) TakeTurn(ctx context.Context, queue string, ttl time.Duration)
 // returns how many it moved.
 func (s *Service) PromoteDue(ctx context.Context, queue string, limit int) (int, error) {
 	q := keyspace.NewQueue(s.prefix, queue)
-	n, err := lua.PromoteDue.Run(ctx, s.rdb, q.ScriptKeys(), q.ScriptArgs(limit)...).Int()
+	n, err := s.scripts.Run(ctx, lua.PromoteDueArgs{Limit: limit}.Call(q)).Int()
 	return n, job.ScriptError(err)
 }
 

@@ -1,0 +1,307 @@
+package lua
+
+import (
+	"strconv"
+
+	"github.com/echo-mq/echo_mq/internal/keyspace"
+)
+
+// Call is one run of a script: its KEYS, in the order its header gives
+// their roles, and its ARGV. Each script's XxxArgs below builds it; they are
+// the one place that knows a script's ARGV order.
+type Call struct {
+	script *Script
+	keys   []string
+	args   []any
+}
+
+// Keys are the call's KEYS.
+func (c Call) Keys() []string { return c.keys }
+
+// Args are the call's ARGV.
+func (c Call) Args() []any { return c.args }
+
+// Script is the script the call runs.
+func (c Call) Script() *Script { return c.script }
+
+// call builds a call of s on queue q: KEYS from its header's roles (job
+// is the row of id, rows those of rows, set the state's set), ARGV the key
+// base and wake channel, then args.
+func (s *Script) call(q keyspace.Queue, id, state string, rows []string, args ...any) Call {
+	keys := make([]string, 0, len(s.roles)+len(rows))
+	for _, role := range s.roles {
+		switch role {
+		case "meta":
+			keys = append(keys, q.Meta())
+		case "events":
+			keys = append(keys, q.Events())
+		case "job":
+			keys = append(keys, q.Job(id))
+		case "reaper":
+			keys = append(keys, q.ReaperTurn())
+		case "set":
+			keys = append(keys, q.Set(state))
+		case "rows":
+			for _, row := range rows {
+				keys = append(keys, q.Job(row))
+			}
+		default: // a state's set
+			keys = append(keys, q.Set(role))
+		}
+	}
+	return Call{script: s, keys: keys, args: append([]any{q.Base(), q.WakeChannel()}, args...)}
+}
+
+// Actor is who asked for an operator's change, for its event.
+type Actor struct{ Name, Role string }
+
+// NewJob is one job of enqueue.lua, its defaults already left out: an
+// empty MaxAttempts or Backoff is the default.
+type NewJob struct {
+	ID, Payload          string
+	Priority             int
+	DelayMS              int64
+	MaxAttempts, Backoff string
+}
+
+// EnqueueArgs are enqueue.lua's arguments.
+type EnqueueArgs struct{ Jobs []NewJob }
+
+// Call is the call of enqueue.lua on q.
+func (a EnqueueArgs) Call(q keyspace.Queue) Call {
+	ids := make([]string, len(a.Jobs))
+	args := make([]any, 0, 1+6*len(a.Jobs))
+	args = append(args, len(a.Jobs))
+	for i, j := range a.Jobs {
+		ids[i] = j.ID
+		args = append(args, j.ID, j.Payload, j.Priority, j.DelayMS, j.MaxAttempts, j.Backoff)
+	}
+	return Enqueue.call(q, "", "", ids, args...)
+}
+
+// ClaimArgs are claim.lua's arguments, and the claim-next ones of the
+// complete scripts (Count 0: claim nothing).
+type ClaimArgs struct {
+	Count   int
+	LeaseMS int64
+	Worker  string
+}
+
+// Call is the call of claim.lua on q.
+func (a ClaimArgs) Call(q keyspace.Queue) Call {
+	return Claim.call(q, "", "", nil, a.Count, a.LeaseMS, a.Worker)
+}
+
+// ExtendArgs are extend.lua's arguments.
+type ExtendArgs struct {
+	ID       string
+	Token    int64
+	LeaseMS  int64
+	Progress []byte // nil: none
+}
+
+// Call is the call of extend.lua on q.
+func (a ExtendArgs) Call(q keyspace.Queue) Call {
+	has, text := optional(a.Progress)
+	return Extend.call(q, a.ID, "", nil, a.ID, a.Token, a.LeaseMS, has, text)
+}
+
+// CancellationArgs are cancellation.lua's arguments.
+type CancellationArgs struct {
+	ID    string
+	Token int64
+}
+
+// Call is the call of cancellation.lua on q.
+func (a CancellationArgs) Call(q keyspace.Queue) Call {
+	return Cancellation.call(q, a.ID, "", nil, a.ID, a.Token)
+}
+
+// CompleteArgs are complete.lua's arguments.
+type CompleteArgs struct {
+	ID     string
+	Token  int64
+	Result []byte // nil: none
+	Next   ClaimArgs
+	Keep   int // completed jobs the queue keeps, 0: all
+}
+
+// Call is the call of complete.lua on q.
+func (a CompleteArgs) Call(q keyspace.Queue) Call {
+	has, text := optional(a.Result)
+	return Complete.call(q, a.ID, "", nil, a.ID, a.Token, has, text,
+		a.Next.Count, a.Next.LeaseMS, a.Next.Worker, a.Keep)
+}
+
+// Completion is one job of complete_batch.lua.
+type Completion struct {
+	ID     string
+	Token  int64
+	Result []byte // nil: none
+}
+
+// CompleteBatchArgs are complete_batch.lua's arguments.
+type CompleteBatchArgs struct {
+	Jobs []Completion
+	Next ClaimArgs
+	Keep int
+}
+
+// Call is the call of complete_batch.lua on q.
+func (a CompleteBatchArgs) Call(q keyspace.Queue) Call {
+	ids := make([]string, len(a.Jobs))
+	args := make([]any, 0, 5+4*len(a.Jobs))
+	args = append(args, len(a.Jobs))
+	for i, c := range a.Jobs {
+		ids[i] = c.ID
+		has, text := optional(c.Result)
+		args = append(args, c.ID, c.Token, has, text)
+	}
+	args = append(args, a.Next.Count, a.Next.LeaseMS, a.Next.Worker, a.Keep)
+	return CompleteBatch.call(q, "", "", ids, args...)
+}
+
+// FailArgs are fail.lua's arguments.
+type FailArgs struct {
+	ID        string
+	Token     int64
+	Error     string
+	RetryInMS int64 // -1: the job's backoff
+	Fatal     bool
+}
+
+// Call is the call of fail.lua on q.
+func (a FailArgs) Call(q keyspace.Queue) Call {
+	return Fail.call(q, a.ID, "", nil, a.ID, a.Token, a.Error, a.RetryInMS, flag(a.Fatal))
+}
+
+// CancelArgs are cancel.lua's arguments.
+type CancelArgs struct {
+	ID     string
+	Token  int64 // 0: whichever attempt
+	Reason string
+}
+
+// Call is the call of cancel.lua on q.
+func (a CancelArgs) Call(q keyspace.Queue) Call {
+	token := ""
+	if a.Token != 0 {
+		token = strconv.FormatInt(a.Token, 10)
+	}
+	return Cancel.call(q, a.ID, "", nil, a.ID, token, a.Reason)
+}
+
+// SweepArgs are sweep.lua's arguments.
+type SweepArgs struct{ MaxStalled, Limit int }
+
+// Call is the call of sweep.lua on q.
+func (a SweepArgs) Call(q keyspace.Queue) Call {
+	return Sweep.call(q, "", "", nil, a.MaxStalled, a.Limit)
+}
+
+// PromoteDueArgs are promote_due.lua's arguments.
+type PromoteDueArgs struct{ Limit int }
+
+// Call is the call of promote_due.lua on q.
+func (a PromoteDueArgs) Call(q keyspace.Queue) Call {
+	return PromoteDue.call(q, "", "", nil, a.Limit)
+}
+
+// RemoveArgs are remove.lua's arguments.
+type RemoveArgs struct {
+	ID    string
+	Force bool
+	By    Actor
+}
+
+// Call is the call of remove.lua on q.
+func (a RemoveArgs) Call(q keyspace.Queue) Call {
+	return Remove.call(q, a.ID, "", nil, a.ID, flag(a.Force), a.By.Name, a.By.Role)
+}
+
+// PauseArgs are pause.lua's arguments.
+type PauseArgs struct {
+	Paused bool
+	By     Actor
+}
+
+// Call is the call of pause.lua on q.
+func (a PauseArgs) Call(q keyspace.Queue) Call {
+	return Pause.call(q, "", "", nil, flag(a.Paused), a.By.Name, a.By.Role)
+}
+
+// DrainArgs are drain.lua's arguments.
+type DrainArgs struct {
+	Limit, RemovedBefore int
+	By                   Actor
+}
+
+// Call is the call of drain.lua on q.
+func (a DrainArgs) Call(q keyspace.Queue) Call {
+	return Drain.call(q, "", "", nil, a.Limit, a.RemovedBefore, a.By.Name, a.By.Role)
+}
+
+// ObliterateArgs are obliterate.lua's arguments.
+type ObliterateArgs struct {
+	Limit int
+	Force bool
+}
+
+// Call is the call of obliterate.lua on q.
+func (a ObliterateArgs) Call(q keyspace.Queue) Call {
+	return Obliterate.call(q, "", "", nil, a.Limit, flag(a.Force))
+}
+
+// RetryArgs are retry.lua's arguments.
+type RetryArgs struct {
+	ID string
+	By Actor
+}
+
+// Call is the call of retry.lua on q.
+func (a RetryArgs) Call(q keyspace.Queue) Call {
+	return Retry.call(q, a.ID, "", nil, a.ID, a.By.Name, a.By.Role)
+}
+
+// PromoteArgs are promote.lua's arguments.
+type PromoteArgs struct {
+	ID string
+	By Actor
+}
+
+// Call is the call of promote.lua on q.
+func (a PromoteArgs) Call(q keyspace.Queue) Call {
+	return Promote.call(q, a.ID, "", nil, a.ID, a.By.Name, a.By.Role)
+}
+
+// ListArgs are list.lua's arguments.
+type ListArgs struct {
+	State      string
+	Descending bool
+	Score, ID  string // the cursor: "" for the first page
+	Limit      int
+}
+
+// Call is the call of list.lua on q.
+func (a ListArgs) Call(q keyspace.Queue) Call {
+	order := "asc"
+	if a.Descending {
+		order = "desc"
+	}
+	return List.call(q, "", a.State, nil, order, a.Score, a.ID, a.Limit)
+}
+
+func flag(b bool) string {
+	if b {
+		return "1"
+	}
+	return "0"
+}
+
+// optional is a script's (flag, text) pair for a value that may be absent.
+func optional(v []byte) (string, string) {
+	if v == nil {
+		return "0", ""
+	}
+	return "1", string(v)
+}

@@ -1,0 +1,96 @@
+-- here.lua: what keeps a script whole while its queue's slot migrates
+-- (docs/design.md#resharding).
+--
+-- Redis Cluster moves a slot key by key. Before it runs a script it checks
+-- the script's declared KEYS: all on this node, it runs here; all gone to
+-- the node taking the slot, it answers ASK (go-redis follows it there);
+-- some here and some gone, or some not existing yet, TRYAGAIN. It does not
+-- check the job rows a script finds through a set. So a script reads every
+-- row it will write before its first write, through the functions below,
+-- and when a row is not where its set says (on the node handing the slot
+-- over, a row that has left; on the node taking it, one that has not come
+-- yet) it stops with a TRYAGAIN error, having written nothing. The service
+-- answers that 503 with Retry-After, and the caller tries again.
+
+-- try_again stops the script with a TRYAGAIN error reply. Call it only
+-- before the script's first write.
+local function try_again(what)
+  error({ err = 'TRYAGAIN the queue\'s slot is migrating (' .. what .. ')' })
+end
+
+-- slot_migrating reports whether this node is handing over or taking in
+-- the slot of the queue's keys; never outside a Cluster. It reads CLUSTER
+-- NODES, so it is asked only when a row is missing: off the hot path.
+local function slot_migrating()
+  local nodes = redis.pcall('CLUSTER', 'NODES')
+  if type(nodes) ~= 'string' then
+    return false
+  end
+  local slot = redis.call('CLUSTER', 'KEYSLOT', BASE)
+  local mine = string.match(nodes, '[^\n]*myself[^\n]*') or ''
+  return string.find(mine, '[' .. slot .. '-', 1, true) ~= nil
+end
+
+-- not_here reports whether a call's reply is Redis refusing a key of a
+-- migrating slot that this node no longer (or does not yet) hold. Any
+-- other error is raised as it is.
+local function not_here(reply)
+  if type(reply) == 'table' and reply.err then
+    if string.find(reply.err, 'non local key', 1, true) then
+      return true
+    end
+    error(reply)
+  end
+  return false
+end
+
+-- row_here reads the row of job id, found through a set, as read_row does:
+-- nil when there is no such job (a row lost outside any migration: the
+-- caller drops the id), and it stops the script (try_again) when the row
+-- is on the other node of a migration.
+local function row_here(id)
+  local flat = redis.pcall('HGETALL', job_key(id))
+  if not_here(flat) then
+    try_again('job ' .. id)
+  end
+  if #flat == 0 then
+    if slot_migrating() then
+      try_again('job ' .. id)
+    end
+    return nil
+  end
+  return row_of(flat)
+end
+
+-- rows_here is true when the rows of ids, found through a set, are all on
+-- this node (or the ones missing are lost outside any migration), and
+-- stops the script (try_again) when some are on the other node.
+local function rows_here(ids)
+  local keys = {}
+  for i, id in ipairs(ids) do
+    keys[i] = job_key(id)
+  end
+  local found = 0
+  for first = 1, #keys, CHUNK do
+    local n = redis.pcall('EXISTS', unpack(keys, first, math.min(first + CHUNK - 1, #keys)))
+    if not_here(n) then
+      try_again('jobs')
+    end
+    found = found + n
+  end
+  if found < #keys and slot_migrating() then
+    try_again('jobs')
+  end
+end
+
+-- range_here runs a read (ZRANGEBYSCORE, ZRANGE) on a set the script did
+-- not declare, because what it does with it may be skipped: its reply, or
+-- false when the set is on the other node of a migration. On the node
+-- taking the slot, a set that has not come yet reads as empty.
+local function range_here(...)
+  local reply = redis.pcall(...)
+  if not_here(reply) then
+    return false
+  end
+  return reply
+end

@@ -1,0 +1,260 @@
+-- lifecycle.lua: the moves of a job between states that several scripts
+-- make. Each script reads first and writes after (here.lua): the plan_*
+-- functions only read, the others write.
+
+-- add_pending puts job id in the pending set: at the back of its priority
+-- band, or at the front when front is true (a job recovered from a stall).
+-- It does not touch the row.
+local function add_pending(id, priority, front)
+  local seq = redis.call('HINCRBY', META, 'seq', 1)
+  local score = priority * BAND + seq
+  if front then
+    score = priority * BAND - seq
+  end
+  redis.call('ZADD', PENDING, int(score), id)
+end
+
+-- push_pending makes job id, whose row (a table) the script read, pending.
+local function push_pending(id, row, front)
+  add_pending(id, tonumber(row.priority or '0'), front)
+  row.state = 'pending'
+  redis.call('HSET', job_key(id), 'state', 'pending')
+  del_fields(id, row, { 'run_at' })
+end
+
+-- plan_due reads up to limit delayed jobs whose run-at has come, in run-at
+-- order, with their rows: a list of {id, row}, row nil for a row lost.
+-- delayed is the delayed set's key, declared or not (a claim promotes
+-- only when the set is on this node, and leaves the rest to the reaper).
+local function plan_due(delayed, now, limit)
+  local due = range_here('ZRANGEBYSCORE', delayed, '-inf', int(now), 'LIMIT', 0, limit) or {}
+  local plan = {}
+  for i, id in ipairs(due) do
+    plan[i] = { id, row_here(id) }
+  end
+  return plan
+end
+
+-- promote moves the jobs plan_due read to the back of pending and
+-- returns how many it moved.
+local function promote(delayed, plan)
+  for _, due in ipairs(plan) do
+    redis.call('ZREM', delayed, due[1])
+    if due[2] then
+      push_pending(due[1], due[2], false)
+      emit('due', due[1], 'pending')
+    end
+  end
+  return #plan
+end
+
+-- due_in is how many ms from now the earliest delayed job comes due (0 if
+-- it is due), or -1 when none is delayed (or the set is not here). It is a
+-- span on the server's clock, so a waiter needs no clock of its own.
+local function due_in(delayed, now)
+  local first = range_here('ZRANGE', delayed, 0, 0, 'WITHSCORES')
+  if not first or #first == 0 then
+    return -1
+  end
+  return math.max(tonumber(first[2]) - now, 0)
+end
+
+-- finish moves a job that has left the active set (or its waiting set)
+-- into a terminal state.
+local function finish(id, state, now)
+  redis.call('ZADD', SET_OF[state], int(now), id)
+  redis.call('HSET', job_key(id), 'state', state, 'finished_at', int(now))
+end
+
+-- next_tokens draws n fencing tokens from the queue's counter in one call
+-- and returns the first; the others follow it. A counter that does not
+-- exist yet (a new queue, or one obliterated and made again) starts at the
+-- server's time in microseconds, so a token is never reused even across an
+-- obliterate: the old counter would have had to count more claims than
+-- microseconds went by. Tokens stay below 2^53 (until the year 2255),
+-- exact in JSON and Lua numbers.
+local function next_tokens(n)
+  local last = redis.call('HINCRBY', META, 'token', n)
+  if last == n then
+    local t = redis.call('TIME')
+    last = tonumber(t[1]) * 1000000 + tonumber(t[2]) + n - 1
+    redis.call('HSET', META, 'token', int(last))
+  end
+  return last - n + 1
+end
+
+-- plan_claim reads what a claim of count jobs needs: the due delayed jobs
+-- (plan_due on the set at delayed, which the script may not have
+-- declared), whether the queue is paused, and the first count pending
+-- jobs with their rows. A claim takes its jobs from those and the due ones
+-- promoted ahead of them (the new first count are among both).
+local function plan_claim(delayed, now, count)
+  local plan = { delayed = delayed, due = plan_due(delayed, now, 1000), rows = {} }
+  plan.paused = redis.call('HGET', META, 'paused')
+  if count > 0 and not plan.paused then
+    for _, id in ipairs(redis.call('ZRANGE', PENDING, 0, count - 1)) do
+      plan.rows[id] = row_here(id) or false
+    end
+  end
+  for _, due in ipairs(plan.due) do
+    plan.rows[due[1]] = due[2] or false
+  end
+  return plan
+end
+
+-- claim promotes the due jobs of plan, then leases up to count pending
+-- jobs for lease_ms, each under a fresh fencing token (next_tokens). A
+-- paused queue claims nothing. Returns the claimed job replies.
+local function claim(plan, now, count, lease_ms, worker)
+  promote(plan.delayed, plan.due)
+  if plan.paused or count == 0 then
+    return {}
+  end
+  local popped = redis.call('ZPOPMIN', PENDING, count)
+  if #popped == 0 then
+    return {}
+  end
+  -- Per job: one HSET (one HDEL if the last attempt left a cancel request
+  -- or a worker), one event; per call: one token draw and one ZADD. Keep it
+  -- so: this runs for every job the service hands out.
+  local jobs, leased = {}, {}
+  local token = next_tokens(#popped / 2)
+  local deadline, started = int(now + lease_ms), int(now)
+  for i = 1, #popped, 2 do
+    local id = popped[i]
+    local row = plan.rows[id]
+    if row == nil then
+      -- Not among the jobs plan_claim read: never so (the first count
+      -- after promote are among them), but should it be, the job keeps
+      -- its place rather than be lost.
+      redis.call('ZADD', PENDING, popped[i + 1], id)
+    elseif row then -- false: a row lost outside a migration is dropped
+      del_fields(id, row, { 'cancel_requested', 'cancel_reason', 'worker' })
+      local fields = { 'state', 'active', 'token', int(token), 'started_at', started,
+        'lease_expires_at', deadline, 'attempts', tostring((tonumber(row.attempts) or 0) + 1) }
+      if worker ~= '' then
+        fields[#fields + 1], fields[#fields + 2] = 'worker', worker
+      end
+      set_fields(id, row, fields)
+      leased[#leased + 1], leased[#leased + 2] = deadline, id
+      emit('claimed', id, 'active', 'worker', worker)
+      jobs[#jobs + 1] = reply_of(id, row)
+      token = token + 1
+    end
+  end
+  each_chunk(leased, 2, function(...) redis.call('ZADD', ACTIVE, ...) end)
+  return jobs
+end
+
+-- leave_active takes a job out of the active set and drops its lease.
+local function leave_active(id, row)
+  redis.call('ZREM', ACTIVE, id)
+  del_fields(id, row, { 'lease_expires_at' })
+end
+
+-- complete_one finishes the job id held under token, whose declared row
+-- the script read (row), storing result when has_result is '1', and adds
+-- its id to done, for finish_completed. Returns the job reply and whether
+-- the call was a repeat of a complete that succeeded (answered with the
+-- job as it is), or nil and an error code. Per job it makes one HSET, one
+-- HDEL and one event: the sets and counters are changed once per call, by
+-- finish_completed.
+local function complete_one(done, id, row, token, has_result, result, now)
+  local code = fence_row(row, token, 'complete')
+  if code == 'repeat' then
+    return reply_of(id, row), true
+  elseif code then
+    return nil, code
+  end
+  local fields = { 'state', 'completed', 'finished_at', int(now),
+    'outcomes', outcomes_after(row.outcomes, 'complete', token) }
+  if has_result == '1' then
+    fields[#fields + 1], fields[#fields + 2] = 'result', result
+  end
+  set_fields(id, row, fields)
+  del_fields(id, row, { 'lease_expires_at' })
+  emit('completed', id, 'completed')
+  done[#done + 1] = id
+  return reply_of(id, row)
+end
+
+-- TRIM_STEP bounds the completed jobs one complete deletes for retention,
+-- so that no call does unbounded work.
+local TRIM_STEP = 10
+
+-- trim_completed deletes the oldest completed jobs (rows too) beyond keep,
+-- at most TRIM_STEP for each of the n jobs just completed (and at most
+-- 1000); keep 0 keeps every one. It runs after the script's writes, so it
+-- never stops the script: rows that are not all here (a migration) are
+-- left for a later call.
+local function trim_completed(keep, n)
+  if keep <= 0 then
+    return
+  end
+  local excess = redis.call('ZCARD', COMPLETED) - keep
+  if excess <= 0 then
+    return
+  end
+  local ids = redis.call('ZRANGE', COMPLETED, 0, math.min(excess, TRIM_STEP * n, 1000) - 1)
+  local keys = {}
+  for i, id in ipairs(ids) do
+    keys[i] = job_key(id)
+  end
+  local deleted = redis.pcall('DEL', unpack(keys))
+  if type(deleted) == 'table' or (deleted < #keys and slot_migrating()) then
+    return -- some rows are on the other node: they stay listed, and are trimmed later
+  end
+  redis.call('ZREM', COMPLETED, unpack(ids))
+end
+
+-- finish_completed moves the jobs complete_one finished (done) from the
+-- active set to the completed set, counts them, and trims completed jobs
+-- beyond keep: a few calls for the whole batch.
+local function finish_completed(done, now, keep)
+  if #done == 0 then
+    return
+  end
+  local scored = {}
+  for _, id in ipairs(done) do
+    scored[#scored + 1], scored[#scored + 2] = int(now), id
+  end
+  each_chunk(done, 1, function(...) redis.call('ZREM', ACTIVE, ...) end)
+  each_chunk(scored, 2, function(...) redis.call('ZADD', COMPLETED, ...) end)
+  redis.call('HINCRBY', META, 'completed', #done)
+  trim_completed(keep, #done)
+end
+
+-- plan_delete reads which jobs delete_jobs will delete: up to limit, taking
+-- each of sets in turn from its lowest score. Their rows must be here
+-- (rows_here). Returns a list of {set, ids}.
+local function plan_delete(sets, limit)
+  local plan, n = {}, 0
+  for _, set in ipairs(sets) do
+    if n >= limit then
+      break
+    end
+    local ids = redis.call('ZRANGE', set, 0, limit - n - 1)
+    if #ids > 0 then
+      rows_here(ids)
+      plan[#plan + 1] = { set, ids }
+      n = n + #ids
+    end
+  end
+  return plan
+end
+
+-- delete_jobs deletes the jobs plan_delete read, rows and all, and
+-- returns how many.
+local function delete_jobs(plan)
+  local deleted = 0
+  for _, step in ipairs(plan) do
+    local keys = {}
+    for i, id in ipairs(step[2]) do
+      keys[i] = job_key(id)
+    end
+    each_chunk(step[2], 1, function(...) redis.call('ZREM', step[1], ...) end)
+    each_chunk(keys, 1, function(...) redis.call('DEL', ...) end)
+    deleted = deleted + #keys
+  end
+  return deleted
+end

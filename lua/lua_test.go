@@ -1,0 +1,188 @@
+package lua
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/echo-mq/echo_mq/internal/keyspace"
+	"github.com/echo-mq/echo_mq/internal/redistest"
+)
+
+// TestBuildersMatchHeaders ties each script's typed arguments to its
+// header: the KEYS a call carries are the header's roles in order (one row
+// per job named), and its ARGV count is the header's.
+func TestBuildersMatchHeaders(t *testing.T) {
+	t.Parallel()
+	q := keyspace.NewQueue("emq", "emails")
+	two := []NewJob{{ID: "a"}, {ID: "b"}}
+	pair := []Completion{{ID: "a"}, {ID: "b"}}
+	calls := []struct {
+		call Call
+		argc int // the ARGV the call must carry
+	}{
+		{EnqueueArgs{Jobs: two}.Call(q), 3 + 6*2},
+		{ClaimArgs{}.Call(q), Claim.argc},
+		{ExtendArgs{ID: "a"}.Call(q), Extend.argc},
+		{CancellationArgs{ID: "a"}.Call(q), Cancellation.argc},
+		{CompleteArgs{ID: "a"}.Call(q), Complete.argc},
+		{CompleteBatchArgs{Jobs: pair}.Call(q), 3 + 4*2 + 4},
+		{FailArgs{ID: "a"}.Call(q), Fail.argc},
+		{CancelArgs{ID: "a"}.Call(q), Cancel.argc},
+		{SweepArgs{}.Call(q), Sweep.argc},
+		{PromoteDueArgs{}.Call(q), PromoteDue.argc},
+		{RemoveArgs{ID: "a"}.Call(q), Remove.argc},
+		{PauseArgs{}.Call(q), Pause.argc},
+		{DrainArgs{}.Call(q), Drain.argc},
+		{ObliterateArgs{}.Call(q), Obliterate.argc},
+		{RetryArgs{ID: "a"}.Call(q), Retry.argc},
+		{PromoteArgs{ID: "a"}.Call(q), Promote.argc},
+		{ListArgs{State: "dead"}.Call(q), List.argc},
+	}
+	seen := map[*Script]bool{}
+	for _, c := range calls {
+		s := c.call.script
+		seen[s] = true
+		if len(c.call.args) != c.argc {
+			t.Errorf("%s: the builder gives %d ARGV, the header %d", s.name, len(c.call.args), c.argc)
+		}
+		var want []string
+		for _, role := range s.roles {
+			switch role {
+			case "rows":
+				want = append(want, q.Job("a"), q.Job("b"))
+			case "job":
+				want = append(want, q.Job("a"))
+			case "set":
+				want = append(want, q.Set("dead"))
+			case "reaper":
+				want = append(want, q.ReaperTurn())
+			case "events":
+				want = append(want, q.Events())
+			case "meta":
+				want = append(want, q.Meta())
+			default:
+				want = append(want, q.Set(role))
+			}
+		}
+		if strings.Join(c.call.keys, " ") != strings.Join(want, " ") {
+			t.Errorf("%s: KEYS %v, want %v (its header's roles %v)", s.name, c.call.keys, want, s.roles)
+		}
+		if len(s.roles) == 0 || s.argc < 3 {
+			t.Errorf("%s: its header names %d KEYS and ARGV up to %d", s.name, len(s.roles), s.argc)
+		}
+	}
+	for _, s := range All {
+		if !seen[s] {
+			t.Errorf("%s has no builder in this test", s.name)
+		}
+	}
+}
+
+// TestHeadersAreChecked: a header that numbers its KEYS out of order, or
+// gives KEYS[n..] to anything but rows, is refused.
+func TestHeadersAreChecked(t *testing.T) {
+	t.Parallel()
+	for _, header := range []string{
+		"-- KEYS[2] meta\n",
+		"-- KEYS[1] meta\n-- KEYS[3] pending\n",
+		"-- KEYS[1..] meta\n",
+		"-- KEYS[1] rows\n",
+		"-- KEYS[1..] rows\n-- KEYS[2] meta\n",
+	} {
+		if _, err := newScript("bad", header+"return 1\n"); err == nil {
+			t.Errorf("header %q was taken", header)
+		}
+	}
+}
+
+// TestErrorsNameFileAndLine: a Redis error inside a script names the
+// script's file and line, not a line of the composed text, whether it ran
+// as a function or by EVAL.
+func TestErrorsNameFileAndLine(t *testing.T) {
+	t.Parallel()
+	boom, err := newScript("boom", "-- KEYS[1] meta\nlocal x = 1\nredis.call('INCR', META, 'too', 'many')\nreturn x\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lib := newLibrary([]*Script{boom})
+	ctx := context.Background()
+	q := keyspace.NewQueue("boom", redistest.Queue(t))
+	c := boom.call(q, "", "", nil)
+	for _, functions := range []bool{true, false} {
+		run := &Runner{rdb: redistest.Client(t), lib: lib}
+		run.noFunctions.Store(!functions)
+		run.Load(ctx)
+		err := run.Run(ctx, c).Err()
+		if err == nil || !strings.Contains(err.Error(), "at boom.lua:3") {
+			t.Errorf("functions %v: error %v, want it to name boom.lua:3", functions, err)
+		}
+		var rerr redis.Error
+		if !strings.Contains(err.Error(), "Wrong number of args") || !errorsAs(err, &rerr) {
+			t.Errorf("functions %v: error %v lost Redis's text or type", functions, err)
+		}
+	}
+}
+
+func errorsAs(err error, target *redis.Error) bool {
+	e, ok := err.(redis.Error)
+	if ok {
+		*target = e
+	}
+	return ok
+}
+
+// TestRunnerLoadsTheLibraryAgain: on a Redis whose functions were flushed
+// a call still runs (by EVAL), and the library is loaded again, so that
+// the next call is an FCALL.
+func TestRunnerLoadsTheLibraryAgain(t *testing.T) {
+	t.Parallel()
+	srv := redistest.StartServer(t)
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	t.Cleanup(func() { rdb.Close() })
+	ctx := context.Background()
+	run := NewRunner(rdb)
+	q := keyspace.NewQueue("load", "q")
+	claim := ClaimArgs{Count: 1, LeaseMS: 1000}.Call(q)
+	for round := range 2 {
+		if err := rdb.FunctionFlush(ctx).Err(); err != nil {
+			t.Fatal(err)
+		}
+		run.lastLoad.Store(0)
+		if err := run.Run(ctx, claim).Err(); err != nil {
+			t.Fatalf("round %d: claim with no library: %v", round, err)
+		}
+		libs, err := rdb.FunctionList(ctx, redis.FunctionListQuery{LibraryNamePattern: LibraryName()}).Result()
+		if err != nil || len(libs) != 1 {
+			t.Fatalf("round %d: library %s not loaded again after the call (%v, %v)", round, LibraryName(), libs, err)
+		}
+		before := fcalls(t, rdb)
+		if err := run.Run(ctx, claim).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if after := fcalls(t, rdb); after != before+1 {
+			t.Errorf("round %d: FCALL ran %d times for one call, want 1", round, after-before)
+		}
+	}
+}
+
+// fcalls is how many FCALLs the server has run.
+func fcalls(t *testing.T, rdb *redis.Client) int {
+	t.Helper()
+	info := rdb.Info(context.Background(), "commandstats").Val()
+	for _, line := range strings.Split(info, "\n") {
+		if rest, ok := strings.CutPrefix(line, "cmdstat_fcall:calls="); ok {
+			n := 0
+			for _, c := range rest {
+				if c < '0' || c > '9' {
+					break
+				}
+				n = n*10 + int(c-'0')
+			}
+			return n
+		}
+	}
+	return 0
+}

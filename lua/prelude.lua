@@ -1,0 +1,55 @@
+-- prelude.lua: the keys and arguments every echo_mq script runs with
+-- (docs/design.md#scripts). lua.go puts the shared files first, in this
+-- order: prelude.lua, row.lua, here.lua, events.lua, fence.lua,
+-- lifecycle.lua; then each script, wrapped in a function of its own.
+--
+-- A script's header names its KEYS by role, one per line:
+--   meta       HASH  seq (pending order), token (fencing counter), paused,
+--                    enqueued, completed and failed totals
+--   pending    ZSET  score = priority * BAND +/- seq (claim order)
+--   active     ZSET  score = lease deadline, ms, server clock
+--   delayed    ZSET  score = run-at, ms
+--   completed, dead, cancelled
+--              ZSET  score = finished-at, ms
+--   set        one of the six sets above (list.lua)
+--   events     STREAM one entry per state change (events.lua)
+--   job        HASH  the one job row the call is about (row.lua)
+--   reaper     STRING the reapers' turn of the queue
+--   rows       the rows of the jobs the call names, one KEYS each
+-- lua.go reads those lines: the Go side builds KEYS in that order from
+-- them, and bind below names this call's keys from them, so header, Go
+-- and script cannot disagree. A key a script does not declare stays nil
+-- here, and using one is an error in every test. A script declares every
+-- key it writes and every job row it is told about; rows it finds through
+-- a set are read through here.lua. All are under the queue's {queue} hash
+-- tag, in one Cluster slot.
+--
+-- Every script's ARGV starts with these two:
+--   ARGV[1] the queue's key base, "<prefix>:{<queue>}:"; a row found by a
+--           range scan is BASE .. "job:" .. id
+--   ARGV[2] the wake channel, told how many claimers to wake
+
+local META, PENDING, ACTIVE, DELAYED, COMPLETED, DEAD, CANCELLED
+local SET, EVENTS, JOB, REAPER
+local BASE, WAKE, ARGV
+
+-- SET_OF names the declared sorted set that holds a job in each state.
+local SET_OF
+
+-- bind names this call's KEYS by the roles of its script's header and
+-- takes its ARGV. Library functions run with the keys and arguments as
+-- parameters, EVAL with them as globals: both come through here.
+local function bind(keys, argv, roles)
+  local k = {}
+  for i, role in ipairs(roles) do
+    k[role] = keys[i]
+  end
+  META, PENDING, ACTIVE, DELAYED = k.meta, k.pending, k.active, k.delayed
+  COMPLETED, DEAD, CANCELLED = k.completed, k.dead, k.cancelled
+  SET, EVENTS, JOB, REAPER = k.set, k.events, k.job, k.reaper
+  BASE, WAKE, ARGV = argv[1], argv[2], argv
+  SET_OF = {
+    pending = PENDING, active = ACTIVE, delayed = DELAYED,
+    completed = COMPLETED, dead = DEAD, cancelled = CANCELLED,
+  }
+end

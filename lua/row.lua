@@ -1,0 +1,120 @@
+-- row.lua: a job's row and the small helpers every script uses.
+--
+-- A job row is a HASH with the job's JSON field names: state, payload,
+-- result, progress, priority, attempts, max_attempts, stalled, last_error,
+-- cancel_requested ("1" when set), cancel_reason, worker, backoff
+-- ("type:delay_ms:max_delay_ms", absent for the default), created_at,
+-- run_at, started_at, lease_expires_at, finished_at (ms), token (the current
+-- claim's fencing token) and outcomes (fence.lua). Absent fields mean
+-- zero, false or never, and an absent max_attempts DEFAULT_MAX_ATTEMPTS:
+-- a row holds only what differs from those, so that a pending job's row is
+-- a few small fields that Redis keeps as one listpack (docs/operating.md,
+-- "Redis settings", for hash-max-listpack-value).
+--
+-- Invariant: a job is in exactly one of the six state sets, and its row
+-- exists while it is; scripts change both in one step.
+
+-- DEFAULT_MAX_ATTEMPTS is the attempt budget of a row without max_attempts
+-- (job.DefaultMaxAttempts in Go).
+local DEFAULT_MAX_ATTEMPTS = 3
+
+-- BAND is the width of one priority band of pending scores: a job of
+-- priority p scores p * BAND + seq, so lower priorities come first and
+-- jobs are FIFO within one. Scores stay exact doubles below 2^53.
+local BAND = 1e13
+
+-- int renders a number as an integer string: redis.call would otherwise
+-- format large numbers with 14 significant digits and lose precision.
+local function int(n)
+  return string.format('%.0f', n)
+end
+
+-- now_ms is the Redis server's clock in milliseconds: the only clock that
+-- leases, delays and finish times are measured on.
+local function now_ms()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+local function job_key(id)
+  return BASE .. 'job:' .. id
+end
+
+-- row_of turns HGETALL's flat reply into a field -> value table.
+local function row_of(flat)
+  local row = {}
+  for i = 1, #flat, 2 do
+    row[flat[i]] = flat[i + 1]
+  end
+  return row
+end
+
+-- read_row reads a declared job row (JOB, or one of rows) as a table,
+-- empty when there is no such job. Scripts read a row once, change the
+-- table as they change the row, and answer reply_of it.
+local function read_row(id)
+  return row_of(redis.call('HGETALL', job_key(id)))
+end
+
+-- reply_of is the reply form of one job: its id, then its row's field and
+-- value pairs.
+local function reply_of(id, row)
+  local reply = { id }
+  for field, value in pairs(row) do
+    reply[#reply + 1] = field
+    reply[#reply + 1] = value
+  end
+  return reply
+end
+
+-- job_reply is reply_of a declared row read now.
+local function job_reply(id)
+  return reply_of(id, read_row(id))
+end
+
+-- set_fields writes fields (field, value, ...) to job id's row in one HSET
+-- and to row, its table.
+local function set_fields(id, row, fields)
+  for i = 1, #fields, 2 do
+    row[fields[i]] = fields[i + 1]
+  end
+  redis.call('HSET', job_key(id), unpack(fields))
+end
+
+-- del_fields deletes those of names that row has, from the row and the
+-- table, in one HDEL (none when it has none).
+local function del_fields(id, row, names)
+  local present = {}
+  for _, name in ipairs(names) do
+    if row[name] then
+      row[name] = nil
+      present[#present + 1] = name
+    end
+  end
+  if #present > 0 then
+    redis.call('HDEL', job_key(id), unpack(present))
+  end
+end
+
+-- CHUNK bounds the arguments of one variadic call made from a list of any
+-- length (Lua's unpack has a stack limit).
+local CHUNK = 500
+
+-- each_chunk calls fn with list split into chunks of at most CHUNK items
+-- (pairs of items when width is 2).
+local function each_chunk(list, width, fn)
+  local step = CHUNK * width
+  for first = 1, #list, step do
+    fn(unpack(list, first, math.min(first + step - 1, #list)))
+  end
+end
+
+-- error_reply turns an error code into the script's error reply.
+local function error_reply(code, id)
+  local text = {
+    EMQGONE = 'no such job',
+    EMQSTALE = 'the token does not hold this job',
+    EMQSTATE = 'the verb does not apply in the job\'s state',
+  }
+  return redis.error_reply(code .. ' ' .. (text[code] or 'error') .. ': ' .. id)
+end
