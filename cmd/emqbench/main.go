@@ -12,8 +12,13 @@
 // the shards of a Redis Cluster (one queue lives in one slot); -redis then
 // takes the Cluster's seed URLs, comma-separated.
 //
-// bench/run starts a redis-server and the service on free ports and runs it;
-// bench/cluster does the same on Redis Clusters of 1, 2 and 3 masters.
+// -summary FILE also writes each run's figures there, machine-readable:
+// shape, via, jobs/s and Redis's CPU µs per job, tab-separated, unrounded.
+//
+// bench/run starts a redis-server and the service on free ports and runs it
+// (and BullMQ on a redis-server of its own, to print the ratios from the
+// summary); bench/cluster does the same on Redis Clusters of 1, 2 and 3
+// masters.
 package main
 
 import (
@@ -35,6 +40,7 @@ import (
 type options struct {
 	url, key, redisURL, prefix string
 	shapes, via                string
+	summary                    string
 	set                        settings
 	extend                     extendLoad
 	servicePID                 int
@@ -62,6 +68,7 @@ func parseFlags(args []string) (options, error) {
 	fs.IntVar(&o.extend.jobs, "extend-jobs", 1000, "leases held and renewed in the extend shape")
 	fs.IntVar(&o.extend.goroutines, "extend-goroutines", 50, "renewing goroutines in the extend shape")
 	fs.IntVar(&o.servicePID, "service-pid", 0, "the service's pid, to report its memory (Linux)")
+	fs.StringVar(&o.summary, "summary", "", "also write each run's figures to this file once every run is done: a header, then shape, via, jobs/s, redis cpu µs/job, tab-separated (\"-\": none)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -121,6 +128,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	table := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(table, "shape\tvia\tjobs/s\tredis cpu µs/job\troute\tcalls/s\tp50 ms\tp99 ms\terrors\t")
 	var spreads []string
+	summary := []string{summaryHeader}
 	for _, name := range strings.Split(o.shapes, ",") {
 		name = strings.TrimSpace(name)
 		perVia := map[string]float64{}
@@ -139,6 +147,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 			}
 			perVia[v.name] = out.jobsPerSec
 			printOutcome(table, name, v.name, out, o.set.duration)
+			summary = append(summary, summaryLine(name, v.name, out))
 			if len(queues) > 1 {
 				spreads = append(spreads, spread(name, v.name, out.perQueue))
 			}
@@ -159,7 +168,29 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		fmt.Fprintf(stdout, "\njobs completed (extends made) per queue over the whole run, of %d queues:\n%s", o.queues, strings.Join(spreads, ""))
 	}
 	reportMemory(ctx, stdout, o.servicePID, rdb)
+	if o.summary != "" {
+		if err := os.WriteFile(o.summary, []byte(strings.Join(summary, "")), 0o644); err != nil {
+			return fmt.Errorf("-summary: %w", err)
+		}
+	}
 	return nil
+}
+
+// summaryHeader is the first line of a -summary file.
+const summaryHeader = "shape\tvia\tjobs/s\tredis cpu µs/job\n"
+
+// summaryLine is one run's line of a -summary file: the figures of the
+// table's first four columns, unrounded, "-" where the table has none
+// (jobs/s of the extend shape, Redis's CPU when unknown).
+func summaryLine(name, via string, out outcome) string {
+	rate, busy := fmt.Sprintf("%.1f", out.jobsPerSec), "-"
+	if name == "extend" {
+		rate = "-"
+	}
+	if out.redisPerJob > 0 {
+		busy = fmt.Sprintf("%.2f", out.redisPerJob)
+	}
+	return fmt.Sprintf("%s\t%s\t%s\t%s\n", name, via, rate, busy)
 }
 
 // queueNames names a run's fresh queues: bench-<shape>-<via>-<nanos>, and

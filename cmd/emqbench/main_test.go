@@ -5,8 +5,10 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"math"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -88,6 +90,71 @@ func TestRunMeasuresEveryShape(t *testing.T) {
 	if err != nil || len(keys) != 0 {
 		t.Errorf("keys left behind: %v (%v)", keys, err)
 	}
+}
+
+// TestRunWritesSummary runs two shapes through both drivers with
+// -summary and checks that the file holds a header and one line per run,
+// with the table's figures unrounded: jobs/s for a shape that completes
+// jobs, "-" for extend's, and Redis's CPU per job for each.
+func TestRunWritesSummary(t *testing.T) {
+	const prefix = "emqbench-summary"
+	file := filepath.Join(t.TempDir(), "summary.tsv")
+	var out bytes.Buffer
+	err := run(context.Background(), []string{
+		"-url", service(t, prefix), "-redis", "redis://" + redistest.Addr(), "-prefix", prefix,
+		"-shapes", "next,extend", "-summary", file, "-warmup", "100ms", "-duration", "400ms",
+		"-producers", "2", "-workers", "4", "-extend-jobs", "8", "-extend-rate", "200", "-extend-goroutines", "4",
+	}, &out)
+	if err != nil {
+		t.Fatalf("run: %v\n%s", err, out.String())
+	}
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
+	if len(lines) != 5 || lines[0] != "shape\tvia\tjobs/s\tredis cpu µs/job" {
+		t.Fatalf("summary:\n%s", data)
+	}
+	table := map[string][]string{} // "<shape> <via>" to the table's jobs/s and redis cpu µs/job
+	for _, line := range strings.Split(out.String(), "\n") {
+		if f := strings.Fields(line); len(f) >= 9 && (f[1] == "http" || f[1] == "direct") {
+			table[f[0]+" "+f[1]] = f[2:4]
+		}
+	}
+	var runs []string
+	for _, line := range lines[1:] {
+		f := strings.Split(line, "\t")
+		if len(f) != 4 {
+			t.Fatalf("summary line %q: %d fields, want 4", line, len(f))
+		}
+		run := f[0] + " " + f[1]
+		runs = append(runs, run)
+		rate, shown := f[2], table[run]
+		if f[0] == "extend" {
+			if rate != "-" {
+				t.Errorf("%s: jobs/s %q, want -", run, rate)
+			}
+		} else if r, err := strconv.ParseFloat(rate, 64); err != nil || r <= 0 || !near(r, shown, 0, 0.5+0.05) {
+			t.Errorf("%s: jobs/s %q, the table's %v", run, rate, shown)
+		}
+		if c, err := strconv.ParseFloat(f[3], 64); err != nil || c <= 0 || !near(c, shown, 1, 0.05+0.005) {
+			t.Errorf("%s: redis cpu µs/job %q, the table's %v", run, f[3], shown)
+		}
+	}
+	if want := []string{"next http", "next direct", "extend http", "extend direct"}; !slices.Equal(runs, want) {
+		t.Errorf("summary runs %v, want %v", runs, want)
+	}
+}
+
+// near reports whether v, unrounded, is within by of the table's cell i
+// of shown, rounded (both roundings: by is half a unit of each).
+func near(v float64, shown []string, i int, by float64) bool {
+	if len(shown) <= i {
+		return false
+	}
+	cell, err := strconv.ParseFloat(shown[i], 64)
+	return err == nil && math.Abs(v-cell) <= by
 }
 
 // spreadLines reads the per-queue lines of run's output: "<shape> via
