@@ -87,14 +87,18 @@ end
 -- (plan_due on the set at delayed, which the script may not have
 -- declared), whether the queue is paused, and the first count pending
 -- jobs with their rows. A claim takes its jobs from those and the due ones
--- promoted ahead of them (the new first count are among both).
+-- promoted ahead of them (the new first count are among both). (Popping
+-- first and putting the jobs back when a row is away cannot work: a pop
+-- that empties the set deletes it, and a node handing its slot over
+-- cannot make it again.)
 local function plan_claim(delayed, now, count)
   local plan = { delayed = delayed, due = plan_due(delayed, now, 1000), rows = {} }
   plan.paused = redis.call('HGET', META, 'paused')
-  if count > 0 and not plan.paused then
-    for _, id in ipairs(redis.call('ZRANGE', PENDING, 0, count - 1)) do
-      plan.rows[id] = row_here(id) or false
-    end
+  if count == 0 or plan.paused then
+    return plan
+  end
+  for _, id in ipairs(redis.call('ZRANGE', PENDING, 0, count - 1)) do
+    plan.rows[id] = row_here(id) or false
   end
   for _, due in ipairs(plan.due) do
     plan.rows[due[1]] = due[2] or false
@@ -182,6 +186,10 @@ end
 -- so that no call does unbounded work.
 local TRIM_STEP = 10
 
+-- TRIM_EVERY is how many completions go by between two looks at the
+-- completed set's size: a queue keeps at most keep + TRIM_EVERY.
+local TRIM_EVERY = 8
+
 -- trim_completed deletes the oldest completed jobs (rows too) beyond keep,
 -- at most TRIM_STEP for each of the n jobs just completed (and at most
 -- 1000); keep 0 keeps every one. It runs after the script's writes, so it
@@ -220,8 +228,10 @@ local function finish_completed(done, now, keep)
   end
   each_chunk(done, 1, function(...) redis.call('ZREM', ACTIVE, ...) end)
   each_chunk(scored, 2, function(...) redis.call('ZADD', COMPLETED, ...) end)
-  redis.call('HINCRBY', META, 'completed', #done)
-  trim_completed(keep, #done)
+  local total = redis.call('HINCRBY', META, 'completed', #done)
+  if math.floor(total / TRIM_EVERY) ~= math.floor((total - #done) / TRIM_EVERY) then
+    trim_completed(keep, #done + TRIM_EVERY) -- the bound: 10 for each completion since the last look
+  end
 end
 
 -- plan_delete reads which jobs delete_jobs will delete: up to limit, taking
