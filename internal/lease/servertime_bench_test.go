@@ -2,6 +2,9 @@ package lease_test
 
 import (
 	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -18,10 +21,14 @@ import (
 // server-µs/op is the time Redis spent running the script calls of the
 // loop (INFO commandstats, commands run inside scripts included), over the
 // calls. It is measured on a redis-server of its own, so no other test's
-// calls count, and it leaves out the round trip, so it moves with the
-// scripts and not with the machine's network stack. Run it with
+// calls count, and it leaves out the round trip. On a shared machine that
+// time is noisy (another process's turn on the core counts); bench/instructions
+// runs the benchmark against a redis-server under valgrind's callgrind
+// instead, and then it also reports instr/op: the instructions Redis ran
+// for the loop's calls, the same on every run of the same code. Run it with
 //
 //	go test -run '^$' -bench ServerTime -benchtime 2000x ./internal/lease
+//	bench/instructions
 func BenchmarkServerTime(b *testing.B) {
 	ctx := context.Background()
 	next1 := &lease.ClaimParams{Count: 1, Lease: time.Hour}
@@ -91,26 +98,93 @@ func BenchmarkServerTime(b *testing.B) {
 		}},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
-			srv := redistest.StartServer(b, "--hash-max-listpack-value", "1024")
-			rdb := redis.NewClient(&redis.Options{Addr: srv.Addr})
-			b.Cleanup(func() { rdb.Close() })
+			rdb, counter := benchRedis(b)
 			f := fixture{leases: lease.NewService(rdb, prefix), rdb: rdb, queue: "bench"}
 			run := bc.run(b, f, b.N)
 			// The first call on a server loads the library (and runs by
 			// EVAL meanwhile): not what is measured.
 			_, _ = f.leases.Cancellation(ctx, "warm", "up", 1)
 			must(b, rdb.ConfigResetStat(ctx).Err())
+			counter.zero(b)
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				run(i)
 			}
 			b.StopTimer()
-			usec := scriptUsec(b, rdb)
-			b.ReportMetric(usec/float64(b.N), "server-µs/op")
-			if bc.jobs > 0 {
-				b.ReportMetric(usec/float64(b.N*bc.jobs), "server-µs/job")
+			per := func(v float64, unit string) {
+				b.ReportMetric(v/float64(b.N), unit+"/op")
+				if bc.jobs > 0 {
+					b.ReportMetric(v/float64(b.N*bc.jobs), unit+"/job")
+				}
+			}
+			per(scriptUsec(b, rdb), "server-µs")
+			if instr, ok := counter.read(b); ok {
+				per(instr, "instr")
 			}
 		})
+	}
+}
+
+// benchRedis is the redis-server a ServerTime benchmark runs on: one of
+// its own, or the one bench/instructions runs under callgrind
+// (EMQ_BENCH_REDIS, emptied first), with its instruction counter.
+func benchRedis(b *testing.B) (*redis.Client, callgrind) {
+	b.Helper()
+	addr, cg := os.Getenv("EMQ_BENCH_REDIS"), callgrind{pid: os.Getenv("EMQ_BENCH_CALLGRIND_PID"), out: os.Getenv("EMQ_BENCH_CALLGRIND_OUT")}
+	if addr == "" {
+		addr, cg = redistest.StartServer(b, "--hash-max-listpack-value", "1024").Addr, callgrind{}
+	}
+	rdb := redis.NewClient(&redis.Options{Addr: addr})
+	b.Cleanup(func() { rdb.Close() })
+	if cg.pid != "" {
+		must(b, rdb.FlushAll(context.Background()).Err())
+	}
+	return rdb, cg
+}
+
+// callgrind is valgrind's instruction counter of a redis-server (none when
+// pid is "").
+type callgrind struct{ pid, out string }
+
+func (c callgrind) zero(b *testing.B) {
+	if c.pid != "" {
+		c.control(b, "-z")
+	}
+}
+
+// read dumps the counts and answers the instructions since zero.
+func (c callgrind) read(b *testing.B) (float64, bool) {
+	if c.pid == "" {
+		return 0, false
+	}
+	c.control(b, "-d")
+	dumps, _ := filepath.Glob(c.out + ".*")
+	newest, at := "", time.Time{}
+	for _, d := range dumps {
+		if st, err := os.Stat(d); err == nil && st.ModTime().After(at) {
+			newest, at = d, st.ModTime()
+		}
+	}
+	text, err := os.ReadFile(newest)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, line := range strings.Split(string(text), "\n") {
+		if v, ok := strings.CutPrefix(line, "summary: "); ok {
+			n, err := strconv.ParseFloat(strings.Fields(v)[0], 64)
+			if err != nil {
+				b.Fatal(err)
+			}
+			return n, true
+		}
+	}
+	b.Fatalf("no summary line in %s", newest)
+	return 0, false
+}
+
+func (c callgrind) control(b *testing.B, flag string) {
+	if out, err := exec.Command("callgrind_control", flag, c.pid).CombinedOutput(); err != nil {
+		b.Fatalf("callgrind_control %s: %v: %s", flag, err, out)
 	}
 }
 
