@@ -40,7 +40,7 @@ if state == 'active' then
   emit('cancel_requested', id, 'active', 'reason', reason)
   return { 'requested', job_reply(id) }
 end
-redis.call('ZREM', SET_OF[state], id)
+redis.call('ZREM', set_of(state), id)
 redis.call('HDEL', JOB, 'run_at')
 finish(id, 'cancelled', now_ms())
 emit('cancelled', id, 'cancelled', 'reason', reason)

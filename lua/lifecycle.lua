@@ -62,7 +62,7 @@ end
 -- finish moves a job that has left the active set (or its waiting set)
 -- into a terminal state.
 local function finish(id, state, now)
-  redis.call('ZADD', SET_OF[state], int(now), id)
+  redis.call('ZADD', set_of(state), int(now), id)
   redis.call('HSET', job_key(id), 'state', state, 'finished_at', int(now))
 end
 

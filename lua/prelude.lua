@@ -33,23 +33,38 @@ local META, PENDING, ACTIVE, DELAYED, COMPLETED, DEAD, CANCELLED
 local SET, EVENTS, JOB, REAPER
 local BASE, WAKE, ARGV
 
--- SET_OF names the declared sorted set that holds a job in each state.
-local SET_OF
-
 -- bind names this call's KEYS by the roles of its script's header and
 -- takes its ARGV. Library functions run with the keys and arguments as
--- parameters, EVAL with them as globals: both come through here.
+-- parameters, EVAL with them as globals: both come through here. It makes
+-- no table: it runs on every call.
 local function bind(keys, argv, roles)
-  local k = {}
-  for i, role in ipairs(roles) do
-    k[role] = keys[i]
+  META, PENDING, ACTIVE, DELAYED, COMPLETED, DEAD, CANCELLED = nil, nil, nil, nil, nil, nil, nil
+  SET, EVENTS, JOB, REAPER = nil, nil, nil, nil
+  for i = 1, #roles do
+    local role, key = roles[i], keys[i]
+    if role == 'job' then JOB = key
+    elseif role == 'events' then EVENTS = key
+    elseif role == 'meta' then META = key
+    elseif role == 'active' then ACTIVE = key
+    elseif role == 'pending' then PENDING = key
+    elseif role == 'completed' then COMPLETED = key
+    elseif role == 'delayed' then DELAYED = key
+    elseif role == 'dead' then DEAD = key
+    elseif role == 'cancelled' then CANCELLED = key
+    elseif role == 'set' then SET = key
+    elseif role == 'reaper' then REAPER = key
+    end
   end
-  META, PENDING, ACTIVE, DELAYED = k.meta, k.pending, k.active, k.delayed
-  COMPLETED, DEAD, CANCELLED = k.completed, k.dead, k.cancelled
-  SET, EVENTS, JOB, REAPER = k.set, k.events, k.job, k.reaper
   BASE, WAKE, ARGV = argv[1], argv[2], argv
-  SET_OF = {
-    pending = PENDING, active = ACTIVE, delayed = DELAYED,
-    completed = COMPLETED, dead = DEAD, cancelled = CANCELLED,
-  }
+end
+
+-- set_of names the declared sorted set that holds a job in state.
+local function set_of(state)
+  if state == 'pending' then return PENDING
+  elseif state == 'active' then return ACTIVE
+  elseif state == 'delayed' then return DELAYED
+  elseif state == 'completed' then return COMPLETED
+  elseif state == 'dead' then return DEAD
+  elseif state == 'cancelled' then return CANCELLED
+  end
 end

@@ -26,7 +26,7 @@ end
 if state == 'active' and ARGV[4] ~= '1' then
   return error_reply('EMQSTATE', id)
 end
-redis.call('ZREM', SET_OF[state], id)
+redis.call('ZREM', set_of(state), id)
 redis.call('DEL', JOB)
 emit('removed', id, nil, 'actor', ARGV[5], 'role', ARGV[6])
 return state

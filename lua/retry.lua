@@ -23,7 +23,7 @@ end
 if row.state ~= 'dead' and row.state ~= 'cancelled' then
   return error_reply('EMQSTATE', id)
 end
-redis.call('ZREM', SET_OF[row.state], id)
+redis.call('ZREM', set_of(row.state), id)
 del_fields(id, row, { 'attempts', 'stalled', 'finished_at', 'cancel_requested', 'cancel_reason' })
 push_pending(id, row, false)
 emit('retried', id, 'pending', 'actor', ARGV[4], 'role', ARGV[5])
