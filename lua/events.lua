@@ -8,6 +8,10 @@ local EVENTS_KEPT = 10000
 -- for a queue-level change), then field/value pairs (actor, role, reason,
 -- error, count). The entry's id carries the server's time.
 local function emit(kind, id, state, ...)
+  if select('#', ...) == 0 and id and state then -- a job's change, the common case: no table
+    redis.call('XADD', EVENTS, 'MAXLEN', '~', EVENTS_KEPT, '*', 'kind', kind, 'job', id, 'state', state)
+    return
+  end
   local entry = { 'XADD', EVENTS, 'MAXLEN', '~', EVENTS_KEPT, '*', 'kind', kind }
   if id then
     entry[#entry + 1] = 'job'
@@ -17,11 +21,11 @@ local function emit(kind, id, state, ...)
     entry[#entry + 1] = 'state'
     entry[#entry + 1] = state
   end
-  local extra = { ... }
-  for i = 1, #extra, 2 do
-    if extra[i + 1] and extra[i + 1] ~= '' then
-      entry[#entry + 1] = extra[i]
-      entry[#entry + 1] = tostring(extra[i + 1])
+  for i = 1, select('#', ...), 2 do
+    local name, value = select(i, ...)
+    if value and value ~= '' then
+      entry[#entry + 1] = name
+      entry[#entry + 1] = tostring(value)
     end
   end
   redis.call(unpack(entry))
