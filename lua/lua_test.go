@@ -186,3 +186,28 @@ func fcalls(t *testing.T, rdb *redis.Client) int {
 	}
 	return 0
 }
+
+// TestRunnerFallsBackWithoutFunctionRights: a Redis user whose ACL allows
+// EVAL but not FCALL or FUNCTION is served by EVAL, from its first call on.
+func TestRunnerFallsBackWithoutFunctionRights(t *testing.T) {
+	t.Parallel()
+	srv := redistest.StartServer(t)
+	admin := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	t.Cleanup(func() { admin.Close() })
+	ctx := context.Background()
+	if err := admin.Do(ctx, "acl", "setuser", "evalonly", "on", ">pw", "~*", "&*", "+@all", "-fcall", "-function").Err(); err != nil {
+		t.Fatal(err)
+	}
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, Username: "evalonly", Password: "pw"})
+	t.Cleanup(func() { rdb.Close() })
+	run := NewRunner(rdb)
+	q := keyspace.NewQueue("acl", "q")
+	for i := range 2 {
+		if err := run.Run(ctx, EnqueueArgs{Jobs: []NewJob{{ID: "a", Payload: "1"}}}.Call(q)).Err(); err != nil {
+			t.Fatalf("call %d without FCALL rights: %v", i, err)
+		}
+	}
+	if !run.noFunctions.Load() {
+		t.Error("the runner still tries FCALL for a user that may not run it")
+	}
+}

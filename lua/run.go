@@ -24,7 +24,9 @@ type Processor interface {
 // the library (a new one, a flushed one) answers that it has no such
 // function; the call then runs as EVALSHA (EVAL after NOSCRIPT) and the
 // Runner loads the library on every master. A store without FUNCTION
-// (the embedded one, Redis 6) is run with EVALSHA from its first answer on.
+// (the embedded one, Redis 6), or a Redis user whose ACL lets it run EVAL
+// but not FCALL or FUNCTION LOAD, is run with EVALSHA from its first answer
+// on.
 type Runner struct {
 	rdb          Processor
 	lib          source
@@ -54,10 +56,12 @@ func (r *Runner) Run(ctx context.Context, c Call) *redis.Cmd {
 	if !r.noFunctions.Load() {
 		cmd := send(ctx, r.rdb, "fcall", c.script.fn, c.keys, c.args)
 		switch err := cmd.Err(); {
-		case unknownCommand(err):
+		case unknownCommand(err), redis.HasErrorPrefix(err, "NOPERM"):
 			r.noFunctions.Store(true)
 		case redis.HasErrorPrefix(err, "Function not found"):
-			r.load(ctx)
+			if err := r.load(ctx); redis.HasErrorPrefix(err, "NOPERM") {
+				r.noFunctions.Store(true)
+			}
 		default:
 			return located(cmd, r.lib)
 		}
@@ -73,19 +77,18 @@ func (r *Runner) Run(ctx context.Context, c Call) *redis.Cmd {
 // A cluster client loads it on each master; through any other client
 // (an autopipeliner, one node) the node the client reaches gets it, and
 // the callers that run through the cluster client load the others.
-func (r *Runner) load(ctx context.Context) {
+func (r *Runner) load(ctx context.Context) error {
 	now := time.Now().UnixNano()
 	last := r.lastLoad.Load()
 	if now-last < int64(r.loadInterval) || !r.lastLoad.CompareAndSwap(last, now) {
-		return
+		return nil
 	}
 	if cc, ok := r.rdb.(*redis.ClusterClient); ok {
-		_ = cc.ForEachMaster(ctx, func(ctx context.Context, node *redis.Client) error {
+		return cc.ForEachMaster(ctx, func(ctx context.Context, node *redis.Client) error {
 			return loadLibrary(ctx, node, r.lib)
 		})
-		return
 	}
-	_ = loadLibrary(ctx, r.rdb, r.lib)
+	return loadLibrary(ctx, r.rdb, r.lib)
 }
 
 // loadLibrary sends FUNCTION LOAD of lib; one that is there already is
@@ -103,7 +106,7 @@ func loadLibrary(ctx context.Context, p Processor, lib source) error {
 // calls need not fall back to EVAL; it is never required.
 func (r *Runner) Load(ctx context.Context) {
 	r.lastLoad.Store(0)
-	r.load(ctx)
+	_ = r.load(ctx)
 }
 
 func unknownCommand(err error) bool {

@@ -31,7 +31,7 @@ return 1
 
 // TestRunNeverResendsALostAnswer: when a script's answer is lost (here, a
 // read timeout while the script still runs), go-redis's cluster client
-// resends the command whatever MaxRetries says; Script.Run does not, on a
+// resends the command whatever MaxRetries says; Runner.Run does not, on a
 // Cluster as on one node.
 func TestRunNeverResendsALostAnswer(t *testing.T) {
 	t.Parallel()
