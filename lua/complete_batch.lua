@@ -33,11 +33,12 @@ for i = 0, n - 1 do
   local id, token = ARGV[4 + i * 4], ARGV[5 + i * 4]
   rows[id] = rows[id] or read_row(id)
   -- A repeat of a complete made earlier in this same batch is no sign of
-  -- a batch sent again.
-  if not seen[id] and fence_row(rows[id], token, 'complete') == 'repeat' then
-    repeated = true
+  -- a batch sent again; a refused one completed nothing.
+  if not seen[id] then
+    local code = fence_row(rows[id], token, 'complete')
+    repeated = repeated or code == 'repeat'
+    seen[id] = code == nil or code == 'repeat'
   end
-  seen[id] = true
 end
 local delayed = BASE .. 'delayed'
 local plan = count > 0 and not repeated and plan_claim(delayed, now, count)

@@ -51,6 +51,11 @@ end
 local now = now_ms()
 local attempts = tonumber(row.attempts or '0')
 local max_attempts = tonumber(row.max_attempts or DEFAULT_MAX_ATTEMPTS)
+-- The retry delay before the first write: nothing that can fail comes after it.
+local delay = tonumber(ARGV[6])
+if delay < 0 then
+  delay = backoff_ms(row.backoff or DEFAULT_BACKOFF, attempts)
+end
 leave_active(id, row)
 set_fields(id, row, { 'last_error', text, 'outcomes', outcomes_after(row.outcomes, 'fail', token) })
 
@@ -62,10 +67,6 @@ elseif ARGV[7] == '1' or attempts >= max_attempts then
   redis.call('HINCRBY', META, 'failed', 1)
   emit('dead', id, 'dead', 'error', text)
 else
-  local delay = tonumber(ARGV[6])
-  if delay < 0 then
-    delay = backoff_ms(row.backoff or DEFAULT_BACKOFF, attempts)
-  end
   local state = 'pending'
   if delay <= 0 then
     push_pending(id, row, false)

@@ -39,9 +39,9 @@ local function fence_row(row, token, verb)
   return nil
 end
 
--- fence is fence_row on the declared row JOB, reading only the
--- fields the fence needs; it returns the code and the row's outcomes.
-local function fence(token, verb)
-  local f = redis.call('HMGET', JOB, 'state', 'token', 'outcomes')
-  return fence_row({ state = f[1], token = f[2], outcomes = f[3] }, token, verb), f[3] or nil
+-- fence is fence_row on the declared row JOB for a call that reports
+-- nothing (an extend), reading only the two fields it needs.
+local function fence(token)
+  local f = redis.call('HMGET', JOB, 'state', 'token')
+  return fence_row({ state = f[1], token = f[2] }, token)
 end

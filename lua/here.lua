@@ -18,25 +18,29 @@ local function try_again(what)
   error({ err = 'TRYAGAIN the queue\'s slot is migrating (' .. what .. ')' })
 end
 
--- slot_migrating reports whether this node is handing over or taking in
--- the slot of the queue's keys; never outside a Cluster. It reads CLUSTER
--- NODES, so it is asked only when a row is missing: off the hot path.
+-- slot_migrating reports whether this node may be handing over or taking
+-- in the slot of the queue's keys: whether it is moving any slot (CLUSTER
+-- NODES shows "[slot->-node]" or "[slot-<-node]" on its own line); never
+-- outside a Cluster. It is asked only when a row is missing, off the hot
+-- path, and it fails closed: when CLUSTER NODES is refused (an ACL without
+-- +cluster|nodes) a missing row is taken for one on its way, never for a
+-- lost one, so that no job is dropped that a migration would bring.
 local function slot_migrating()
   local nodes = redis.pcall('CLUSTER', 'NODES')
-  if type(nodes) ~= 'string' then
-    return false
+  if type(nodes) == 'table' and nodes.err then
+    return not string.find(nodes.err, 'cluster support disabled', 1, true)
   end
-  local slot = redis.call('CLUSTER', 'KEYSLOT', BASE)
   local mine = string.match(nodes, '[^\n]*myself[^\n]*') or ''
-  return string.find(mine, '[' .. slot .. '-', 1, true) ~= nil
+  return string.find(mine, '[', 1, true) ~= nil
 end
 
 -- not_here reports whether a call's reply is Redis refusing a key of a
--- migrating slot that this node no longer (or does not yet) hold. Any
--- other error is raised as it is.
+-- migrating slot that this node no longer (or does not yet) hold: "non
+-- local key" (Redis 7.0), or keys "accessed during rehashing of the slot"
+-- (later versions). Any other error is raised as it is.
 local function not_here(reply)
   if type(reply) == 'table' and reply.err then
-    if string.find(reply.err, 'non local key', 1, true) then
+    if string.find(reply.err, 'non local key', 1, true) or string.find(reply.err, 'rehashing', 1, true) then
       return true
     end
     error(reply)

@@ -124,11 +124,11 @@ func newScript(name, text string) (*Script, error) {
 		}
 	}
 	var b builder
-	b.line("local EVAL_KEYS, EVAL_ARGV = KEYS, ARGV", "")
+	b.line("local EVAL_KEYS, EVAL_ARGV = KEYS, ARGV")
 	b.shared()
 	b.wrapped(s)
-	b.line(fmt.Sprintf("bind(EVAL_KEYS, EVAL_ARGV, %s)", rolesTable(s.roles)), "")
-	b.line("return main()", "")
+	b.line(fmt.Sprintf("bind(EVAL_KEYS, EVAL_ARGV, %s)", rolesTable(s.roles)))
+	b.line("return main()")
 	s.eval = b.source()
 	return s, nil
 }
@@ -141,11 +141,11 @@ func newLibrary(scripts []*Script) source {
 	var b builder
 	b.shared()
 	for _, s := range scripts {
-		b.line("do", "")
+		b.line("do")
 		b.wrapped(s)
-		b.line(fmt.Sprintf("local roles = %s", rolesTable(s.roles)), "")
-		b.line(fmt.Sprintf("redis.register_function('%s', function(keys, argv) bind(keys, argv, roles) return main() end)", "@FN_"+s.name), "")
-		b.line("end", "")
+		b.line(fmt.Sprintf("local roles = %s", rolesTable(s.roles)))
+		b.line(fmt.Sprintf("redis.register_function('%s', function(keys, argv) bind(keys, argv, roles) return main() end)", "@FN_"+s.name))
+		b.line("end")
 	}
 	body := b.source()
 	sum := sha1.Sum([]byte(body.text))

@@ -211,3 +211,32 @@ func TestRunnerFallsBackWithoutFunctionRights(t *testing.T) {
 		t.Error("the runner still tries FCALL for a user that may not run it")
 	}
 }
+
+// TestRunnerFreesMemoryOverMaxmemory: Redis over maxmemory refuses every
+// FCALL before it runs (a function may write); the calls that free memory
+// (a drain here) still run, by EVAL, as they did before the library.
+func TestRunnerFreesMemoryOverMaxmemory(t *testing.T) {
+	t.Parallel()
+	srv := redistest.StartServer(t, "--maxmemory-policy", "noeviction")
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	t.Cleanup(func() { rdb.Close() })
+	ctx := context.Background()
+	run := NewRunner(rdb)
+	run.Load(ctx)
+	q := keyspace.NewQueue("oom", "q")
+	jobs := []NewJob{{ID: "a", Payload: "1"}, {ID: "b", Payload: "2"}}
+	if err := run.Run(ctx, EnqueueArgs{Jobs: jobs}.Call(q)).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.ConfigSet(ctx, "maxmemory", "1").Err(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rdb.ConfigSet(ctx, "maxmemory", "0") })
+	if err := send(ctx, rdb, "fcall", Drain.fn, DrainArgs{}.Call(q).keys, nil).Err(); !redis.HasErrorPrefix(err, "OOM") {
+		t.Fatalf("a bare FCALL over maxmemory answered %v, want OOM (the case this test is about)", err)
+	}
+	removed, err := run.Run(ctx, DrainArgs{Limit: 100}.Call(q)).Int()
+	if err != nil || removed != 2 {
+		t.Errorf("drain over maxmemory: %d removed, %v; want both jobs removed", removed, err)
+	}
+}

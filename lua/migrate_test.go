@@ -137,6 +137,17 @@ func TestScriptsStopWholeWhileTheirSlotMigrates(t *testing.T) {
 	m.move(q.Meta(), q.Set("pending"), q.Set("active"), q.Events(), q.Job("a"))
 	refused("the sets have come, a row not yet", "c")
 	unchanged(m.dst, "destination")
+	// A user that may not read CLUSTER NODES gets the same: a row that is
+	// missing is taken for one on its way, never dropped.
+	for _, node := range m.all {
+		m.must(node.Do(ctx, "acl", "setuser", "nonodes", "on", ">pw", "~*", "&*", "+@all", "-cluster|nodes").Err())
+	}
+	restricted := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cluster.Addrs(), Username: "nonodes", Password: "pw"})
+	t.Cleanup(func() { restricted.Close() })
+	if err := NewRunner(restricted).Run(ctx, claimTwo).Err(); !redis.HasErrorPrefix(err, "TRYAGAIN") {
+		t.Fatalf("claim by a user without CLUSTER NODES answered %v, want TRYAGAIN", err)
+	}
+	unchanged(m.dst, "destination, after the restricted user's claim")
 
 	m.move(q.Job("c"))
 	got, err := run.Run(ctx, claimTwo).Slice()

@@ -26,7 +26,7 @@ type Processor interface {
 // Runner loads the library on every master. A store without FUNCTION
 // (the embedded one, Redis 6), or a Redis user whose ACL lets it run EVAL
 // but not FCALL or FUNCTION LOAD, is run with EVALSHA from its first answer
-// on.
+// on; a call that Redis over maxmemory refuses as an FCALL runs by EVALSHA.
 type Runner struct {
 	rdb          Processor
 	lib          source
@@ -59,9 +59,14 @@ func (r *Runner) Run(ctx context.Context, c Call) *redis.Cmd {
 		case unknownCommand(err), redis.HasErrorPrefix(err, "NOPERM"):
 			r.noFunctions.Store(true)
 		case redis.HasErrorPrefix(err, "Function not found"):
-			if err := r.load(ctx); redis.HasErrorPrefix(err, "NOPERM") {
+			if err := r.load(ctx); unknownCommand(err) || redis.HasErrorPrefix(err, "NOPERM") {
 				r.noFunctions.Store(true)
 			}
+		case redis.HasErrorPrefix(err, "OOM"):
+			// A function may write, so Redis over maxmemory refuses all of
+			// them before they run; EVAL is refused only at its first write
+			// that needs memory, so that a drain or a remove (which frees
+			// it) still runs, as it did before the library.
 		default:
 			return located(cmd, r.lib)
 		}

@@ -44,7 +44,8 @@ func (b *builder) add(text, file string) {
 	b.next += strings.Count(text, "\n")
 }
 
-func (b *builder) line(text, file string) { b.add(text, file) }
+// line adds one line the builder writes (no file of ours).
+func (b *builder) line(text string) { b.add(text, "") }
 
 // shared adds the files every script runs after.
 func (b *builder) shared() {
@@ -59,9 +60,9 @@ func (b *builder) shared() {
 
 // wrapped adds a script's body as the function main.
 func (b *builder) wrapped(s *Script) {
-	b.line("local function main()", "")
+	b.line("local function main()")
 	b.add(s.body, s.name+".lua")
-	b.line("end", "")
+	b.line("end")
 }
 
 func (b *builder) source() source {

@@ -32,11 +32,3 @@ func NewService(rdb redis.UniversalClient, prefix string) *Service {
 // Actor is who asks for an operator action, for the audit trail in the
 // event stream: the API key's name and role.
 type Actor = lua.Actor
-
-// flag renders a boolean the way the scripts read it.
-func flag(b bool) string {
-	if b {
-		return "1"
-	}
-	return "0"
-}
