@@ -27,6 +27,7 @@ func checkRedis(ctx context.Context, cfg config, rdb redis.UniversalClient, log 
 	if cc, ok := rdb.(*redis.ClusterClient); ok {
 		err := cc.ForEachMaster(ctx, func(ctx context.Context, node *redis.Client) error {
 			checkNode(ctx, node, log.With("node", node.Options().Addr))
+			checkClusterNodes(ctx, node, log.With("node", node.Options().Addr))
 			return nil
 		})
 		if err != nil {
@@ -35,6 +36,17 @@ func checkRedis(ctx context.Context, cfg config, rdb redis.UniversalClient, log 
 		return
 	}
 	checkNode(ctx, rdb, log)
+}
+
+// checkClusterNodes warns when the service's Redis user may not run
+// CLUSTER NODES, which the scripts read when a job's row is missing, to
+// tell a slot migrating from a row lost (docs/design.md#resharding): without
+// it they take every missing row for one on its way, and a queue with a
+// lost row answers 503 until an operator removes the job.
+func checkClusterNodes(ctx context.Context, node *redis.Client, log *slog.Logger) {
+	if err := node.ClusterNodes(ctx).Err(); redis.HasErrorPrefix(err, "NOPERM") {
+		log.Warn("The Redis user may not run CLUSTER NODES: grant it +cluster|nodes, which the scripts read while a slot migrates", "error", err)
+	}
 }
 
 // checkNode checks one Redis node's eviction policy, persistence and

@@ -124,3 +124,35 @@ func TestRunChecksRedisAtStartUp(t *testing.T) {
 	logHas(t, logs.String(), "WARN", evictionWarning)
 	logHas(t, logs.String(), "WARN", persistenceWarning)
 }
+
+// TestCheckRedisWarnsWithoutClusterNodes: on a Cluster, a user that may not
+// run CLUSTER NODES is told to get it (the scripts read it while a slot
+// migrates); one that may is told nothing.
+func TestCheckRedisWarnsWithoutClusterNodes(t *testing.T) {
+	t.Parallel()
+	cluster := redistest.StartCluster(t, 3, 0)
+	ctx := context.Background()
+	for _, addr := range cluster.Addrs() {
+		node := redis.NewClient(&redis.Options{Addr: addr})
+		err := node.Do(ctx, "acl", "setuser", "nonodes", "on", ">pw", "~*", "&*", "+@all", "-cluster|nodes").Err()
+		node.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	const warning = "may not run CLUSTER NODES"
+	for _, user := range []string{"default", "nonodes"} {
+		var logs logBuffer
+		log := slog.New(slog.NewTextHandler(&logs, nil))
+		opts := &redis.ClusterOptions{Addrs: cluster.Addrs()}
+		if user == "nonodes" {
+			opts.Username, opts.Password = user, "pw"
+		}
+		rdb := redis.NewClusterClient(opts)
+		checkRedis(ctx, config{RedisURL: cluster.URL()}, rdb, log)
+		rdb.Close()
+		if got := strings.Count(logs.String(), warning); (user == "nonodes") != (got == 3) || (user == "default" && got != 0) {
+			t.Errorf("user %s: %d warnings %q (want %s):\n%s", user, got, warning, map[bool]string{true: "one per master", false: "none"}[user == "nonodes"], logs.String())
+		}
+	}
+}
