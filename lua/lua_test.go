@@ -240,3 +240,27 @@ func TestRunnerFreesMemoryOverMaxmemory(t *testing.T) {
 		t.Errorf("drain over maxmemory: %d removed, %v; want both jobs removed", removed, err)
 	}
 }
+
+// TestRunnerLoadsEveryMasterThroughAPipeliner: a Runner whose calls go
+// through a cluster client's autopipeliner (which sends a command without
+// keys to one node) loads the library on every master through the
+// cluster client it is given.
+func TestRunnerLoadsEveryMasterThroughAPipeliner(t *testing.T) {
+	t.Parallel()
+	cluster := redistest.StartCluster(t, 3, 0)
+	cc := cluster.Client(t)
+	ap, err := cc.AutoPipeline()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	NewRunner(ap).LoadThrough(cc).Load(ctx)
+	for _, addr := range cluster.Addrs() {
+		node := redis.NewClient(&redis.Options{Addr: addr})
+		libs, err := node.FunctionList(ctx, redis.FunctionListQuery{LibraryNamePattern: LibraryName()}).Result()
+		node.Close()
+		if err != nil || len(libs) != 1 {
+			t.Errorf("master %s has %d libraries named %s (%v), want 1", addr, len(libs), LibraryName(), err)
+		}
+	}
+}

@@ -29,6 +29,7 @@ type Processor interface {
 // on; a call that Redis over maxmemory refuses as an FCALL runs by EVALSHA.
 type Runner struct {
 	rdb          Processor
+	loader       Processor // what loads the library: rdb, unless LoadThrough says
 	lib          source
 	noFunctions  atomic.Bool
 	lastLoad     atomic.Int64 // unix ns of the last load
@@ -37,7 +38,16 @@ type Runner struct {
 
 // NewRunner returns a Runner of the scripts through rdb.
 func NewRunner(rdb Processor) *Runner {
-	return &Runner{rdb: rdb, lib: library, loadInterval: time.Second}
+	return &Runner{rdb: rdb, loader: rdb, lib: library, loadInterval: time.Second}
+}
+
+// LoadThrough has r load the library through c, and returns r: for a
+// Runner that runs its calls through an autopipeliner, which sends a
+// command that names no key to one node of a Cluster, c is the cluster
+// client, which loads it on every master.
+func (r *Runner) LoadThrough(c Processor) *Runner {
+	r.loader = c
+	return r
 }
 
 // Run runs c and answers its reply. Neither form is resent by go-redis once
@@ -78,22 +88,21 @@ func (r *Runner) Run(ctx context.Context, c Call) *redis.Cmd {
 	return located(cmd, c.script.eval)
 }
 
-// load loads the library on every master, at most once per loadInterval.
-// A cluster client loads it on each master; through any other client
-// (an autopipeliner, one node) the node the client reaches gets it, and
-// the callers that run through the cluster client load the others.
+// load loads the library on every master, at most once per loadInterval:
+// through a cluster client on each master, through any other client on the
+// node it reaches (see LoadThrough).
 func (r *Runner) load(ctx context.Context) error {
 	now := time.Now().UnixNano()
 	last := r.lastLoad.Load()
 	if now-last < int64(r.loadInterval) || !r.lastLoad.CompareAndSwap(last, now) {
 		return nil
 	}
-	if cc, ok := r.rdb.(*redis.ClusterClient); ok {
+	if cc, ok := r.loader.(*redis.ClusterClient); ok {
 		return cc.ForEachMaster(ctx, func(ctx context.Context, node *redis.Client) error {
 			return loadLibrary(ctx, node, r.lib)
 		})
 	}
-	return loadLibrary(ctx, r.rdb, r.lib)
+	return loadLibrary(ctx, r.loader, r.lib)
 }
 
 // loadLibrary sends FUNCTION LOAD of lib; one that is there already is

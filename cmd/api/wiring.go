@@ -46,7 +46,8 @@ func (s services) reaper(cfg config, log *slog.Logger) *stall.Reaper {
 // handler is the HTTP API over the services.
 func (s services) handler(cfg config, stopping <-chan struct{}, log *slog.Logger) http.Handler {
 	hc := emqhttp.Config{
-		Leases:  lease.NewService(workerClient(cfg, s.rdb, log), cfg.Prefix, lease.KeepCompleted(cfg.KeepCompleted)),
+		Leases: lease.NewService(s.rdb, cfg.Prefix, lease.KeepCompleted(cfg.KeepCompleted),
+			lease.ScriptsVia(workerClient(cfg, s.rdb, log))),
 		Admin:   s.admin,
 		Sweeper: s.sweeper, Waiters: s.hub, Stopping: stopping,
 		Events:      emqhttp.NewEventLog(s.rdb, cfg.Prefix),

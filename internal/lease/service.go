@@ -39,6 +39,13 @@ func KeepCompleted(n int) Option {
 	return func(s *Service) { s.keepCompleted = n }
 }
 
+// ScriptsVia runs the scripts through p (an autopipeliner of the Service's
+// client, whose concurrent calls share round trips), while the Service's
+// client loads their library on every master.
+func ScriptsVia(p lua.Processor) Option {
+	return func(s *Service) { s.scripts = lua.NewRunner(p).LoadThrough(s.rdb) }
+}
+
 // NewService returns a Service for the keys under prefix.
 func NewService(rdb redis.UniversalClient, prefix string, opts ...Option) *Service {
 	s := &Service{rdb: rdb, prefix: prefix, keepCompleted: DefaultKeepCompleted,
