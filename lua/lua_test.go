@@ -112,7 +112,8 @@ func TestErrorsNameFileAndLine(t *testing.T) {
 	q := keyspace.NewQueue("boom", redistest.Queue(t))
 	c := boom.call(q, "", "", nil)
 	for _, functions := range []bool{true, false} {
-		run := &Runner{rdb: redistest.Client(t), lib: lib}
+		run := NewRunner(redistest.Client(t))
+		run.lib = lib
 		run.noFunctions.Store(!functions)
 		run.Load(ctx)
 		err := run.Run(ctx, c).Err()

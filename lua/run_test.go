@@ -66,7 +66,8 @@ func TestRunNeverResendsALostAnswer(t *testing.T) {
 	for name, rdb := range clients {
 		t.Cleanup(func() { rdb.Close() })
 		rdb.Del(ctx, key)
-		run := &Runner{rdb: rdb, lib: lib}
+		run := NewRunner(rdb)
+		run.lib = lib
 		run.Load(ctx)
 		if err := run.Run(ctx, Call{script: slow, keys: []string{key}, args: []any{"", "", 250}}).Err(); err == nil {
 			t.Fatalf("%s: a 250 ms script answered within a 100 ms read timeout", name)
