@@ -35,7 +35,7 @@ import (
 //     before it (the fence above all: a call under a token that is not the
 //     job's current one is refused with ErrStale or ErrGone, except a
 //     repeated complete or fail, which is answered as the first time; the
-//     test remembers each report itself, so rule 5 is held to DESIGN.md,
+//     test remembers each report itself, so rule 5 (docs/design.md#fencing) is held to the design,
 //     not to what the row happens to keep);
 //   - that a refused verb changed nothing;
 //   - the invariants: a job is in exactly the set its state names; it is
@@ -150,7 +150,7 @@ type smMachine struct {
 	held     [3]map[string]int64 // per worker: id -> token of its latest claim of it
 	issued   []int64             // every token a claim gave, in order
 	maxToken int64
-	// reported is what DESIGN.md's rule 5 needs, kept apart from Redis:
+	// reported is what rule 5 of docs/design.md#fencing needs, kept apart from Redis:
 	// id -> token -> the report ("complete", "fail") that succeeded under it.
 	// Forgotten when the row goes (a removed job's token holds nothing).
 	reported map[string]map[int64]string
@@ -356,7 +356,7 @@ func smFenced(row map[string]string, exists bool, tok int64, verb string) (want 
 }
 
 // report predicts a holder's complete or fail from the row before it, as
-// smFenced does, and then holds it to DESIGN.md's rule 5: a report repeated
+// smFenced does, and then holds it to rule 5 of docs/design.md#fencing: a report repeated
 // under a token whose same report succeeded is answered as the first time
 // (the job as it is, nothing changed), whatever happened to the job since,
 // while its row exists.
