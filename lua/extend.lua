@@ -18,7 +18,8 @@
 -- the job is no longer active under it.
 
 local id, token = ARGV[3], ARGV[4]
-local code = fence(token)
+local f = redis.call('HMGET', JOB, 'state', 'token', 'cancel_requested', 'cancel_reason')
+local code = fence_row({ state = f[1], token = f[2] }, token)
 if code then
   return error_reply(code, id)
 end
@@ -30,5 +31,4 @@ if ARGV[6] == '1' then
 else
   redis.call('HSET', JOB, 'lease_expires_at', int(deadline))
 end
-local cancel = redis.call('HMGET', JOB, 'cancel_requested', 'cancel_reason')
-return { deadline, cancel[1] and 1 or 0, cancel[2] or '' }
+return { deadline, f[3] and 1 or 0, f[4] or '' }

@@ -38,10 +38,3 @@ local function fence_row(row, token, verb)
   end
   return nil
 end
-
--- fence is fence_row on the declared row JOB for a call that reports
--- nothing (an extend), reading only the two fields it needs.
-local function fence(token)
-  local f = redis.call('HMGET', JOB, 'state', 'token')
-  return fence_row({ state = f[1], token = f[2] }, token)
-end

@@ -133,7 +133,10 @@ local function claim(plan, now, count, lease_ms, worker)
       -- its place rather than be lost.
       redis.call('ZADD', PENDING, popped[i + 1], id)
     elseif row then -- false: a row lost outside a migration is dropped
-      del_fields(id, row, { 'cancel_requested', 'cancel_reason', 'worker' })
+      -- The last attempt's cancel request and worker go (a new worker name
+      -- is written over the old one).
+      del_fields(id, row, worker == '' and { 'cancel_requested', 'cancel_reason', 'worker' }
+        or { 'cancel_requested', 'cancel_reason' })
       local fields = { 'state', 'active', 'token', int(token), 'started_at', started,
         'lease_expires_at', deadline, 'attempts', tostring((tonumber(row.attempts) or 0) + 1) }
       if worker ~= '' then
