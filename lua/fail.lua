@@ -57,26 +57,38 @@ if delay < 0 then
   delay = backoff_ms(row.backoff or DEFAULT_BACKOFF, attempts)
 end
 leave_active(id, row)
-set_fields(id, row, { 'last_error', text, 'outcomes', outcomes_after(row.outcomes, 'fail', token) })
+-- One HSET for the report and the job's new place.
+local fields = { 'last_error', text, 'outcomes', outcomes_after(row.outcomes, 'fail', token) }
+local function place(state, ...)
+  fields[#fields + 1], fields[#fields + 2] = 'state', state
+  for _, v in ipairs({ ... }) do
+    fields[#fields + 1] = v
+  end
+  set_fields(id, row, fields)
+end
 
 if row.cancel_requested then
-  finish(id, 'cancelled', now)
+  redis.call('ZADD', CANCELLED, int(now), id)
+  place('cancelled', 'finished_at', int(now))
   emit('cancelled', id, 'cancelled', 'error', text)
 elseif ARGV[7] == '1' or attempts >= max_attempts then
-  finish(id, 'dead', now)
+  redis.call('ZADD', DEAD, int(now), id)
+  place('dead', 'finished_at', int(now))
   redis.call('HINCRBY', META, 'failed', 1)
   emit('dead', id, 'dead', 'error', text)
 else
   local state = 'pending'
   if delay <= 0 then
-    push_pending(id, row, false)
+    add_pending(id, tonumber(row.priority or '0'), false)
+    del_fields(id, row, { 'run_at' })
+    place('pending')
   else
     state = 'delayed'
     local run_at = int(now + delay)
     redis.call('ZADD', DELAYED, run_at, id)
-    redis.call('HSET', JOB, 'state', 'delayed', 'run_at', run_at)
+    place('delayed', 'run_at', run_at)
   end
   emit('failed', id, state, 'error', text)
   wake(1) -- pending: claim it; delayed: learn when to look again
 end
-return job_reply(id)
+return reply_of(id, row)
