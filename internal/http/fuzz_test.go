@@ -34,12 +34,12 @@ import (
 //   - JSON that parses: application/json, or for a 4xx an RFC 9457
 //     application/problem+json body whose code is one of the known ones and
 //     goes with its status;
-//   - a 4xx changed no key (DESIGN.md: "A bad request never changes any
-//     state"; a refused verb does not either);
+//   - a 4xx changed no key ("A bad request never changes any state",
+//     docs/design.md#the-contract-in-brief; a refused verb does not either);
 //   - every key under the rig's prefix is one of a queue's keys, named by a
 //     valid queue name and job id: nothing reaches a key through a name;
 //   - a body that is not JSON is never accepted (the body targets), and a
-//     name outside DESIGN.md's alphabet never passes validation (FuzzPath).
+//     name outside docs/design.md's alphabet never passes validation (FuzzPath).
 //
 // Each target also checks what its route must answer for a request that
 // passed validation, predicted from the jobs it set up (the fence: only the
@@ -50,7 +50,7 @@ import (
 // small, so that the fuzzer reaches 413 cheaply.
 const fzValueBytes = 256
 
-// The names DESIGN.md allows, written out here rather than taken from the
+// The names docs/design.md allows, written out here rather than taken from the
 // keyspace package, so that a bug there cannot hide itself.
 var (
 	fzQueueName = regexp.MustCompile(`^[A-Za-z0-9._-]{1,100}$`)
@@ -140,7 +140,7 @@ func (r *fuzzRig) exec(t *testing.T, req *http.Request) reply {
 }
 
 // post sends body as JSON to a route that decodes it. Besides what every
-// answer must be, a body that is not JSON is never accepted (DESIGN.md:
+// answer must be, a body that is not JSON is never accepted (docs/design.md:
 // malformed JSON is a 400); an empty one, or one of JSON whitespace only,
 // reads as {}.
 func (r *fuzzRig) post(t *testing.T, path string, body []byte) reply {
@@ -736,7 +736,7 @@ func fzPath(shape uint8, q, id string) (path, query string) {
 // FuzzPath sends random queue names and job ids in the URL path, raw (as a
 // router sees a decoded path) or percent-encoded, with any of the methods.
 // Besides what every answer must be, no key may be made from a name that is
-// not valid, and a queue name or job id outside DESIGN.md's alphabet never
+// not valid, and a queue name or job id outside docs/design.md's alphabet never
 // gets past validation to a service (on a Cluster a "{" in a key would move
 // it to another slot).
 func FuzzPath(f *testing.F) {

@@ -36,7 +36,7 @@ type FieldError struct {
 	Message string `json:"message" binding:"required" example:"must be at least 100"`
 } // @name FieldError
 
-// The problem codes. DESIGN.md fixes the first ones; the last three name the
+// The problem codes. docs/design.md#the-contract-in-brief fixes the first ones; the last three name the
 // errors it leaves open (unknown route, wrong method, a bug).
 const (
 	CodeStale        = "EMQSTALE"

@@ -9,7 +9,7 @@ import (
 	"github.com/echo-mq/echo_mq/internal/redistest"
 )
 
-// Regressions found in review, each a rule of DESIGN.md.
+// Regressions found in review, each a rule of docs/design.md.
 
 func TestRepeatedFailAfterAnotherClaimIsAnsweredAsTheFirst(t *testing.T) {
 	t.Parallel()

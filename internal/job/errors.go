@@ -8,7 +8,7 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// The errors the scripts reply with, by the codes DESIGN.md gives them.
+// The errors the scripts reply with, by the codes docs/design.md#fencing gives them.
 var (
 	// ErrGone means there is no such job.
 	ErrGone = errors.New("no such job")

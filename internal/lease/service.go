@@ -12,7 +12,7 @@ import (
 	"github.com/echo-mq/echo_mq/lua"
 )
 
-// Defaults of the worker plane, as DESIGN.md gives them.
+// Defaults of the worker plane, as docs/design.md#the-contract-in-brief gives them.
 const (
 	DefaultLease         = 30 * time.Second
 	DefaultMaxAttempts   = job.DefaultMaxAttempts

@@ -31,7 +31,7 @@ import (
 // job ids, so that ids collide and tokens go stale. After every verb it
 // reads the queue straight from Redis and checks
 //
-//   - the outcome the verb must have by DESIGN.md, predicted from the state
+//   - the outcome the verb must have by docs/design.md, predicted from the state
 //     before it (the fence above all: a call under a token that is not the
 //     job's current one is refused with ErrStale or ErrGone, except a
 //     repeated complete or fail, which is answered as the first time; the
@@ -1108,7 +1108,7 @@ func smProgram(ops ...[4]int) []byte {
 	return p
 }
 
-// smSeeds are hand-written programs, one per story DESIGN.md tells.
+// smSeeds are hand-written programs, one per story docs/design.md tells.
 var smSeeds = [][]byte{
 	// A job's life, a repeated complete, and a late fail.
 	smProgram(
