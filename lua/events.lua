@@ -1,7 +1,9 @@
 -- events.lua: the queue's event stream and the claimers' wake channel.
 
--- EVENTS_KEPT is about how many entries the event stream keeps (MAXLEN ~).
-local EVENTS_KEPT = 10000
+-- EVENTS_KEPT is about how many entries the event stream keeps (MAXLEN ~):
+-- a string, as every constant argument of a hot call is, because Redis
+-- formats a Lua number argument with snprintf on every call.
+local EVENTS_KEPT = '10000'
 
 -- emit appends one state change to the queue's event stream, in the same
 -- atomic step as the change: kind, then the job's id and new state (nil

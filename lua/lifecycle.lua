@@ -6,7 +6,7 @@
 -- band, or at the front when front is true (a job recovered from a stall).
 -- It does not touch the row.
 local function add_pending(id, priority, front)
-  local seq = redis.call('HINCRBY', META, 'seq', 1)
+  local seq = redis.call('HINCRBY', META, 'seq', '1')
   local score = priority * BAND + seq
   if front then
     score = priority * BAND - seq
@@ -27,7 +27,7 @@ end
 -- delayed is the delayed set's key, declared or not (a claim promotes
 -- only when the set is on this node, and leaves the rest to the reaper).
 local function plan_due(delayed, now, limit)
-  local due = range_here('ZRANGEBYSCORE', delayed, '-inf', int(now), 'LIMIT', 0, limit) or {}
+  local due = range_here('ZRANGEBYSCORE', delayed, '-inf', int(now), 'LIMIT', '0', limit) or {}
   local plan = {}
   for i, id in ipairs(due) do
     plan[i] = { id, row_here(id) }
@@ -52,7 +52,7 @@ end
 -- it is due), or -1 when none is delayed (or the set is not here). It is a
 -- span on the server's clock, so a waiter needs no clock of its own.
 local function due_in(delayed, now)
-  local first = range_here('ZRANGE', delayed, 0, 0, 'WITHSCORES')
+  local first = range_here('ZRANGE', delayed, '0', '0', 'WITHSCORES')
   if not first or #first == 0 then
     return -1
   end
@@ -92,12 +92,12 @@ end
 -- that empties the set deletes it, and a node handing its slot over
 -- cannot make it again.)
 local function plan_claim(delayed, now, count)
-  local plan = { delayed = delayed, due = plan_due(delayed, now, 1000), rows = {} }
+  local plan = { delayed = delayed, due = plan_due(delayed, now, '1000'), rows = {} }
   plan.paused = redis.call('HGET', META, 'paused')
   if count == 0 or plan.paused then
     return plan
   end
-  for _, id in ipairs(redis.call('ZRANGE', PENDING, 0, count - 1)) do
+  for _, id in ipairs(redis.call('ZRANGE', PENDING, '0', count - 1)) do
     plan.rows[id] = row_here(id) or false
   end
   for _, due in ipairs(plan.due) do

@@ -10,6 +10,6 @@
 -- Returns how many jobs it moved; wakes claimers for them.
 -- Errors: TRYAGAIN (here.lua).
 
-local moved = promote(DELAYED, plan_due(DELAYED, now_ms(), tonumber(ARGV[3])))
+local moved = promote(DELAYED, plan_due(DELAYED, now_ms(), ARGV[3]))
 wake(moved)
 return moved

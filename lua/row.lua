@@ -23,10 +23,23 @@ local DEFAULT_MAX_ATTEMPTS = 3
 -- jobs are FIFO within one. Scores stay exact doubles below 2^53.
 local BAND = 1e13
 
--- int renders a number as an integer string: redis.call would otherwise
--- format large numbers with 14 significant digits and lose precision.
+-- int renders a whole number as an integer string, exact below 2^53.
+-- Lua's own tostring writes 14 significant digits, so it serves only below
+-- 10^14 (a time in ms, a pending score); a token needs the slower
+-- string.format. Formatting is a good part of a script's cost (the
+-- profile in docs/design.md#what-a-call-costs), and a script formats its
+-- now many times: the last value is kept.
+local int_last, int_text
 local function int(n)
-  return string.format('%.0f', n)
+  if n ~= int_last then
+    int_last = n
+    if n < 1e14 and n > -1e14 and n == math.floor(n) then
+      int_text = tostring(n)
+    else
+      int_text = string.format('%.0f', n)
+    end
+  end
+  return int_text
 end
 
 -- now_ms is the Redis server's clock in milliseconds: the only clock that

@@ -130,7 +130,7 @@ func BenchmarkServerTime(b *testing.B) {
 // (EMQ_BENCH_REDIS, emptied first), with its instruction counter.
 func benchRedis(b *testing.B) (*redis.Client, callgrind) {
 	b.Helper()
-	addr, cg := os.Getenv("EMQ_BENCH_REDIS"), callgrind{pid: os.Getenv("EMQ_BENCH_CALLGRIND_PID"), out: os.Getenv("EMQ_BENCH_CALLGRIND_OUT")}
+	addr, cg := os.Getenv("EMQ_BENCH_REDIS"), callgrind{pid: os.Getenv("EMQ_BENCH_CALLGRIND_PID"), out: os.Getenv("EMQ_BENCH_CALLGRIND_OUT"), keep: os.Getenv("EMQ_BENCH_CALLGRIND_KEEP")}
 	if addr == "" {
 		addr, cg = redistest.StartServer(b, "--hash-max-listpack-value", "1024").Addr, callgrind{}
 	}
@@ -143,8 +143,9 @@ func benchRedis(b *testing.B) (*redis.Client, callgrind) {
 }
 
 // callgrind is valgrind's instruction counter of a redis-server (none when
-// pid is "").
-type callgrind struct{ pid, out string }
+// pid is ""). With keep set, each benchmark's dump is copied there as
+// <benchmark>.cg, for callgrind_annotate.
+type callgrind struct{ pid, out, keep string }
 
 func (c callgrind) zero(b *testing.B) {
 	if c.pid != "" {
@@ -168,6 +169,12 @@ func (c callgrind) read(b *testing.B) (float64, bool) {
 	text, err := os.ReadFile(newest)
 	if err != nil {
 		b.Fatal(err)
+	}
+	if c.keep != "" {
+		name := strings.TrimPrefix(b.Name(), "BenchmarkServerTime/")
+		if err := os.WriteFile(filepath.Join(c.keep, name+".cg"), text, 0o644); err != nil {
+			b.Fatal(err)
+		}
 	}
 	for _, line := range strings.Split(string(text), "\n") {
 		if v, ok := strings.CutPrefix(line, "summary: "); ok {
