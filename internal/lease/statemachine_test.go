@@ -1159,6 +1159,14 @@ var smSeeds = [][]byte{
 		[4]int{smOpPromote, 0, 1, 0}, [4]int{smOpClaim, 2, 1, 0}, [4]int{smOpFail, 2, 1, 0},
 		[4]int{smOpClaim, 2, 1, 0}, [4]int{smOpFail, 2, 1, 0}, [4]int{smOpEnqueue, 0, 2, 4},
 		[4]int{smOpClaim, 1, 2, 0}, [4]int{smOpFail, 1, 2, 16}),
+	// A repeated fail is answered as the first time even after later
+	// holders reported (the fuzzer found it forgotten once a second fail
+	// was written over the first: b25a8e0).
+	smProgram(
+		[4]int{smOpEnqueue, 0, 0, 0}, [4]int{smOpClaim, 0, 0, 0}, [4]int{smOpFail, 0, 0, 0},
+		[4]int{smOpClaim, 1, 0, 0}, [4]int{smOpFail, 1, 0, 0}, [4]int{smOpFail, 0, 0, 0},
+		[4]int{smOpClaim, 2, 0, 0}, [4]int{smOpComplete, 2, 0, 0}, [4]int{smOpFail, 1, 0, 0},
+		[4]int{smOpFail, 0, 0, 0}),
 	// Raw bytes, for the mutator to start from.
 	[]byte("\x00\x00\x01\x00\x02\x01\x03\x05\x04\x02\x05\x03\x06\x07\x07\x01\x08\x02\x09\x03\x0a\x00\x0b\x00\x0c\x00\x0d\x01\x0e\x03\x0f\x0f"),
 }
