@@ -24,7 +24,7 @@ import (
 // The service's live heap is small (a few MB: requests in flight), so
 // collecting when it has grown 4x, not 1x, costs little memory (tens of
 // MB) and takes garbage collection from about a sixth of the CPU of a busy
-// batch path to a few percent (README, "Performance").
+// batch path to a few percent (docs/performance.md).
 const defaultGCPercent = 400
 
 func main() {

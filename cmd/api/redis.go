@@ -76,7 +76,7 @@ func (reloadOnDialFailure) ProcessPipelineHook(next redis.ProcessPipelineHook) r
 // lost (a read timeout): a claim or a batch complete run twice would lease
 // jobs nobody sees, and a retry or promote run twice would answer 409 after
 // it succeeded. The error reaches the client as 503 instead, and the client
-// decides; every verb a worker retries is safe to repeat (rule 5).
+// decides; every verb a worker retries is safe to repeat (docs/design.md#fencing, rule 5).
 const noRetries = -1
 
 // caPool reads the PEM certificates of file; nil (the system's) for "".

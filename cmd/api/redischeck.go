@@ -93,7 +93,7 @@ func configGet(ctx context.Context, rdb redis.Cmdable, params ...string) (map[st
 	return out, nil
 }
 
-// recommendedListpackValue is the hash-max-listpack-value the README
+// recommendedListpackValue is the hash-max-listpack-value docs/operating.md
 // recommends: a job row whose every value (payload, result, error) is at
 // most this long stays one compact listpack.
 const recommendedListpackValue = 1024

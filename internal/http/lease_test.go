@@ -155,7 +155,7 @@ func TestCancellationCheck(t *testing.T) {
 	})
 }
 
-// TestFenceAcrossReenqueue is rule 3: a token is never valid for another
+// TestFenceAcrossReenqueue is rule 3 (docs/design.md#fencing): a token is never valid for another
 // claim, also when the id is removed and enqueued again.
 func TestFenceAcrossReenqueue(t *testing.T) {
 	t.Parallel()

@@ -8,8 +8,8 @@
 //	@license.url				https://opensource.org/license/mit
 //	@servers.url				/
 //	@servers.description		The service that serves this document at /openapi.yaml (EMQ_ADDR, 127.0.0.1:8080 by default).
-//	@externalDocs.description	README: the worker loop, the fence, the error codes
-//	@externalDocs.url			https://github.com/echo-mq/echo_mq#readme
+//	@externalDocs.description	The docs: getting started, the concepts (the fence), the error codes
+//	@externalDocs.url			https://github.com/echo-mq/echo_mq/tree/main/docs
 //	@tag.name					worker
 //	@tag.description			The calls a worker makes on the jobs it claims, fenced by the claim's token.
 //	@tag.name					jobs

@@ -223,7 +223,7 @@ func checkScreenshots(t *testing.T, dir string) {
 }
 
 // updateScreenshots copies the screenshots to docs/screenshots/, for the
-// README.
+// dashboard section of docs/operating.md.
 func updateScreenshots(t *testing.T, dir string) {
 	t.Helper()
 	docs := filepath.Join("..", "..", "..", "docs", "screenshots")
