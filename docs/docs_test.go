@@ -18,6 +18,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -139,11 +140,16 @@ func TestOperatingEventStreams(t *testing.T) {
 	}
 }
 
+// services counts the services started, so that each runs under a key
+// prefix of its own: the docs' commands use fixed ids (welcome-42), which a
+// second run (-count) would otherwise find already done.
+var services atomic.Int64
+
 // startService starts the service on the shared redis-server under a
 // prefix of its own.
 func startService(t *testing.T, env ...string) *servicetest.Service {
 	t.Helper()
-	prefix := "docs" + strings.NewReplacer("/", "", "_", "").Replace(strings.ToLower(t.Name()))
+	prefix := fmt.Sprintf("docs%d", services.Add(1))
 	env = append([]string{"EMQ_REDIS_URL=redis://" + redistest.Addr() + "/0", "EMQ_PREFIX=" + prefix}, env...)
 	return servicetest.Start(t, serviceBin, env...)
 }
