@@ -3,12 +3,12 @@ package lua
 import (
 	"context"
 	"errors"
-	"net"
-	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/echo-mq/echo_mq/internal/rediserr"
 )
 
 // Processor is what runs a command and waits for its answer: a client, a
@@ -66,13 +66,13 @@ func (r *Runner) Run(ctx context.Context, c Call) *redis.Cmd {
 	if !r.noFunctions.Load() {
 		cmd := send(ctx, r.rdb, "fcall", c.script.fn, c.keys, c.args)
 		switch err := cmd.Err(); {
-		case unknownCommand(err), redis.HasErrorPrefix(err, "NOPERM"):
+		case rediserr.NoFunctions(err):
 			r.noFunctions.Store(true)
-		case redis.HasErrorPrefix(err, "Function not found"):
-			if err := r.load(ctx); unknownCommand(err) || redis.HasErrorPrefix(err, "NOPERM") {
+		case rediserr.FunctionMissing(err):
+			if err := r.load(ctx); rediserr.NoFunctions(err) {
 				r.noFunctions.Store(true)
 			}
-		case redis.HasErrorPrefix(err, "OOM"):
+		case rediserr.OverMemory(err):
 			// A function may write, so Redis over maxmemory refuses all of
 			// them before they run; EVAL is refused only at its first write
 			// that needs memory, so that a drain or a remove (which frees
@@ -82,7 +82,7 @@ func (r *Runner) Run(ctx context.Context, c Call) *redis.Cmd {
 		}
 	}
 	cmd := send(ctx, r.rdb, "evalsha", c.script.Hash(), c.keys, c.args)
-	if redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
+	if rediserr.NoScript(cmd.Err()) {
 		cmd = send(ctx, r.rdb, "eval", c.script.Source(), c.keys, c.args)
 	}
 	return located(cmd, c.script.eval)
@@ -110,7 +110,7 @@ func (r *Runner) load(ctx context.Context) error {
 func loadLibrary(ctx context.Context, p Processor, lib source) error {
 	cmd := redis.NewCmd(ctx, "function", "load", lib.text)
 	_ = p.Process(ctx, cmd)
-	if err := cmd.Err(); err != nil && !strings.Contains(err.Error(), "already exists") {
+	if err := cmd.Err(); err != nil && !rediserr.AlreadyLoaded(err) {
 		return err
 	}
 	return nil
@@ -121,10 +121,6 @@ func loadLibrary(ctx context.Context, p Processor, lib source) error {
 func (r *Runner) Load(ctx context.Context) {
 	r.lastLoad.Store(0)
 	_ = r.load(ctx)
-}
-
-func unknownCommand(err error) bool {
-	return err != nil && strings.Contains(strings.ToLower(err.Error()), "unknown command")
 }
 
 func send(ctx context.Context, c Processor, verb, script string, keys []string, args []any) *redis.Cmd {
@@ -164,27 +160,4 @@ type sentOnce struct{ *redis.Cmd }
 // when its error shows that Redis never ran it may it. (No error yet also
 // forbids it: in a pipeline whose later command lost its answer, this one
 // may have run already.)
-func (c sentOnce) NoRetry() bool { return !neverRan(c.Err()) }
-
-// neverRan reports whether err says the command was not run: it was never
-// sent (no connection could be made or had), or Redis refused it before
-// running it. A script's own TRYAGAIN is given before it writes anything.
-func neverRan(err error) bool {
-	if err == nil {
-		return false
-	}
-	var op *net.OpError
-	if errors.As(err, &op) && op.Op == "dial" {
-		return true
-	}
-	if errors.Is(err, redis.ErrPoolTimeout) || errors.Is(err, redis.ErrClosed) {
-		return true
-	}
-	for _, refused := range []string{"CLUSTERDOWN", "TRYAGAIN", "LOADING", "MASTERDOWN", "READONLY",
-		"max number of clients reached"} {
-		if redis.HasErrorPrefix(err, refused) {
-			return true
-		}
-	}
-	return false
-}
+func (c sentOnce) NoRetry() bool { return !rediserr.NeverRan(c.Err()) }

@@ -2,9 +2,6 @@ package lua
 
 import (
 	"context"
-	"errors"
-	"io"
-	"net"
 	"os"
 	"testing"
 	"time"
@@ -87,36 +84,3 @@ func TestRunNeverResendsALostAnswer(t *testing.T) {
 }
 
 // refusal is an error reply of Redis's.
-type refusal string
-
-func (r refusal) Error() string { return string(r) }
-func (refusal) RedisError()     {}
-
-// TestNeverRan: what go-redis may send again (nothing ran) and what not.
-func TestNeverRan(t *testing.T) {
-	t.Parallel()
-	for _, c := range []struct {
-		err  error
-		want bool
-	}{
-		{nil, false},
-		{&net.OpError{Op: "dial", Err: errors.New("connection refused")}, true},
-		{redis.ErrPoolTimeout, true},
-		{redis.ErrClosed, true},
-		{refusal("CLUSTERDOWN The cluster is down"), true},
-		{refusal("TRYAGAIN Multiple keys request during rehashing of slot"), true},
-		{refusal("LOADING Redis is loading the dataset in memory"), true},
-		{refusal("READONLY You can't write against a read only replica."), true},
-		{refusal("ERR max number of clients reached"), true},
-		{io.EOF, false},
-		{io.ErrUnexpectedEOF, false},
-		{&net.OpError{Op: "read", Err: os.ErrDeadlineExceeded}, false},
-		{&net.OpError{Op: "write", Err: errors.New("broken pipe")}, false},
-		{context.DeadlineExceeded, false},
-		{refusal("EMQSTALE the job is held under another token"), false},
-	} {
-		if got := neverRan(c.err); got != c.want {
-			t.Errorf("neverRan(%v) = %v, want %v", c.err, got, c.want)
-		}
-	}
-}

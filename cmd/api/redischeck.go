@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/echo-mq/echo_mq/internal/rediserr"
 )
 
 // checkRedis reads, once at start-up, the Redis settings that decide
@@ -44,7 +46,7 @@ func checkRedis(ctx context.Context, cfg config, rdb redis.UniversalClient, log 
 // it they take every missing row for one on its way, and a queue with a
 // lost row answers 503 until an operator removes the job.
 func checkClusterNodes(ctx context.Context, node *redis.Client, log *slog.Logger) {
-	if err := node.ClusterNodes(ctx).Err(); redis.HasErrorPrefix(err, "NOPERM") {
+	if err := node.ClusterNodes(ctx).Err(); rediserr.NoPermission(err) {
 		log.Warn("The Redis user may not run CLUSTER NODES: grant it +cluster|nodes, which the scripts read while a slot migrates", "error", err)
 	}
 }

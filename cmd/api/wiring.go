@@ -9,6 +9,7 @@ import (
 
 	"github.com/echo-mq/echo_mq/internal/admin"
 	"github.com/echo-mq/echo_mq/internal/auth"
+	"github.com/echo-mq/echo_mq/internal/events"
 	emqhttp "github.com/echo-mq/echo_mq/internal/http"
 	"github.com/echo-mq/echo_mq/internal/lease"
 	"github.com/echo-mq/echo_mq/internal/metrics"
@@ -50,7 +51,7 @@ func (s services) handler(cfg config, stopping <-chan struct{}, log *slog.Logger
 			lease.ScriptsVia(workerClient(cfg, s.rdb, log))),
 		Admin:   s.admin,
 		Sweeper: s.sweeper, Waiters: s.hub, Stopping: stopping,
-		Events:      emqhttp.NewEventLog(s.rdb, cfg.Prefix),
+		Events:      events.NewLog(s.rdb, cfg.Prefix),
 		Ready:       func(ctx context.Context) error { return s.rdb.Ping(ctx).Err() },
 		Metrics:     s.metrics,
 		Keys:        cfg.Keys,

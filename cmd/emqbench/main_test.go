@@ -19,6 +19,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/echo-mq/echo_mq/internal/admin"
+	"github.com/echo-mq/echo_mq/internal/events"
 	emqhttp "github.com/echo-mq/echo_mq/internal/http"
 	"github.com/echo-mq/echo_mq/internal/lease"
 	"github.com/echo-mq/echo_mq/internal/redistest"
@@ -40,7 +41,7 @@ func service(t *testing.T, prefix string) string {
 	t.Cleanup(func() { cancel(); <-done })
 	srv := httptest.NewServer(emqhttp.NewHandler(emqhttp.Config{
 		Leases: lease.NewService(rdb, prefix), Admin: admin.NewService(rdb, prefix),
-		Sweeper: stall.NewService(rdb, prefix), Waiters: hub, Events: emqhttp.NewEventLog(rdb, prefix),
+		Sweeper: stall.NewService(rdb, prefix), Waiters: hub, Events: events.NewLog(rdb, prefix),
 	}))
 	t.Cleanup(srv.Close)
 	return srv.URL

@@ -9,6 +9,7 @@ import (
 
 	"github.com/echo-mq/echo_mq/internal/job"
 	"github.com/echo-mq/echo_mq/internal/keyspace"
+	"github.com/echo-mq/echo_mq/internal/rediserr"
 	"github.com/echo-mq/echo_mq/lua"
 )
 
@@ -55,7 +56,7 @@ func (s *Service) Promote(ctx context.Context, queue, id string, by Actor) (job.
 // job package's errors.
 func (s *Service) run(ctx context.Context, queue string, c interface{ Call(keyspace.Queue) lua.Call }) (any, error) {
 	reply, err := s.scripts.Run(ctx, c.Call(keyspace.NewQueue(s.prefix, queue))).Result()
-	return reply, job.ScriptError(err)
+	return reply, rediserr.Script(err)
 }
 
 // Page is one page of a listing, and the cursor of the next ("": none).

@@ -10,6 +10,7 @@ import (
 
 	"github.com/echo-mq/echo_mq/internal/job"
 	"github.com/echo-mq/echo_mq/internal/keyspace"
+	"github.com/echo-mq/echo_mq/internal/rediserr"
 	"github.com/echo-mq/echo_mq/lua"
 )
 
@@ -52,7 +53,7 @@ func (s *Service) Queues(ctx context.Context, cursor string, limit int) ([]Queue
 			return nil, "", fmt.Errorf("%w: bad cursor %q", ErrCursor, cursor)
 		}
 	}
-	names, next, err := s.rdb.SScan(ctx, keyspace.QueuesKey(s.prefix), at, "", int64(limit)).Result()
+	names, next, err := s.queues.Page(ctx, at, int64(limit))
 	if err != nil {
 		return nil, "", err
 	}
@@ -158,7 +159,7 @@ func (s *Service) Obliterate(ctx context.Context, queue string, force bool) (int
 	for {
 		reply, err := s.scripts.Run(ctx, lua.ObliterateArgs{Limit: StepSize, Force: force}.Call(q)).Int64Slice()
 		if err != nil {
-			return total, job.ScriptError(err)
+			return total, rediserr.Script(err)
 		}
 		total += int(reply[1])
 		if reply[0] == 1 {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/echo-mq/echo_mq/internal/admin"
 	"github.com/echo-mq/echo_mq/internal/auth"
+	"github.com/echo-mq/echo_mq/internal/events"
 	"github.com/echo-mq/echo_mq/internal/lease"
 	"github.com/echo-mq/echo_mq/internal/redistest"
 	"github.com/echo-mq/echo_mq/internal/stall"
@@ -36,7 +37,7 @@ func keyedHandler(t *testing.T) (http.Handler, string) {
 	return NewHandler(Config{
 		Leases: lease.NewService(rdb, prefix), Admin: admin.NewService(rdb, prefix),
 		Sweeper: stall.NewService(rdb, prefix), Waiters: wake.NewHub(rdb, prefix, nil),
-		Events: NewEventLog(rdb, prefix), Keys: kr, Replays: auth.NewRedisReplays(rdb, prefix),
+		Events: events.NewLog(rdb, prefix), Keys: kr, Replays: auth.NewRedisReplays(rdb, prefix),
 		MetricsHandler: http.NotFoundHandler(), MetricsRole: auth.Reader,
 	}), prefix
 }

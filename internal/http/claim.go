@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/echo-mq/echo_mq/internal/lease"
+	"github.com/echo-mq/echo_mq/internal/rediserr"
 )
 
 // ClaimRequest asks for jobs, waiting up to WaitMs for one to come.
@@ -91,7 +92,7 @@ func (s *server) claimWaiting(r *http.Request, queue string, p lease.ClaimParams
 	for first := true; ; first = false {
 		waiter := s.waiters.Register(queue)
 		claimed, err := s.leases.Claim(r.Context(), queue, p)
-		if err != nil && !first && unavailable(err) && time.Now().Add(errorRecheck).Before(deadline) {
+		if err != nil && !first && rediserr.Unavailable(err) && time.Now().Add(errorRecheck).Before(deadline) {
 			// The poll was waiting when Redis went away: it waits on
 			// until Redis is back, rather than fail.
 			waiter.Done()

@@ -7,16 +7,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"net/http"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/go-chi/chi/v5/middleware"
-	"github.com/redis/go-redis/v9"
 
-	"github.com/echo-mq/echo_mq/internal/keyspace"
+	"github.com/echo-mq/echo_mq/internal/events"
 )
 
 // Timing of an event stream.
@@ -40,43 +38,6 @@ type Event struct {
 	Error  string `json:"error,omitempty" example:"smtp: connection refused"`
 	Count  *int64 `json:"count,omitempty" example:"12"`
 } // @name Event
-
-// eventLog reads the queues' event streams (*EventLog).
-type eventLog interface {
-	// Read returns up to count entries after afterID, oldest first.
-	Read(ctx context.Context, queue, afterID string, count int64) ([]redis.XMessage, error)
-	// LastID returns the id of the stream's last entry, "0-0" when it is empty.
-	LastID(ctx context.Context, queue string) (string, error)
-}
-
-// EventLog reads the event streams that the scripts write,
-// "<prefix>:{<queue>}:events". It holds no connection between calls.
-type EventLog struct {
-	rdb    redis.UniversalClient
-	prefix string
-}
-
-// NewEventLog returns an EventLog for the keys under prefix.
-func NewEventLog(rdb redis.UniversalClient, prefix string) *EventLog {
-	return &EventLog{rdb: rdb, prefix: prefix}
-}
-
-// Read returns up to count entries of queue's stream strictly after afterID.
-func (l *EventLog) Read(ctx context.Context, queue, afterID string, count int64) ([]redis.XMessage, error) {
-	key := keyspace.NewQueue(l.prefix, queue).Events()
-	return l.rdb.XRangeN(ctx, key, "("+afterID, "+", count).Result()
-}
-
-// LastID returns the id of the last entry of queue's stream, "0-0" when the
-// stream is empty or absent.
-func (l *EventLog) LastID(ctx context.Context, queue string) (string, error) {
-	key := keyspace.NewQueue(l.prefix, queue).Events()
-	last, err := l.rdb.XRevRangeN(ctx, key, "+", "-", 1).Result()
-	if err != nil || len(last) == 0 {
-		return "0-0", err
-	}
-	return last[0].ID, nil
-}
 
 // eventTiming is how often a stream polls and sends heartbeats.
 type eventTiming struct {
@@ -105,15 +66,15 @@ type eventTiming struct {
 //	@Produce		text/event-stream
 //	@Success		200	{object}	Event	"a stream of events; each one's data is an Event"
 //	@Router			/queues/{queue}/events [get]
-func (s *server) handleEvents(events eventLog) http.HandlerFunc {
-	return s.streamEvents(events, eventTiming{poll: eventPoll, heartbeat: eventHeartbeat})
+func (s *server) handleEvents(streams *events.Log) http.HandlerFunc {
+	return s.streamEvents(streams, eventTiming{poll: eventPoll, heartbeat: eventHeartbeat})
 }
 
 // streamEvents serves a queue's event stream, polling it with t: a client
 // holds no Redis connection while it waits.
-func (s *server) streamEvents(events eventLog, t eventTiming) http.HandlerFunc {
+func (s *server) streamEvents(streams *events.Log, t eventTiming) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if events == nil {
+		if streams == nil {
 			s.writeProblem(w, r, errors.New("the events route has no event log"))
 			return
 		}
@@ -123,14 +84,14 @@ func (s *server) streamEvents(events eventLog, t eventTiming) http.HandlerFunc {
 			after, err = resumePoint(r)
 		}
 		if err == nil && after == "" {
-			after, err = events.LastID(r.Context(), queue)
+			after, err = streams.LastID(r.Context(), queue)
 		}
 		if err != nil {
 			s.writeProblem(w, r, err)
 			return
 		}
 		if rc, ok := startStream(w); ok {
-			s.pumpEvents(w, rc, r, events, queue, after, t)
+			s.pumpEvents(w, rc, r, streams, queue, after, t)
 		}
 	}
 }
@@ -153,28 +114,28 @@ func startStream(w http.ResponseWriter) (*http.ResponseController, bool) {
 // pumpEvents sends the entries after after as they come, until the client
 // goes away, the service stops or Redis fails.
 func (s *server) pumpEvents(w http.ResponseWriter, rc *http.ResponseController, r *http.Request,
-	events eventLog, queue, after string, t eventTiming) {
+	streams *events.Log, queue, after string, t eventTiming) {
 	ctx := r.Context()
 	pace := newPacer(t)
 	defer pace.stop()
 	for {
-		msgs, err := events.Read(ctx, queue, after, eventPage)
+		entries, err := streams.Read(ctx, queue, after, eventPage)
 		if err != nil {
 			if ctx.Err() == nil {
 				s.sendStreamError(w, rc, r, err, "Redis cannot be reached; reconnect with Last-Event-ID")
 			}
 			return
 		}
-		for _, m := range msgs {
-			if writeEvent(w, m.ID, queue, m) != nil {
+		for _, e := range entries {
+			if writeEvent(w, e.ID, queue, e) != nil {
 				return
 			}
-			after = m.ID
+			after = e.ID
 		}
-		if len(msgs) > 0 && rc.Flush() != nil {
+		if len(entries) > 0 && rc.Flush() != nil {
 			return
 		}
-		if len(msgs) == eventPage && !stopped(ctx, s.cfg.Stopping) {
+		if len(entries) == eventPage && !stopped(ctx, s.cfg.Stopping) {
 			continue // more are there: read on at once
 		}
 		if !pace.next(ctx, s.cfg.Stopping, w, rc) {
@@ -231,11 +192,11 @@ func stopped(ctx context.Context, stopping <-chan struct{}) bool {
 	}
 }
 
-// writeEvent writes m, an entry of queue's stream, as one Server-Sent
+// writeEvent writes e, an entry of queue's stream, as one Server-Sent
 // Event with an "id:" line when id is not "": a stream that cannot resume
 // sends none, so that a reconnecting EventSource sends no Last-Event-ID.
-func writeEvent(w http.ResponseWriter, id, queue string, m redis.XMessage) error {
-	data, err := oneLineJSON(eventOf(queue, m))
+func writeEvent(w http.ResponseWriter, id, queue string, e events.Entry) error {
+	data, err := oneLineJSON(eventOf(queue, e))
 	if err != nil {
 		return err
 	}
@@ -243,7 +204,7 @@ func writeEvent(w http.ResponseWriter, id, queue string, m redis.XMessage) error
 	if id != "" {
 		b.WriteString("id: " + id + "\n")
 	}
-	if k := field(m, "kind"); k != "" && !strings.ContainsAny(k, "\r\n") {
+	if k := e.Field("kind"); k != "" && !strings.ContainsAny(k, "\r\n") {
 		b.WriteString("event: " + k + "\n")
 	}
 	_, err = fmt.Fprintf(w, "%sdata: %s\n\n", b.String(), data)
@@ -270,25 +231,20 @@ func (s *server) sendStreamError(w http.ResponseWriter, rc *http.ResponseControl
 	}
 }
 
-// eventOf is the API view of stream entry m. Fields the contract does not
+// eventOf is the API view of stream entry e. Fields the contract does not
 // name are not shown.
-func eventOf(queue string, m redis.XMessage) Event {
-	e := Event{
-		Kind: field(m, "kind"), Queue: queue, JobID: field(m, "job"), State: field(m, "state"),
-		Actor: field(m, "actor"), Role: field(m, "role"), Reason: field(m, "reason"), Error: field(m, "error"),
+func eventOf(queue string, e events.Entry) Event {
+	ev := Event{
+		Kind: e.Field("kind"), Queue: queue, JobID: e.Field("job"), State: e.Field("state"),
+		Actor: e.Field("actor"), Role: e.Field("role"), Reason: e.Field("reason"), Error: e.Field("error"),
 	}
-	if ms, _, ok := parseEventID(m.ID); ok && ms <= math.MaxInt64 {
-		e.At = stamp(time.UnixMilli(int64(ms)))
+	if at, ok := e.At(); ok {
+		ev.At = stamp(at)
 	}
-	if n, err := strconv.ParseInt(field(m, "count"), 10, 64); err == nil {
-		e.Count = &n
+	if n, err := strconv.ParseInt(e.Field("count"), 10, 64); err == nil {
+		ev.Count = &n
 	}
-	return e
-}
-
-func field(m redis.XMessage, name string) string {
-	v, _ := m.Values[name].(string)
-	return v
+	return ev
 }
 
 // oneLineJSON is v's JSON without its trailing newline: a string's newlines
@@ -322,12 +278,12 @@ func eventIDParam(name, v string) (string, error) {
 	if v == "" {
 		return "", nil
 	}
-	ms, seq, ok := parseEventID(v)
+	id, ok := events.ParseID(v)
 	if !ok {
 		return "", invalid("invalid event id", FieldError{Field: name,
 			Message: "must be an event id: <ms>-<seq>"})
 	}
-	return fmt.Sprintf("%d-%d", ms, seq), nil
+	return id.String(), nil
 }
 
 // fromParam reads where a stream starts, an entry id or a Unix time in ms,
@@ -336,29 +292,14 @@ func fromParam(v string) (string, error) {
 	if v == "" {
 		return "", nil
 	}
-	ms, seq, ok := parseEventID(v)
+	id, ok := events.ParseID(v)
 	if !ok {
-		var err error
-		ms, err = strconv.ParseUint(v, 10, 64)
-		ok = err == nil
+		ms, err := strconv.ParseUint(v, 10, 64)
+		id, ok = events.ID{MS: ms}, err == nil
 	}
 	if !ok {
 		return "", invalid("invalid query parameter", FieldError{Field: "from",
 			Message: "must be 0, an event id (<ms>-<seq>) or a Unix time in ms"})
 	}
-	switch {
-	case seq > 0:
-		seq--
-	case ms > 0:
-		ms, seq = ms-1, math.MaxUint64
-	}
-	return fmt.Sprintf("%d-%d", ms, seq), nil
-}
-
-// parseEventID parses a stream entry id, "<ms>-<seq>".
-func parseEventID(id string) (ms, seq uint64, ok bool) {
-	a, b, found := strings.Cut(id, "-")
-	ms, err1 := strconv.ParseUint(a, 10, 64)
-	seq, err2 := strconv.ParseUint(b, 10, 64)
-	return ms, seq, found && err1 == nil && err2 == nil
+	return id.Before().String(), nil
 }

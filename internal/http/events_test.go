@@ -28,6 +28,7 @@ import (
 	"github.com/go-chi/chi/v5/middleware"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/echo-mq/echo_mq/internal/events"
 	"github.com/echo-mq/echo_mq/internal/keyspace"
 	"github.com/echo-mq/echo_mq/internal/redistest"
 )
@@ -83,10 +84,10 @@ func newEventsRig(tb testing.TB, rdb redis.UniversalClient, opt rigOption) *even
 		rig.prefix = "emqt-" + redistest.Queue(tb)
 	}
 	s := &server{cfg: Config{Stopping: rig.stopping}, log: slog.New(slog.DiscardHandler)}
-	events := NewEventLog(rdb, rig.prefix)
-	handler := s.handleEvents(events)
+	streams := events.NewLog(rdb, rig.prefix)
+	handler := s.handleEvents(streams)
 	if opt.timing != nil {
-		handler = s.streamEvents(events, *opt.timing)
+		handler = s.streamEvents(streams, *opt.timing)
 	}
 	r := chi.NewRouter()
 	r.Use(middleware.RequestID, s.logRequests, s.recoverer)

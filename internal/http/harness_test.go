@@ -21,6 +21,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/echo-mq/echo_mq/internal/admin"
+	"github.com/echo-mq/echo_mq/internal/events"
 	emqhttp "github.com/echo-mq/echo_mq/internal/http"
 	"github.com/echo-mq/echo_mq/internal/lease"
 	"github.com/echo-mq/echo_mq/internal/metrics"
@@ -204,7 +205,7 @@ func (h *harness) replica(tb testing.TB, rdb redis.UniversalClient, opts []optio
 		Admin:    admin.NewService(rdb, h.prefix),
 		Sweeper:  stall.NewService(rdb, h.prefix),
 		Waiters:  hub,
-		Events:   emqhttp.NewEventLog(rdb, h.prefix),
+		Events:   events.NewLog(rdb, h.prefix),
 		Ready:    func(ctx context.Context) error { return rdb.Ping(ctx).Err() },
 		Stopping: h.stopping,
 		Logger:   logger,

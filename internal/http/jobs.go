@@ -47,12 +47,12 @@ func (s *server) newJob(field valueField, req EnqueueRequest) (lease.NewJob, err
 		nj.MaxAttempts = *req.MaxAttempts
 	}
 	if b := req.Backoff; b != nil {
-		delay := time.Duration(b.DelayMs) * time.Millisecond
-		maxDelay := max(time.Hour, delay) // the default cap never shortens a fixed delay
+		var maxDelay *time.Duration
 		if b.MaxDelayMs != nil {
-			maxDelay = time.Duration(*b.MaxDelayMs) * time.Millisecond
+			d := ms(*b.MaxDelayMs)
+			maxDelay = &d
 		}
-		nj.Backoff = &lease.Backoff{Exponential: b.Type == "exponential", Delay: delay, MaxDelay: maxDelay}
+		nj.Backoff = lease.NewBackoff(b.Type == "exponential", ms(b.DelayMs), maxDelay)
 	}
 	return nj, nil
 }

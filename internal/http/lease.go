@@ -307,15 +307,10 @@ func (s *server) handleFail(w http.ResponseWriter, r *http.Request) {
 		s.writeProblem(w, r, err)
 		return
 	}
-	if kind, ok := failKind[j.State]; ok { // a repeat may find the job held again
+	if kind, ok := lease.FailTransition(j.State); ok {
 		s.transition(queue, kind, 1)
 	}
 	writeJSON(w, http.StatusOK, jobOf(j))
-}
-
-// failKind names a fail's transition by the state the job went to.
-var failKind = map[string]string{
-	"delayed": "failed", "pending": "failed", "dead": "dead", "cancelled": "cancelled",
 }
 
 // CancellationResponse tells the holder whether to stop.

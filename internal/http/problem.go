@@ -1,21 +1,18 @@
 package http
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"net"
 	"net/http"
 	"strings"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
-	"github.com/redis/go-redis/v9"
 
 	"github.com/echo-mq/echo_mq/internal/admin"
 	"github.com/echo-mq/echo_mq/internal/job"
+	"github.com/echo-mq/echo_mq/internal/rediserr"
 )
 
 // Problem is an RFC 9457 problem details body: every error the service
@@ -103,26 +100,11 @@ func codeOf(err error) string {
 		return CodeGone
 	case errors.Is(err, job.ErrState):
 		return CodeState
-	case unavailable(err):
+	case rediserr.Unavailable(err):
 		return CodeUnavailable
 	default:
 		return CodeInternal
 	}
-}
-
-// unavailable reports whether err means Redis cannot be reached or cannot
-// serve now, as opposed to a bug.
-func unavailable(err error) bool {
-	var netErr net.Error
-	return errors.As(err, &netErr) ||
-		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
-		errors.Is(err, redis.ErrClosed) || errors.Is(err, redis.ErrPoolTimeout) ||
-		errors.Is(err, context.DeadlineExceeded) ||
-		redis.HasErrorPrefix(err, "LOADING") || redis.HasErrorPrefix(err, "MASTERDOWN") ||
-		redis.HasErrorPrefix(err, "CLUSTERDOWN") || redis.HasErrorPrefix(err, "TRYAGAIN") ||
-		redis.HasErrorPrefix(err, "READONLY") ||
-		// A slot migrating: redirects go-redis gave up following.
-		redis.HasErrorPrefix(err, "ASK ") || redis.HasErrorPrefix(err, "MOVED ")
 }
 
 // writeProblem answers err as problem+json. Only a 5xx is logged, with the

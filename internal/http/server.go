@@ -36,6 +36,7 @@ import (
 
 	"github.com/echo-mq/echo_mq/internal/admin"
 	"github.com/echo-mq/echo_mq/internal/auth"
+	"github.com/echo-mq/echo_mq/internal/events"
 	"github.com/echo-mq/echo_mq/internal/job"
 	"github.com/echo-mq/echo_mq/internal/lease"
 	"github.com/echo-mq/echo_mq/internal/stall"
@@ -112,11 +113,11 @@ type observer interface {
 
 // Config wires the handler to its services and sets its limits.
 type Config struct {
-	Leases  leaser       // *lease.Service
-	Admin   jobAdmin     // *admin.Service
-	Sweeper sweeper      // *stall.Service
-	Waiters waiters      // *wake.Hub
-	Events  eventStreams // *EventLog: each queue's stream, and all of them merged
+	Leases  leaser      // *lease.Service
+	Admin   jobAdmin    // *admin.Service
+	Sweeper sweeper     // *stall.Service
+	Waiters waiters     // *wake.Hub
+	Events  *events.Log // each queue's event stream, and all of them merged
 	// Metrics records requests and job transitions; nil records nothing.
 	Metrics observer
 	// MetricsHandler serves GET /metrics; nil serves no such route.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/echo-mq/echo_mq/internal/admin"
 	"github.com/echo-mq/echo_mq/internal/auth"
+	"github.com/echo-mq/echo_mq/internal/events"
 	"github.com/echo-mq/echo_mq/internal/lease"
 	"github.com/echo-mq/echo_mq/internal/redistest"
 	"github.com/echo-mq/echo_mq/internal/stall"
@@ -50,7 +51,7 @@ func TestWhoAmIWhenOpen(t *testing.T) {
 	h := NewHandler(Config{
 		Leases: lease.NewService(rdb, prefix), Admin: admin.NewService(rdb, prefix),
 		Sweeper: stall.NewService(rdb, prefix), Waiters: wake.NewHub(rdb, prefix, nil),
-		Events: NewEventLog(rdb, prefix),
+		Events: events.NewLog(rdb, prefix),
 	})
 	rec := send(t, h, "GET", "/whoami", "", "")
 	var got WhoAmI

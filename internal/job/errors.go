@@ -3,9 +3,6 @@ package job
 import (
 	"errors"
 	"fmt"
-	"strings"
-
-	"github.com/redis/go-redis/v9"
 )
 
 // The errors the scripts reply with, by the codes docs/design.md#fencing gives them.
@@ -26,30 +23,12 @@ var codes = map[string]error{
 	"EMQSTATE": ErrState,
 }
 
-// ScriptError turns a script's error reply into ErrGone, ErrStale or
-// ErrState, and passes any other error through. It is the one place that
-// reads a reply's text.
-func ScriptError(err error) error {
-	if err == nil {
-		return nil
-	}
-	for code, domain := range codes {
-		if redis.HasErrorPrefix(err, code) {
-			return replyError{domain: domain, text: strings.TrimPrefix(err.Error(), code+" ")}
-		}
-	}
-	return err
+// ErrorOfCode is the error of a script's error code (EMQGONE, EMQSTALE,
+// EMQSTATE); rediserr.Script reads the codes from the replies.
+func ErrorOfCode(code string) (error, bool) {
+	err, ok := codes[code]
+	return err, ok
 }
-
-// replyError is a script's refusal: its text (without the code) says which
-// job, and it unwraps to the domain error.
-type replyError struct {
-	domain error
-	text   string
-}
-
-func (e replyError) Error() string { return e.text }
-func (e replyError) Unwrap() error { return e.domain }
 
 // CodeError turns an error code that a script returned as data (the batch
 // scripts report refusals per job) into its error.

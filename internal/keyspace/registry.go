@@ -2,6 +2,7 @@ package keyspace
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -13,8 +14,12 @@ import (
 // failover) without costing a round trip on every call.
 const rememberEvery = 30 * time.Second
 
-// Registry keeps the set of known queue names (QueuesKey), which the reaper
-// and GET /queues read. The set is in no queue's slot, so it is written
+// scanStep is how many names one SSCAN of All asks for.
+const scanStep = 1000
+
+// Registry keeps the set of known queue names (QueuesKey), and is the one
+// reader of it: the reaper, GET /queues and the merged event stream read it
+// through Page and All. The set is in no queue's slot, so it is written
 // outside the scripts.
 type Registry struct {
 	rdb    redis.UniversalClient
@@ -44,4 +49,30 @@ func (r *Registry) Remember(ctx context.Context, queue string, fresh bool) error
 func (r *Registry) Forget(ctx context.Context, queue string) error {
 	r.seen.Delete(queue)
 	return r.rdb.SRem(ctx, QueuesKey(r.prefix), queue).Err()
+}
+
+// Page reads one page of the set from cursor (0 for the first), about
+// count names in the set's own order (SSCAN), and the cursor of the next
+// page: 0 when there is none. A name may come on two pages when the set
+// grows meanwhile, as with SSCAN.
+func (r *Registry) Page(ctx context.Context, cursor uint64, count int64) ([]string, uint64, error) {
+	return r.rdb.SScan(ctx, QueuesKey(r.prefix), cursor, "", count).Result()
+}
+
+// All reads every name in the set, sorted and each once, a page at a time
+// (scanStep names a call), so that no one call holds Redis for long; a name
+// no queue could have is skipped.
+func (r *Registry) All(ctx context.Context) ([]string, error) {
+	var names []string
+	iter := r.rdb.SScan(ctx, QueuesKey(r.prefix), 0, "", scanStep).Iterator()
+	for iter.Next(ctx) {
+		if name := iter.Val(); ValidQueueName(name) {
+			names = append(names, name)
+		}
+	}
+	if err := iter.Err(); err != nil {
+		return nil, err
+	}
+	slices.Sort(names)
+	return slices.Compact(names), nil // SSCAN may return a name twice
 }

@@ -32,6 +32,20 @@ type Backoff struct {
 	MaxDelay    time.Duration
 }
 
+// DefaultMaxBackoff caps a job's backoff when its enqueue names no cap.
+const DefaultMaxBackoff = time.Hour
+
+// NewBackoff is the backoff an enqueue asks for, capped at maxDelay, or
+// when that is nil at DefaultMaxBackoff, or at delay when it is longer: the
+// default cap never shortens a fixed delay.
+func NewBackoff(exponential bool, delay time.Duration, maxDelay *time.Duration) *Backoff {
+	b := &Backoff{Exponential: exponential, Delay: delay, MaxDelay: max(DefaultMaxBackoff, delay)}
+	if maxDelay != nil {
+		b.MaxDelay = *maxDelay
+	}
+	return b
+}
+
 // String is the form the fail script reads, "type:delay_ms:max_delay_ms".
 func (b Backoff) String() string {
 	kind := "fixed"

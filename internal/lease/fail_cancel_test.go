@@ -206,3 +206,33 @@ func TestSweepCancelsALapsedJobWithACancelRequest(t *testing.T) {
 		t.Fatalf("state %s, want cancelled", got.State)
 	}
 }
+
+// TestNewBackoffCaps: the default cap is an hour, a longer fixed delay is
+// never shortened by it, and a cap the enqueue names is kept as it is.
+func TestNewBackoffCaps(t *testing.T) {
+	t.Parallel()
+	ten, day := 10*time.Millisecond, 24*time.Hour
+	for _, c := range []struct {
+		delay time.Duration
+		cap   *time.Duration
+		want  time.Duration
+	}{
+		{time.Second, nil, lease.DefaultMaxBackoff},
+		{day, nil, day},
+		{time.Second, &ten, ten},
+	} {
+		if got := lease.NewBackoff(true, c.delay, c.cap); got.MaxDelay != c.want || got.Delay != c.delay || !got.Exponential {
+			t.Errorf("NewBackoff(%v, %v) = %+v, want cap %v", c.delay, c.cap, got, c.want)
+		}
+	}
+}
+
+// TestFailTransition: a fail's transition by the state the job went to.
+func TestFailTransition(t *testing.T) {
+	t.Parallel()
+	for state, want := range map[string]string{"delayed": "failed", "pending": "failed", "dead": "dead", "cancelled": "cancelled", "active": ""} {
+		if got, ok := lease.FailTransition(state); got != want || ok != (want != "") {
+			t.Errorf("FailTransition(%q) = %q, %v; want %q", state, got, ok, want)
+		}
+	}
+}

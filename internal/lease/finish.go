@@ -106,6 +106,20 @@ func parseCompleted(queue string, reply any, want int) ([]Completed, error) {
 	return out, nil
 }
 
+// FailTransition names the transition a fail made by the state the job
+// went to: "failed" (to be retried: delayed or pending), "dead" or
+// "cancelled"; false for any other (a repeated fail may find the job held
+// again).
+func FailTransition(state string) (string, bool) {
+	switch state {
+	case "delayed", "pending":
+		return "failed", true
+	case "dead", "cancelled":
+		return state, true
+	}
+	return "", false
+}
+
 // FailParams is a failed attempt's report.
 type FailParams struct {
 	Token   int64

@@ -9,6 +9,7 @@ import (
 
 	"github.com/echo-mq/echo_mq/internal/job"
 	"github.com/echo-mq/echo_mq/internal/keyspace"
+	"github.com/echo-mq/echo_mq/internal/rediserr"
 	"github.com/echo-mq/echo_mq/lua"
 )
 
@@ -69,7 +70,7 @@ type call interface {
 // package's errors.
 func (s *Service) run(ctx context.Context, queue string, c call) (any, error) {
 	reply, err := s.scripts.Run(ctx, c.Call(s.keys(queue))).Result()
-	return reply, job.ScriptError(err)
+	return reply, rediserr.Script(err)
 }
 
 func millis(d time.Duration) int64 { return d.Milliseconds() }

@@ -6,8 +6,6 @@ import (
 	"log/slog"
 	"sync"
 	"time"
-
-	"github.com/echo-mq/echo_mq/internal/keyspace"
 )
 
 // Defaults of the reaper.
@@ -95,15 +93,15 @@ func (r *Reaper) loop(ctx context.Context) {
 func (r *Reaper) Pass(ctx context.Context) (Swept, error) {
 	var total Swept
 	var firstErr error
-	iter := r.svc.rdb.SScan(ctx, keyspace.QueuesKey(r.svc.prefix), 0, "", 100).Iterator()
-	for iter.Next(ctx) {
-		err := r.reapQueue(ctx, iter.Val(), &total)
+	queues, err := r.svc.queues.All(ctx)
+	if err != nil {
+		return total, err
+	}
+	for _, queue := range queues {
+		err := r.reapQueue(ctx, queue, &total)
 		if err != nil && firstErr == nil {
 			firstErr = err
 		}
-	}
-	if err := iter.Err(); err != nil && firstErr == nil {
-		firstErr = err
 	}
 	return total, firstErr
 }

@@ -18,8 +18,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/echo-mq/echo_mq/internal/job"
 	"github.com/echo-mq/echo_mq/internal/keyspace"
+	"github.com/echo-mq/echo_mq/internal/rediserr"
 	"github.com/echo-mq/echo_mq/lua"
 )
 
@@ -34,11 +34,12 @@ type Service struct {
 	rdb     redis.UniversalClient
 	prefix  string
 	scripts *lua.Runner
+	queues  *keyspace.Registry
 }
 
 // NewService returns a Service for the keys under prefix.
 func NewService(rdb redis.UniversalClient, prefix string) *Service {
-	return &Service{rdb: rdb, prefix: prefix, scripts: lua.NewRunner(rdb)}
+	return &Service{rdb: rdb, prefix: prefix, scripts: lua.NewRunner(rdb), queues: keyspace.NewRegistry(rdb, prefix)}
 }
 
 // SweepParams bound one sweep call.
@@ -64,7 +65,7 @@ func (s *Service) Sweep(ctx context.Context, queue string, p SweepParams) (Swept
 	args := lua.SweepArgs{MaxStalled: cmp.Or(p.MaxStalled, DefaultMaxStalled), Limit: cmp.Or(p.Limit, DefaultLimit)}
 	reply, err := s.scripts.Run(ctx, args.Call(q)).Result()
 	if err != nil {
-		return Swept{}, job.ScriptError(err)
+		return Swept{}, rediserr.Script(err)
 	}
 	lists, ok := reply.([]any)
 	if !ok || len(lists) != 3 {
@@ -88,7 +89,7 @@ func (s *Service) TakeTurn(ctx context.Context, queue string, ttl time.Duration)
 func (s *Service) PromoteDue(ctx context.Context, queue string, limit int) (int, error) {
 	q := keyspace.NewQueue(s.prefix, queue)
 	n, err := s.scripts.Run(ctx, lua.PromoteDueArgs{Limit: limit}.Call(q)).Int()
-	return n, job.ScriptError(err)
+	return n, rediserr.Script(err)
 }
 
 // ids reads a list of ids; always a non-nil slice, so JSON shows [].
