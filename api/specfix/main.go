@@ -15,6 +15,9 @@
 //     have to match too: the $ref goes, and so does a component schema that
 //     nothing refers to any more.
 //
+// It also adds the responses every operation gives alike (shared.go), so
+// that the handlers' annotations say only what is their own.
+//
 // api/generate.sh runs it on swag's output; nothing else edits the spec.
 package main
 
@@ -40,6 +43,9 @@ func run(in io.Reader, out io.Writer) error {
 		return err
 	}
 	if err := fix(&doc); err != nil {
+		return err
+	}
+	if err := addShared(&doc); err != nil {
 		return err
 	}
 	dropUnused(&doc)

@@ -45,6 +45,8 @@ paths:
             application/json:
               schema:
                 $ref: '#/components/schemas/Page'
+        "500":
+          description: its own (addShared adds none)
 `
 	want := `components:
   schemas:
@@ -73,6 +75,8 @@ paths:
             application/json:
               schema:
                 $ref: '#/components/schemas/Page'
+        "500":
+          description: its own (addShared adds none)
 `
 	var out bytes.Buffer
 	if err := run(strings.NewReader(in), &out); err != nil {

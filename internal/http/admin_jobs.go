@@ -30,11 +30,6 @@ type JobPage struct {
 //	@Param			cursor	query	string	false	"next_cursor of the previous page"
 //	@Produce		application/problem+json
 //	@Failure		400	{object}	Problem	"EMQINVALID"
-//	@Failure		401	{object}	Problem	"EMQUNAUTHORIZED: no key, a wrong one, or a bad signature"
-//	@Failure		500	{object}	Problem	"EMQINTERNAL: a bug, logged with the request id"
-//	@Failure		503	{object}	Problem	"EMQUNAVAILABLE"
-//	@Header		401	{string}	WWW-Authenticate	"the Bearer scheme, realm echo_mq"
-//	@Header		503	{integer}	Retry-After	"seconds to wait before trying again"
 //	@Produce		json
 //	@Success		200	{object}	JobPage
 //	@Router			/queues/{queue}/jobs [get]
@@ -57,11 +52,7 @@ func (s *server) handleJobList(w http.ResponseWriter, r *http.Request) {
 		s.writeProblem(w, r, err)
 		return
 	}
-	out := JobPage{Jobs: make([]Job, len(page.Jobs)), NextCursor: nextCursor(page.Next)}
-	for i, j := range page.Jobs {
-		out.Jobs[i] = jobOf(j)
-	}
-	writeJSON(w, http.StatusOK, out)
+	writeJobPage(w, page.Jobs, page.Next)
 }
 
 // handleJobRetry godoc
@@ -76,14 +67,9 @@ func (s *server) handleJobList(w http.ResponseWriter, r *http.Request) {
 //	@Param			id		path	string	true	"job id: 1 to 128 of A-Z a-z 0-9 . _ : -, not only dots"	minlength(1)	maxlength(128)
 //	@Produce		application/problem+json
 //	@Failure		400	{object}	Problem	"EMQINVALID"
-//	@Failure		401	{object}	Problem	"EMQUNAUTHORIZED: no key, a wrong one, or a bad signature"
 //	@Failure		403	{object}	Problem	"EMQFORBIDDEN: the key's role may not do this"
 //	@Failure		404	{object}	Problem	"EMQGONE"
 //	@Failure		409	{object}	Problem	"EMQSTATE: the job is not dead or cancelled"
-//	@Failure		500	{object}	Problem	"EMQINTERNAL: a bug, logged with the request id"
-//	@Failure		503	{object}	Problem	"EMQUNAVAILABLE"
-//	@Header		401	{string}	WWW-Authenticate	"the Bearer scheme, realm echo_mq"
-//	@Header		503	{integer}	Retry-After	"seconds to wait before trying again"
 //	@Produce		json
 //	@Success		200	{object}	Job
 //	@Router			/queues/{queue}/jobs/{id}/retry [post]
@@ -103,14 +89,9 @@ func (s *server) handleJobRetry(w http.ResponseWriter, r *http.Request) {
 //	@Param			id		path	string	true	"job id: 1 to 128 of A-Z a-z 0-9 . _ : -, not only dots"	minlength(1)	maxlength(128)
 //	@Produce		application/problem+json
 //	@Failure		400	{object}	Problem	"EMQINVALID"
-//	@Failure		401	{object}	Problem	"EMQUNAUTHORIZED: no key, a wrong one, or a bad signature"
 //	@Failure		403	{object}	Problem	"EMQFORBIDDEN: the key's role may not do this"
 //	@Failure		404	{object}	Problem	"EMQGONE"
 //	@Failure		409	{object}	Problem	"EMQSTATE: the job is not delayed"
-//	@Failure		500	{object}	Problem	"EMQINTERNAL: a bug, logged with the request id"
-//	@Failure		503	{object}	Problem	"EMQUNAVAILABLE"
-//	@Header		401	{string}	WWW-Authenticate	"the Bearer scheme, realm echo_mq"
-//	@Header		503	{integer}	Retry-After	"seconds to wait before trying again"
 //	@Produce		json
 //	@Success		200	{object}	Job
 //	@Router			/queues/{queue}/jobs/{id}/promote [post]
@@ -132,5 +113,5 @@ func (s *server) jobVerb(w http.ResponseWriter, r *http.Request, action, kind st
 	}
 	s.audit(r, action, "queue", queue, "job", id)
 	s.transition(queue, kind, 1)
-	writeJSON(w, http.StatusOK, jobOf(j))
+	writeJob(w, http.StatusOK, j)
 }

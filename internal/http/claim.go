@@ -29,13 +29,8 @@ type ClaimRequest struct {
 //	@Param			claim	body	ClaimRequest	false	"lease, count, wait"
 //	@Produce		application/problem+json
 //	@Failure		400	{object}	Problem	"EMQINVALID"
-//	@Failure		401	{object}	Problem	"EMQUNAUTHORIZED: no key, a wrong one, or a bad signature"
 //	@Failure		403	{object}	Problem	"EMQFORBIDDEN: the key's role may not do this"
-//	@Failure		413	{object}	Problem	"EMQTOOLARGE"
-//	@Failure		415	{object}	Problem	"EMQMEDIATYPE"
-//	@Failure		500	{object}	Problem	"EMQINTERNAL: a bug, logged with the request id"
 //	@Failure		503	{object}	Problem	"EMQUNAVAILABLE, or EMQBUSY: too many claims are waiting"
-//	@Header		401	{string}	WWW-Authenticate	"the Bearer scheme, realm echo_mq"
 //	@Header		503	{integer}	Retry-After	"seconds to wait before trying again"
 //	@Produce		json
 //	@Success		200	{object}	JobList	"the claimed jobs, with their tokens; empty when none"

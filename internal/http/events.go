@@ -58,11 +58,6 @@ type eventTiming struct {
 //	@Param			from			query	string	false	"without Last-Event-ID: 0 replays every retained event; an entry id (<ms>-<seq>) or a Unix time in ms starts there"
 //	@Produce		application/problem+json
 //	@Failure		400	{object}	Problem	"EMQINVALID"
-//	@Failure		401	{object}	Problem	"EMQUNAUTHORIZED: no key, a wrong one, or a bad signature"
-//	@Failure		500	{object}	Problem	"EMQINTERNAL: a bug, logged with the request id"
-//	@Failure		503	{object}	Problem	"EMQUNAVAILABLE"
-//	@Header		401	{string}	WWW-Authenticate	"the Bearer scheme, realm echo_mq"
-//	@Header		503	{integer}	Retry-After	"seconds to wait before trying again"
 //	@Produce		text/event-stream
 //	@Success		200	{object}	Event	"a stream of events; each one's data is an Event"
 //	@Router			/queues/{queue}/events [get]

@@ -29,11 +29,6 @@ const (
 //	@Security		Signature
 //	@Produce		application/problem+json
 //	@Failure		400	{object}	Problem	"EMQINVALID: from, last_event_id or Last-Event-ID given"
-//	@Failure		401	{object}	Problem	"EMQUNAUTHORIZED: no key, a wrong one, or a bad signature"
-//	@Failure		500	{object}	Problem	"EMQINTERNAL: a bug, logged with the request id"
-//	@Failure		503	{object}	Problem	"EMQUNAVAILABLE"
-//	@Header		401	{string}	WWW-Authenticate	"the Bearer scheme, realm echo_mq"
-//	@Header		503	{integer}	Retry-After	"seconds to wait before trying again"
 //	@Produce		text/event-stream
 //	@Success		200	{object}	Event	"a stream of events of every queue; each one's data is an Event"
 //	@Router			/events [get]

@@ -51,6 +51,28 @@ func writeJobList(w http.ResponseWriter, jobs []job.Job, claimed bool) {
 	writeBuf(w, http.StatusOK, b)
 }
 
+// writeJobPage answers a page of a job listing as writeJSON(w,
+// http.StatusOK, jobPageOf(jobs, next)) does: next_cursor null when next
+// is "".
+func writeJobPage(w http.ResponseWriter, jobs []job.Job, next string) {
+	size, ok := measure(jobs...)
+	if !ok {
+		writeJSON(w, http.StatusOK, jobPageOf(jobs, next))
+		return
+	}
+	b := getBuf(size + 2*len(next) + 32)
+	*b = append(*b, `{"jobs":`...)
+	*b = appendJobs(*b, jobs, false)
+	*b = append(*b, `,"next_cursor":`...)
+	if next == "" {
+		*b = append(*b, "null"...)
+	} else {
+		*b = appendString(*b, next)
+	}
+	*b = append(*b, '}')
+	writeBuf(w, http.StatusOK, b)
+}
+
 // writeCompleted answers a complete as writeJSON(w, http.StatusOK,
 // completedOf(done, next, withNext)) does.
 func writeCompleted(w http.ResponseWriter, done job.Job, next []job.Job, withNext bool) {
@@ -103,6 +125,15 @@ func jobListOf(jobs []job.Job, claimed bool) JobList {
 		list.Jobs[i] = jobOf(j)
 	}
 	return list
+}
+
+// jobPageOf is the JobPage of jobs, with next as its cursor.
+func jobPageOf(jobs []job.Job, next string) JobPage {
+	page := JobPage{Jobs: make([]Job, len(jobs)), NextCursor: nextCursor(next)}
+	for i, j := range jobs {
+		page.Jobs[i] = jobOf(j)
+	}
+	return page
 }
 
 // completedOf is the CompleteResponse of done, with next when withNext.

@@ -134,6 +134,10 @@ func checkJobJSON(t testing.TB, jobs []job.Job, errs []error) {
 		same(t, "list", func(w http.ResponseWriter) { writeJobList(w, jobs, claimed) },
 			func(w http.ResponseWriter) { writeJSON(w, http.StatusOK, jobListOf(jobs, claimed)) })
 	}
+	for _, next := range []string{"", "42", awkward} {
+		same(t, "page", func(w http.ResponseWriter) { writeJobPage(w, jobs, next) },
+			func(w http.ResponseWriter) { writeJSON(w, http.StatusOK, jobPageOf(jobs, next)) })
+	}
 	outcomes := make([]lease.Completed, len(jobs))
 	for i, j := range jobs {
 		outcomes[i].Job = j

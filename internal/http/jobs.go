@@ -70,14 +70,7 @@ func (s *server) newJob(field valueField, req EnqueueRequest) (lease.NewJob, err
 //	@Param			job		body	EnqueueRequest	true	"the job"
 //	@Produce		application/problem+json
 //	@Failure		400	{object}	Problem	"EMQINVALID"
-//	@Failure		401	{object}	Problem	"EMQUNAUTHORIZED: no key, a wrong one, or a bad signature"
 //	@Failure		403	{object}	Problem	"EMQFORBIDDEN: the key's role may not do this"
-//	@Failure		413	{object}	Problem	"EMQTOOLARGE"
-//	@Failure		415	{object}	Problem	"EMQMEDIATYPE"
-//	@Failure		500	{object}	Problem	"EMQINTERNAL: a bug, logged with the request id"
-//	@Failure		503	{object}	Problem	"EMQUNAVAILABLE"
-//	@Header		401	{string}	WWW-Authenticate	"the Bearer scheme, realm echo_mq"
-//	@Header		503	{integer}	Retry-After	"seconds to wait before trying again"
 //	@Produce		json
 //	@Success		201	{object}	Job	"a new job"
 //	@Success		200	{object}	Job	"the existing job with that id"
@@ -122,14 +115,7 @@ func (s *server) handleEnqueue(w http.ResponseWriter, r *http.Request) {
 //	@Param			jobs	body	EnqueueBatchRequest	true	"the jobs"
 //	@Produce		application/problem+json
 //	@Failure		400	{object}	Problem	"EMQINVALID"
-//	@Failure		401	{object}	Problem	"EMQUNAUTHORIZED: no key, a wrong one, or a bad signature"
 //	@Failure		403	{object}	Problem	"EMQFORBIDDEN: the key's role may not do this"
-//	@Failure		413	{object}	Problem	"EMQTOOLARGE"
-//	@Failure		415	{object}	Problem	"EMQMEDIATYPE"
-//	@Failure		500	{object}	Problem	"EMQINTERNAL: a bug, logged with the request id"
-//	@Failure		503	{object}	Problem	"EMQUNAVAILABLE"
-//	@Header		401	{string}	WWW-Authenticate	"the Bearer scheme, realm echo_mq"
-//	@Header		503	{integer}	Retry-After	"seconds to wait before trying again"
 //	@Produce		json
 //	@Success		200	{object}	JobList
 //	@Router			/queues/{queue}/jobs/batch [post]
@@ -178,12 +164,7 @@ func (s *server) handleEnqueueBatch(w http.ResponseWriter, r *http.Request) {
 //	@Param		id		path	string	true	"job id: 1 to 128 of A-Z a-z 0-9 . _ : -, not only dots"	minlength(1)	maxlength(128)
 //	@Produce	application/problem+json
 //	@Failure	400	{object}	Problem	"EMQINVALID"
-//	@Failure	401	{object}	Problem	"EMQUNAUTHORIZED: no key, a wrong one, or a bad signature"
 //	@Failure	404	{object}	Problem	"EMQGONE"
-//	@Failure	500	{object}	Problem	"EMQINTERNAL: a bug, logged with the request id"
-//	@Failure	503	{object}	Problem	"EMQUNAVAILABLE"
-//	@Header	401	{string}	WWW-Authenticate	"the Bearer scheme, realm echo_mq"
-//	@Header	503	{integer}	Retry-After	"seconds to wait before trying again"
 //	@Produce	json
 //	@Success	200	{object}	Job
 //	@Router		/queues/{queue}/jobs/{id} [get]
@@ -219,14 +200,9 @@ type Removed struct {
 //	@Param			force	query	bool	false	"remove an active job too"
 //	@Produce		application/problem+json
 //	@Failure		400	{object}	Problem	"EMQINVALID"
-//	@Failure		401	{object}	Problem	"EMQUNAUTHORIZED: no key, a wrong one, or a bad signature"
 //	@Failure		403	{object}	Problem	"EMQFORBIDDEN: the key's role may not do this"
 //	@Failure		404	{object}	Problem	"EMQGONE"
 //	@Failure		409	{object}	Problem	"EMQSTATE: the job is active and force is not set"
-//	@Failure		500	{object}	Problem	"EMQINTERNAL: a bug, logged with the request id"
-//	@Failure		503	{object}	Problem	"EMQUNAVAILABLE"
-//	@Header		401	{string}	WWW-Authenticate	"the Bearer scheme, realm echo_mq"
-//	@Header		503	{integer}	Retry-After	"seconds to wait before trying again"
 //	@Produce		json
 //	@Success		200	{object}	Removed
 //	@Router			/queues/{queue}/jobs/{id} [delete]

@@ -61,16 +61,9 @@ type ExtendResponse struct {
 //	@Param			extend	body	ExtendRequest	true	"token, lease and progress"
 //	@Produce		application/problem+json
 //	@Failure		400	{object}	Problem	"EMQINVALID"
-//	@Failure		401	{object}	Problem	"EMQUNAUTHORIZED: no key, a wrong one, or a bad signature"
 //	@Failure		403	{object}	Problem	"EMQFORBIDDEN: the key's role may not do this"
 //	@Failure		404	{object}	Problem	"EMQGONE"
 //	@Failure		409	{object}	Problem	"EMQSTALE"
-//	@Failure		413	{object}	Problem	"EMQTOOLARGE"
-//	@Failure		415	{object}	Problem	"EMQMEDIATYPE"
-//	@Failure		500	{object}	Problem	"EMQINTERNAL: a bug, logged with the request id"
-//	@Failure		503	{object}	Problem	"EMQUNAVAILABLE"
-//	@Header		401	{string}	WWW-Authenticate	"the Bearer scheme, realm echo_mq"
-//	@Header		503	{integer}	Retry-After	"seconds to wait before trying again"
 //	@Produce		json
 //	@Success		200	{object}	ExtendResponse
 //	@Router			/queues/{queue}/jobs/{id}/lease [post]
@@ -127,16 +120,9 @@ type CompleteResponse struct {
 //	@Param			complete	body	CompleteRequest	true	"token, result, claim-next"
 //	@Produce		application/problem+json
 //	@Failure		400	{object}	Problem	"EMQINVALID"
-//	@Failure		401	{object}	Problem	"EMQUNAUTHORIZED: no key, a wrong one, or a bad signature"
 //	@Failure		403	{object}	Problem	"EMQFORBIDDEN: the key's role may not do this"
 //	@Failure		404	{object}	Problem	"EMQGONE"
 //	@Failure		409	{object}	Problem	"EMQSTALE"
-//	@Failure		413	{object}	Problem	"EMQTOOLARGE"
-//	@Failure		415	{object}	Problem	"EMQMEDIATYPE"
-//	@Failure		500	{object}	Problem	"EMQINTERNAL: a bug, logged with the request id"
-//	@Failure		503	{object}	Problem	"EMQUNAVAILABLE"
-//	@Header		401	{string}	WWW-Authenticate	"the Bearer scheme, realm echo_mq"
-//	@Header		503	{integer}	Retry-After	"seconds to wait before trying again"
 //	@Produce		json
 //	@Success		200	{object}	CompleteResponse
 //	@Router			/queues/{queue}/jobs/{id}/complete [post]
@@ -205,14 +191,7 @@ type CompleteBatchResponse struct {
 //	@Param			complete	body	CompleteBatchRequest	true	"jobs and claim-next"
 //	@Produce		application/problem+json
 //	@Failure		400	{object}	Problem	"EMQINVALID"
-//	@Failure		401	{object}	Problem	"EMQUNAUTHORIZED: no key, a wrong one, or a bad signature"
 //	@Failure		403	{object}	Problem	"EMQFORBIDDEN: the key's role may not do this"
-//	@Failure		413	{object}	Problem	"EMQTOOLARGE"
-//	@Failure		415	{object}	Problem	"EMQMEDIATYPE"
-//	@Failure		500	{object}	Problem	"EMQINTERNAL: a bug, logged with the request id"
-//	@Failure		503	{object}	Problem	"EMQUNAVAILABLE"
-//	@Header		401	{string}	WWW-Authenticate	"the Bearer scheme, realm echo_mq"
-//	@Header		503	{integer}	Retry-After	"seconds to wait before trying again"
 //	@Produce		json
 //	@Success		200	{object}	CompleteBatchResponse
 //	@Router			/queues/{queue}/complete [post]
@@ -274,16 +253,9 @@ type FailRequest struct {
 //	@Param			fail	body	FailRequest	true	"token and error"
 //	@Produce		application/problem+json
 //	@Failure		400	{object}	Problem	"EMQINVALID"
-//	@Failure		401	{object}	Problem	"EMQUNAUTHORIZED: no key, a wrong one, or a bad signature"
 //	@Failure		403	{object}	Problem	"EMQFORBIDDEN: the key's role may not do this"
 //	@Failure		404	{object}	Problem	"EMQGONE"
 //	@Failure		409	{object}	Problem	"EMQSTALE"
-//	@Failure		413	{object}	Problem	"EMQTOOLARGE"
-//	@Failure		415	{object}	Problem	"EMQMEDIATYPE"
-//	@Failure		500	{object}	Problem	"EMQINTERNAL: a bug, logged with the request id"
-//	@Failure		503	{object}	Problem	"EMQUNAVAILABLE"
-//	@Header		401	{string}	WWW-Authenticate	"the Bearer scheme, realm echo_mq"
-//	@Header		503	{integer}	Retry-After	"seconds to wait before trying again"
 //	@Produce		json
 //	@Success		200	{object}	Job
 //	@Router			/queues/{queue}/jobs/{id}/fail [post]
@@ -310,7 +282,7 @@ func (s *server) handleFail(w http.ResponseWriter, r *http.Request) {
 	if kind, ok := lease.FailTransition(j.State); ok {
 		s.transition(queue, kind, 1)
 	}
-	writeJSON(w, http.StatusOK, jobOf(j))
+	writeJob(w, http.StatusOK, j)
 }
 
 // CancellationResponse tells the holder whether to stop.
@@ -332,14 +304,9 @@ type CancellationResponse struct {
 //	@Param			token	query	int		true	"the holder's token"	minimum(1)
 //	@Produce		application/problem+json
 //	@Failure		400	{object}	Problem	"EMQINVALID"
-//	@Failure		401	{object}	Problem	"EMQUNAUTHORIZED: no key, a wrong one, or a bad signature"
 //	@Failure		403	{object}	Problem	"EMQFORBIDDEN: the key's role may not do this"
 //	@Failure		404	{object}	Problem	"EMQGONE"
 //	@Failure		409	{object}	Problem	"EMQSTALE"
-//	@Failure		500	{object}	Problem	"EMQINTERNAL: a bug, logged with the request id"
-//	@Failure		503	{object}	Problem	"EMQUNAVAILABLE"
-//	@Header		401	{string}	WWW-Authenticate	"the Bearer scheme, realm echo_mq"
-//	@Header		503	{integer}	Retry-After	"seconds to wait before trying again"
 //	@Produce		json
 //	@Success		200	{object}	CancellationResponse
 //	@Router			/queues/{queue}/jobs/{id}/cancellation [get]
@@ -382,16 +349,9 @@ type CancelRequest struct {
 //	@Param			cancel	body	CancelRequest	false	"reason and token"
 //	@Produce		application/problem+json
 //	@Failure		400	{object}	Problem	"EMQINVALID"
-//	@Failure		401	{object}	Problem	"EMQUNAUTHORIZED: no key, a wrong one, or a bad signature"
 //	@Failure		403	{object}	Problem	"EMQFORBIDDEN: the key's role may not do this"
 //	@Failure		404	{object}	Problem	"EMQGONE"
 //	@Failure		409	{object}	Problem	"EMQSTATE (completed or dead) or EMQSTALE (token given, job not held under it)"
-//	@Failure		413	{object}	Problem	"EMQTOOLARGE"
-//	@Failure		415	{object}	Problem	"EMQMEDIATYPE"
-//	@Failure		500	{object}	Problem	"EMQINTERNAL: a bug, logged with the request id"
-//	@Failure		503	{object}	Problem	"EMQUNAVAILABLE"
-//	@Header		401	{string}	WWW-Authenticate	"the Bearer scheme, realm echo_mq"
-//	@Header		503	{integer}	Retry-After	"seconds to wait before trying again"
 //	@Produce		json
 //	@Success		200	{object}	Job	"cancelled"
 //	@Success		202	{object}	Job	"cancel requested"
@@ -420,5 +380,5 @@ func (s *server) handleCancel(w http.ResponseWriter, r *http.Request) {
 		status, kind = http.StatusAccepted, "cancel_requested"
 	}
 	s.transition(queue, kind, 1)
-	writeJSON(w, status, jobOf(j))
+	writeJob(w, status, j)
 }

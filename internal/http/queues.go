@@ -61,11 +61,6 @@ func limitQuery(r *http.Request, def, most int) (int, error) {
 //	@Param			limit	query	int		false	"queues per page"	minimum(1)	maximum(1000)	default(100)
 //	@Produce		application/problem+json
 //	@Failure		400	{object}	Problem	"EMQINVALID"
-//	@Failure		401	{object}	Problem	"EMQUNAUTHORIZED: no key, a wrong one, or a bad signature"
-//	@Failure		500	{object}	Problem	"EMQINTERNAL: a bug, logged with the request id"
-//	@Failure		503	{object}	Problem	"EMQUNAVAILABLE"
-//	@Header		401	{string}	WWW-Authenticate	"the Bearer scheme, realm echo_mq"
-//	@Header		503	{integer}	Retry-After	"seconds to wait before trying again"
 //	@Produce		json
 //	@Success		200	{object}	QueueList
 //	@Router			/queues [get]
@@ -98,11 +93,6 @@ func (s *server) handleQueueList(w http.ResponseWriter, r *http.Request) {
 //	@Param			queue	path	string	true	"queue name: 1 to 100 of A-Z a-z 0-9 . _ -, not only dots"	minlength(1)	maxlength(100)
 //	@Produce		application/problem+json
 //	@Failure		400	{object}	Problem	"EMQINVALID"
-//	@Failure		401	{object}	Problem	"EMQUNAUTHORIZED: no key, a wrong one, or a bad signature"
-//	@Failure		500	{object}	Problem	"EMQINTERNAL: a bug, logged with the request id"
-//	@Failure		503	{object}	Problem	"EMQUNAVAILABLE"
-//	@Header		401	{string}	WWW-Authenticate	"the Bearer scheme, realm echo_mq"
-//	@Header		503	{integer}	Retry-After	"seconds to wait before trying again"
 //	@Produce		json
 //	@Success		200	{object}	Queue
 //	@Router			/queues/{queue} [get]
@@ -130,12 +120,7 @@ func (s *server) handleQueueGet(w http.ResponseWriter, r *http.Request) {
 //	@Param			queue	path	string	true	"queue name: 1 to 100 of A-Z a-z 0-9 . _ -, not only dots"	minlength(1)	maxlength(100)
 //	@Produce		application/problem+json
 //	@Failure		400	{object}	Problem	"EMQINVALID"
-//	@Failure		401	{object}	Problem	"EMQUNAUTHORIZED: no key, a wrong one, or a bad signature"
 //	@Failure		403	{object}	Problem	"EMQFORBIDDEN: the key's role may not do this"
-//	@Failure		500	{object}	Problem	"EMQINTERNAL: a bug, logged with the request id"
-//	@Failure		503	{object}	Problem	"EMQUNAVAILABLE"
-//	@Header		401	{string}	WWW-Authenticate	"the Bearer scheme, realm echo_mq"
-//	@Header		503	{integer}	Retry-After	"seconds to wait before trying again"
 //	@Produce		json
 //	@Success		200	{object}	Queue
 //	@Router			/queues/{queue}/pause [post]
@@ -154,12 +139,7 @@ func (s *server) handleQueuePause(w http.ResponseWriter, r *http.Request) {
 //	@Param			queue	path	string	true	"queue name: 1 to 100 of A-Z a-z 0-9 . _ -, not only dots"	minlength(1)	maxlength(100)
 //	@Produce		application/problem+json
 //	@Failure		400	{object}	Problem	"EMQINVALID"
-//	@Failure		401	{object}	Problem	"EMQUNAUTHORIZED: no key, a wrong one, or a bad signature"
 //	@Failure		403	{object}	Problem	"EMQFORBIDDEN: the key's role may not do this"
-//	@Failure		500	{object}	Problem	"EMQINTERNAL: a bug, logged with the request id"
-//	@Failure		503	{object}	Problem	"EMQUNAVAILABLE"
-//	@Header		401	{string}	WWW-Authenticate	"the Bearer scheme, realm echo_mq"
-//	@Header		503	{integer}	Retry-After	"seconds to wait before trying again"
 //	@Produce		json
 //	@Success		200	{object}	Queue
 //	@Router			/queues/{queue}/resume [post]
@@ -193,12 +173,7 @@ func (s *server) setPaused(w http.ResponseWriter, r *http.Request, paused bool) 
 //	@Param			queue	path	string	true	"queue name: 1 to 100 of A-Z a-z 0-9 . _ -, not only dots"	minlength(1)	maxlength(100)
 //	@Produce		application/problem+json
 //	@Failure		400	{object}	Problem	"EMQINVALID"
-//	@Failure		401	{object}	Problem	"EMQUNAUTHORIZED: no key, a wrong one, or a bad signature"
 //	@Failure		403	{object}	Problem	"EMQFORBIDDEN: the key's role may not do this"
-//	@Failure		500	{object}	Problem	"EMQINTERNAL: a bug, logged with the request id"
-//	@Failure		503	{object}	Problem	"EMQUNAVAILABLE"
-//	@Header		401	{string}	WWW-Authenticate	"the Bearer scheme, realm echo_mq"
-//	@Header		503	{integer}	Retry-After	"seconds to wait before trying again"
 //	@Produce		json
 //	@Success		200	{object}	Removed
 //	@Router			/queues/{queue}/drain [post]
@@ -229,13 +204,8 @@ func (s *server) handleQueueDrain(w http.ResponseWriter, r *http.Request) {
 //	@Param			force	query	bool	false	"delete active jobs too"
 //	@Produce		application/problem+json
 //	@Failure		400	{object}	Problem	"EMQINVALID"
-//	@Failure		401	{object}	Problem	"EMQUNAUTHORIZED: no key, a wrong one, or a bad signature"
 //	@Failure		403	{object}	Problem	"EMQFORBIDDEN: the key's role may not do this"
 //	@Failure		409	{object}	Problem	"EMQSTATE: jobs are active"
-//	@Failure		500	{object}	Problem	"EMQINTERNAL: a bug, logged with the request id"
-//	@Failure		503	{object}	Problem	"EMQUNAVAILABLE"
-//	@Header		401	{string}	WWW-Authenticate	"the Bearer scheme, realm echo_mq"
-//	@Header		503	{integer}	Retry-After	"seconds to wait before trying again"
 //	@Produce		json
 //	@Success		200	{object}	Removed
 //	@Router			/queues/{queue} [delete]

@@ -35,14 +35,7 @@ type SweepResponse struct {
 //	@Param			sweep	body	SweepRequest	false	"max_stalled and limit"
 //	@Produce		application/problem+json
 //	@Failure		400	{object}	Problem	"EMQINVALID"
-//	@Failure		401	{object}	Problem	"EMQUNAUTHORIZED: no key, a wrong one, or a bad signature"
 //	@Failure		403	{object}	Problem	"EMQFORBIDDEN: the key's role may not do this"
-//	@Failure		413	{object}	Problem	"EMQTOOLARGE"
-//	@Failure		415	{object}	Problem	"EMQMEDIATYPE"
-//	@Failure		500	{object}	Problem	"EMQINTERNAL: a bug, logged with the request id"
-//	@Failure		503	{object}	Problem	"EMQUNAVAILABLE"
-//	@Header		401	{string}	WWW-Authenticate	"the Bearer scheme, realm echo_mq"
-//	@Header		503	{integer}	Retry-After	"seconds to wait before trying again"
 //	@Produce		json
 //	@Success		200	{object}	SweepResponse
 //	@Router			/queues/{queue}/sweep [post]

@@ -28,11 +28,6 @@ type WhoAmI struct {
 //	@Security		BearerAuth
 //	@Security		Signature
 //	@Produce		application/problem+json
-//	@Failure		401	{object}	Problem	"EMQUNAUTHORIZED: no key, a wrong one, or a bad signature"
-//	@Failure		500	{object}	Problem	"EMQINTERNAL: a bug, logged with the request id"
-//	@Failure		503	{object}	Problem	"EMQUNAVAILABLE"
-//	@Header			401	{string}	WWW-Authenticate	"the Bearer scheme, realm echo_mq"
-//	@Header			503	{integer}	Retry-After	"seconds to wait before trying again"
 //	@Produce		json
 //	@Success		200	{object}	WhoAmI
 //	@Router			/whoami [get]
