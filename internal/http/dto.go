@@ -3,12 +3,12 @@ package http
 import (
 	"encoding/json"
 	"time"
-
-	"github.com/echo-mq/echo_mq/internal/job"
 )
 
 // Job is a job as the API shows it. Timestamps are RFC 3339 UTC with
 // milliseconds; absent ones are omitted. Token is shown only to the claimer.
+// The jobjson writers write it (appendJobFields), byte for byte what
+// encoding/json writes of this struct (jobjson_test.go).
 //
 // The struct tags of the answer DTOs also write api/openapi.yaml (swag):
 // binding:"required" marks a field every answer has (nothing checks it at
@@ -48,34 +48,6 @@ func stamp(t time.Time) string {
 		return ""
 	}
 	return t.UTC().Format("2006-01-02T15:04:05.000Z07:00")
-}
-
-// jobOf is the API view of j, without its token.
-func jobOf(j job.Job) Job {
-	payload := j.Payload
-	if payload == nil {
-		payload = json.RawMessage("null")
-	}
-	return Job{
-		ID: j.ID, Queue: j.Queue, State: j.State,
-		Payload: payload, Result: j.Result, Progress: j.Progress,
-		Priority: j.Priority, Attempts: j.Attempts, MaxAttempts: j.MaxAttempts, Stalled: j.Stalled,
-		LastError: j.LastError, CancelRequested: j.CancelRequested, CancelReason: j.CancelReason,
-		Worker:    j.Worker,
-		CreatedAt: stamp(j.CreatedAt), RunAt: stamp(j.RunAt), StartedAt: stamp(j.StartedAt),
-		LeaseExpiresAt: stamp(j.LeaseExpiresAt), FinishedAt: stamp(j.FinishedAt),
-	}
-}
-
-// claimedOf is the API view of jobs just claimed: with their tokens. Never
-// nil, so that JSON shows [].
-func claimedOf(jobs []job.Job) []Job {
-	out := make([]Job, len(jobs))
-	for i, j := range jobs {
-		out[i] = jobOf(j)
-		out[i].Token = j.Token
-	}
-	return out
 }
 
 // JobList is a list of jobs.

@@ -1,6 +1,7 @@
 package http
 
 import (
+	"bytes"
 	"encoding/json"
 	"net/http"
 	"slices"
@@ -14,53 +15,39 @@ import (
 	"github.com/echo-mq/echo_mq/internal/lease"
 )
 
-// The job answers of the hot routes are written by hand, not by writeJSON:
-// encoding/json reflects over the DTOs, validates and compacts every
-// payload, result and progress again (they were compacted when stored) and
-// makes a string of every timestamp. The writers here send the very bytes
-// writeJSON sends for the same DTOs (jobjson_test.go checks it and fuzzes
-// it): Job's fields in the order and with the omission rules of its tags,
-// strings escaped as encoding/json escapes them with HTML escaping off, and
-// json.Encoder's trailing newline. An answer holding a raw value that is
-// not valid compact JSON, or a problem, is left to writeJSON and its DTO.
+// Every answer that holds jobs is written here, by hand, not by
+// writeJSON: encoding/json reflects over the DTOs, validates and compacts
+// every payload, result and progress again (they were compacted when
+// stored) and makes a string of every timestamp. The writers send the very
+// bytes writeJSON sends for the DTOs that define the spec (Job,
+// JobList, JobPage, CompleteResponse, CompleteBatchResponse):
+// jobjson_test.go checks it and fuzzes it. That is Job's fields in the
+// order and with the omission rules of its tags, strings escaped as
+// encoding/json escapes them with HTML escaping off, and json.Encoder's
+// trailing newline. A stored value that is JSON with whitespace is
+// compacted, as encoding/json would; one that is not JSON at all (a row
+// written by hand) is answered null, so that an answer is always whole.
 
-// writeJob answers j as writeJSON(w, status, jobOf(j)) does.
+// writeJob answers j.
 func writeJob(w http.ResponseWriter, status int, j job.Job) {
-	size, ok := measure(j)
-	if !ok {
-		writeJSON(w, status, jobOf(j))
-		return
-	}
-	b := getBuf(size)
+	b := getBuf(sizeOf(j))
 	*b = appendJob(*b, j, false)
 	writeBuf(w, status, b)
 }
 
-// writeJobList answers jobs as writeJSON(w, http.StatusOK,
-// jobListOf(jobs, claimed)) does: with their tokens when claimed.
+// writeJobList answers jobs as a JobList: with their tokens when claimed.
 func writeJobList(w http.ResponseWriter, jobs []job.Job, claimed bool) {
-	size, ok := measure(jobs...)
-	if !ok {
-		writeJSON(w, http.StatusOK, jobListOf(jobs, claimed))
-		return
-	}
-	b := getBuf(size)
+	b := getBuf(sizeOf(jobs...))
 	*b = append(*b, `{"jobs":`...)
 	*b = appendJobs(*b, jobs, claimed)
 	*b = append(*b, '}')
 	writeBuf(w, http.StatusOK, b)
 }
 
-// writeJobPage answers a page of a job listing as writeJSON(w,
-// http.StatusOK, jobPageOf(jobs, next)) does: next_cursor null when next
-// is "".
+// writeJobPage answers a page of a job listing as a JobPage: next_cursor
+// null when next is "".
 func writeJobPage(w http.ResponseWriter, jobs []job.Job, next string) {
-	size, ok := measure(jobs...)
-	if !ok {
-		writeJSON(w, http.StatusOK, jobPageOf(jobs, next))
-		return
-	}
-	b := getBuf(size + 2*len(next) + 32)
+	b := getBuf(sizeOf(jobs...) + 2*len(next) + 32)
 	*b = append(*b, `{"jobs":`...)
 	*b = appendJobs(*b, jobs, false)
 	*b = append(*b, `,"next_cursor":`...)
@@ -73,34 +60,23 @@ func writeJobPage(w http.ResponseWriter, jobs []job.Job, next string) {
 	writeBuf(w, http.StatusOK, b)
 }
 
-// writeCompleted answers a complete as writeJSON(w, http.StatusOK,
-// completedOf(done, next, withNext)) does.
+// writeCompleted answers a complete as a CompleteResponse: done, with the
+// next jobs when withNext.
 func writeCompleted(w http.ResponseWriter, done job.Job, next []job.Job, withNext bool) {
-	size, ok := measure(done)
-	nextSize, nextOK := measure(next...)
-	if !ok || !nextOK {
-		writeJSON(w, http.StatusOK, completedOf(done, next, withNext))
-		return
-	}
-	b := getBuf(size + nextSize)
+	b := getBuf(sizeOf(done) + sizeOf(next...))
 	*b = append(*b, '{')
 	*b = appendJobFields(*b, done, false)
 	*b = appendNext(*b, next, withNext)
 	writeBuf(w, http.StatusOK, b)
 }
 
-// writeCompleteBatch answers a batch complete as writeJSON(w,
-// http.StatusOK, completeBatchOf(instance, outcomes, next, withNext)) does.
-// A refused job's problem is rare enough to leave to encoding/json.
+// writeCompleteBatch answers a batch complete as a CompleteBatchResponse:
+// each outcome the job, or the problem that refused it (at instance), then
+// the next jobs when withNext.
 func writeCompleteBatch(w http.ResponseWriter, instance string, outcomes []lease.Completed, next []job.Job, withNext bool) {
-	size, ok := measure(next...)
+	size := sizeOf(next...)
 	for _, o := range outcomes {
-		n, jobOK := measure(o.Job)
-		size, ok = size+n, ok && jobOK && o.Err == nil
-	}
-	if !ok {
-		writeJSON(w, http.StatusOK, completeBatchOf(instance, outcomes, next, withNext))
-		return
+		size += sizeOf(o.Job)
 	}
 	b := getBuf(size)
 	*b = append(*b, `{"results":[`...)
@@ -108,81 +84,36 @@ func writeCompleteBatch(w http.ResponseWriter, instance string, outcomes []lease
 		if i > 0 {
 			*b = append(*b, ',')
 		}
-		*b = appendJob(*b, o.Job, false)
+		if o.Err != nil {
+			*b = appendProblem(*b, instance, o.Err)
+		} else {
+			*b = appendJob(*b, o.Job, false)
+		}
 	}
 	*b = append(*b, ']')
 	*b = appendNext(*b, next, withNext)
 	writeBuf(w, http.StatusOK, b)
 }
 
-// jobListOf is the JobList of jobs, with their tokens when claimed.
-func jobListOf(jobs []job.Job, claimed bool) JobList {
-	if claimed {
-		return JobList{Jobs: claimedOf(jobs)}
-	}
-	list := JobList{Jobs: make([]Job, len(jobs))}
-	for i, j := range jobs {
-		list.Jobs[i] = jobOf(j)
-	}
-	return list
+// appendProblem appends the problem of a job a batch refused with err.
+func appendProblem(b []byte, instance string, err error) []byte {
+	p := newProblem(codeOf(err), err.Error())
+	p.Instance = instance
+	data, _ := oneLineJSON(p) // a Problem of strings and an int always encodes
+	return append(b, data...)
 }
 
-// jobPageOf is the JobPage of jobs, with next as its cursor.
-func jobPageOf(jobs []job.Job, next string) JobPage {
-	page := JobPage{Jobs: make([]Job, len(jobs)), NextCursor: nextCursor(next)}
-	for i, j := range jobs {
-		page.Jobs[i] = jobOf(j)
-	}
-	return page
-}
-
-// completedOf is the CompleteResponse of done, with next when withNext.
-func completedOf(done job.Job, next []job.Job, withNext bool) CompleteResponse {
-	resp := CompleteResponse{Job: jobOf(done)}
-	if withNext {
-		resp.Next = claimedOf(next)
-	}
-	return resp
-}
-
-// completeBatchOf is the CompleteBatchResponse of outcomes, each refusal a
-// problem at instance, with next when withNext.
-func completeBatchOf(instance string, outcomes []lease.Completed, next []job.Job, withNext bool) CompleteBatchResponse {
-	resp := CompleteBatchResponse{Results: make([]CompleteResult, len(outcomes))}
-	for i, o := range outcomes {
-		if o.Err != nil {
-			p := newProblem(codeOf(o.Err), o.Err.Error())
-			p.Instance = instance
-			resp.Results[i].Problem = &p
-			continue
-		}
-		j := jobOf(o.Job)
-		resp.Results[i].Job = &j
-	}
-	if withNext {
-		resp.Next = claimedOf(next)
-	}
-	return resp
-}
-
-// measure reports whether appendJob writes every job as encoding/json
-// writes jobOf(job), that is whether each payload, result and progress is
-// nil or compact JSON, which encoding/json copies as it is; and about how
-// many bytes the jobs take, so that a pooled buffer grows once at most.
-func measure(jobs ...job.Job) (size int, ok bool) {
+// sizeOf is about how many bytes jobs take as JSON, so that a pooled
+// buffer grows once at most.
+func sizeOf(jobs ...job.Job) (size int) {
 	for _, j := range jobs {
-		if !rawOK(j.Payload) || !rawOK(j.Result) || !rawOK(j.Progress) {
-			return 0, false
-		}
 		size += 400 + len(j.Payload) + len(j.Result) + len(j.Progress) + len(j.LastError)
 	}
-	return size, true
+	return size
 }
 
-func rawOK(v json.RawMessage) bool { return v == nil || validCompact(v) }
-
-// appendJobs appends jobs as a JSON array, never null, as claimedOf makes
-// them.
+// appendJobs appends jobs as a JSON array, never null, with their tokens
+// when token is set.
 func appendJobs(b []byte, jobs []job.Job, token bool) []byte {
 	b = append(b, '[')
 	for i, j := range jobs {
@@ -204,8 +135,8 @@ func appendNext(b []byte, next []job.Job, withNext bool) []byte {
 	return append(b, '}')
 }
 
-// appendJob appends j as encoding/json encodes jobOf(j), with its token
-// when token is set (claimedOf). j must pass measure.
+// appendJob appends j as a Job, with its token when token is set (a job
+// just claimed).
 func appendJob(b []byte, j job.Job, token bool) []byte {
 	return append(appendJobFields(append(b, '{'), j, token), '}')
 }
@@ -217,12 +148,7 @@ func appendJobFields(b []byte, j job.Job, token bool) []byte {
 	b = appendString(append(b, `"id":`...), j.ID)
 	b = appendString(append(b, `,"queue":`...), j.Queue)
 	b = appendString(append(b, `,"state":`...), j.State)
-	b = append(b, `,"payload":`...)
-	if j.Payload == nil {
-		b = append(b, "null"...) // as jobOf
-	} else {
-		b = append(b, j.Payload...)
-	}
+	b = appendValue(append(b, `,"payload":`...), j.Payload) // null when there is none
 	b = appendRaw(b, `,"result":`, j.Result)
 	b = appendRaw(b, `,"progress":`, j.Progress)
 	b = strconv.AppendInt(append(b, `,"priority":`...), int64(j.Priority), 10)
@@ -243,12 +169,27 @@ func appendJobFields(b []byte, j job.Job, token bool) []byte {
 	return appendStamp(b, `,"finished_at":`, j.FinishedAt)
 }
 
-// appendRaw appends key and v, copied as it is; nothing when v is empty.
+// appendRaw appends key and the stored value v; nothing when v is empty.
 func appendRaw(b []byte, key string, v json.RawMessage) []byte {
 	if len(v) == 0 {
 		return b
 	}
-	return append(append(b, key...), v...)
+	return appendValue(append(b, key...), v)
+}
+
+// appendValue appends a stored JSON value: as it is when it is compact
+// JSON (every value the service stores is), compacted when it is JSON with
+// whitespace, null when it is empty or not JSON at all.
+func appendValue(b []byte, v json.RawMessage) []byte {
+	switch {
+	case len(v) > 0 && validCompact(v):
+		return append(b, v...)
+	case len(v) > 0 && json.Valid(v):
+		buf := bytes.NewBuffer(b)
+		_ = json.Compact(buf, v) // valid: it compacts
+		return buf.Bytes()
+	}
+	return append(b, "null"...)
 }
 
 // appendOmitEmpty appends key and s as a JSON string; nothing when s is "".
