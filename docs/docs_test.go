@@ -17,6 +17,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -129,14 +130,27 @@ func TestOperatingEventStreams(t *testing.T) {
 	}
 	for i, s := range streams {
 		lines := startBlock(t, svc, s)
-		time.Sleep(300 * time.Millisecond) // the stream is open: a live tail starts now
-		id := fmt.Sprintf("stream-%d", i)
-		resp, err := http.Post(svc.URL()+"/queues/emails/jobs", "application/json", strings.NewReader(`{"id":"`+id+`","payload":1}`))
-		if err != nil {
-			t.Fatal(err)
+		// A live tail shows only what comes after it opened, and nothing
+		// says when that is: enqueue a fresh job every 250 ms until the
+		// stream shows one.
+		deadline := time.Now().Add(10 * time.Second)
+		for n := 0; ; n++ {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s showed no enqueue in 10 s", s)
+			}
+			id := fmt.Sprintf("stream-%d-%d", i, n)
+			resp, err := http.Post(svc.URL()+"/queues/emails/jobs", "application/json", strings.NewReader(`{"id":"`+id+`","payload":1}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusCreated {
+				t.Fatalf("enqueue %s: %s", id, resp.Status)
+			}
+			if seen(lines, `"job_id":"stream-`+strconv.Itoa(i)+`-`, 250*time.Millisecond) {
+				break
+			}
 		}
-		resp.Body.Close()
-		waitLine(t, lines, `"job_id":"`+id+`"`)
 	}
 }
 
@@ -233,21 +247,20 @@ func startBlock(t *testing.T, svc *servicetest.Service, block string) <-chan str
 	return lines
 }
 
-// waitLine waits up to 10 s for an output line holding want.
-func waitLine(t *testing.T, lines <-chan string, want string) {
-	t.Helper()
-	timeout := time.After(10 * time.Second)
+// seen reports whether an output line holding want comes within wait.
+func seen(lines <-chan string, want string, wait time.Duration) bool {
+	timeout := time.After(wait)
 	for {
 		select {
 		case line, ok := <-lines:
 			if !ok {
-				t.Fatalf("the command ended before a line with %s", want)
+				return false
 			}
 			if strings.Contains(line, want) {
-				return
+				return true
 			}
 		case <-timeout:
-			t.Fatalf("no line with %s in 10 s", want)
+			return false
 		}
 	}
 }

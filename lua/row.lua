@@ -27,7 +27,7 @@ local BAND = 1e13
 -- Lua's own tostring writes 14 significant digits, so it serves only below
 -- 10^14 (a time in ms, a pending score); a token needs the slower
 -- string.format. Formatting is a good part of a script's cost (the
--- profile in docs/design.md#what-a-call-costs), and a script formats its
+-- profile in docs/design.md#scripts, "What a call costs"), and a script formats its
 -- now many times: the last value is kept.
 local int_last, int_text
 local function int(n)

@@ -82,5 +82,3 @@ func TestRunNeverResendsALostAnswer(t *testing.T) {
 		t.Logf("go-redis's runner ran the script %d times: its cluster client no longer resends", n)
 	}
 }
-
-// refusal is an error reply of Redis's.

@@ -113,8 +113,11 @@ func (l *Log) Now(ctx context.Context) (time.Time, error) {
 // whether it holds more.
 func (l *Log) Queues(ctx context.Context, limit int) ([]string, bool, error) {
 	names, err := l.queues.All(ctx)
-	if err != nil || len(names) <= limit {
-		return names, false, err
+	if err != nil {
+		return nil, false, err
+	}
+	if len(names) <= limit {
+		return names, false, nil
 	}
 	return names[:limit], true, nil
 }

@@ -61,7 +61,8 @@ func (r *Registry) Page(ctx context.Context, cursor uint64, count int64) ([]stri
 
 // All reads every name in the set, sorted and each once, a page at a time
 // (scanStep names a call), so that no one call holds Redis for long; a name
-// no queue could have is skipped.
+// no queue could have is skipped. On an error it answers the names read
+// before it too, so that the reaper still sweeps those.
 func (r *Registry) All(ctx context.Context) ([]string, error) {
 	var names []string
 	iter := r.rdb.SScan(ctx, QueuesKey(r.prefix), 0, "", scanStep).Iterator()
@@ -70,9 +71,6 @@ func (r *Registry) All(ctx context.Context) ([]string, error) {
 			names = append(names, name)
 		}
 	}
-	if err := iter.Err(); err != nil {
-		return nil, err
-	}
 	slices.Sort(names)
-	return slices.Compact(names), nil // SSCAN may return a name twice
+	return slices.Compact(names), iter.Err() // SSCAN may return a name twice
 }

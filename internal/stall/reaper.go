@@ -92,11 +92,9 @@ func (r *Reaper) loop(ctx context.Context) {
 // past a queue that fails and returns the first error.
 func (r *Reaper) Pass(ctx context.Context) (Swept, error) {
 	var total Swept
-	var firstErr error
-	queues, err := r.svc.queues.All(ctx)
-	if err != nil {
-		return total, err
-	}
+	// A registry read that fails part way still gives the queues read
+	// before it: they are swept, and the error is returned.
+	queues, firstErr := r.svc.queues.All(ctx)
 	for _, queue := range queues {
 		err := r.reapQueue(ctx, queue, &total)
 		if err != nil && firstErr == nil {
