@@ -6,10 +6,10 @@
 //   - `extensions:"x-nullable"`: the field is null at times (a last page's
 //     next_cursor): its type T becomes [T, "null"];
 //   - `extensions:"x-any-json"`: the field holds any JSON value (a payload,
-//     a result, progress): its type becomes the list of every JSON type,
-//     null included. (Not the empty schema {}, which means the same in 3.1
-//     but which some tools read otherwise: kin-openapi's 3.0 validator, for
-//     one, refuses null against it.)
+//     a result, progress): its schema loses its type, which in 3.1 means any
+//     value, null included. (A list of the six types says the same, but
+//     oapi-codegen and ogen stop on it, and openapi-typescript types it so
+//     that an object payload does not compile without a flag.)
 //   - `oneOf:"A,B"`: the field (or each item) is one of A and B. swag also
 //     leaves the $ref of the field's Go type beside the oneOf, which would
 //     have to match too: the $ref goes, and so does a component schema that
@@ -77,7 +77,7 @@ func fix(n *yaml.Node) error {
 // fixSchema applies the markers of one schema and removes them.
 func fixSchema(m *yaml.Node) error {
 	if isTrue(take(m, "x-any-json")) {
-		setType(m, "object", "array", "string", "number", "boolean", "null")
+		take(m, "type") // no type: any JSON value, null included
 	}
 	if value(m, "oneOf") != nil {
 		take(m, "$ref")

@@ -52,8 +52,7 @@ paths:
   schemas:
     Job:
       properties:
-        payload:
-          type: [object, array, string, number, boolean, "null"]
+        payload: {}
         next_cursor:
           description: null on the last page
           type: [string, "null"]

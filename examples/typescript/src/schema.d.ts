@@ -529,14 +529,14 @@ export interface components {
             /** @example order-1234 */
             id: string;
             /** @description Result is any JSON value, kept on the completed job. */
-            result?: Record<string, unknown> | unknown[] | string | number | boolean | null;
+            result?: unknown;
             /** @example 42 */
             token: number;
         };
         CompleteRequest: {
             claim?: components["schemas"]["ClaimNext"];
             /** @description Result is any JSON value, kept on the completed job. */
-            result?: Record<string, unknown> | unknown[] | string | number | boolean | null;
+            result?: unknown;
             /** @example 42 */
             token: number;
         };
@@ -559,15 +559,15 @@ export interface components {
              * @description Payload, like Result and Progress, is any JSON value, given back as
              *     it was sent (digit for digit, insignificant whitespace removed).
              */
-            payload: Record<string, unknown> | unknown[] | string | number | boolean | null;
+            payload: unknown;
             /** @example 0 */
             priority: number;
             /** @description Progress is the last progress a lease extension stored: any JSON value. */
-            progress?: Record<string, unknown> | unknown[] | string | number | boolean | null;
+            progress?: unknown;
             /** @example emails */
             queue: string;
             /** @description Result is what the worker completed the job with: any JSON value. */
-            result?: Record<string, unknown> | unknown[] | string | number | boolean | null;
+            result?: unknown;
             run_at?: string;
             /** @example 0 */
             stalled: number;
@@ -597,7 +597,7 @@ export interface components {
             /** @example 3 */
             max_attempts?: number;
             /** @description Payload is any JSON value, null included, at most 1 MiB by default. */
-            payload: Record<string, unknown> | unknown[] | string | number | boolean | null;
+            payload: unknown;
             /** @example 0 */
             priority?: number;
         };
@@ -636,7 +636,7 @@ export interface components {
             /** @example 30000 */
             lease_ms: number;
             /** @description Progress is any JSON value, kept on the job (the last one wins). */
-            progress?: Record<string, unknown> | unknown[] | string | number | boolean | null;
+            progress?: unknown;
             /** @example 42 */
             token: number;
         };
@@ -690,15 +690,15 @@ export interface components {
              * @description Payload, like Result and Progress, is any JSON value, given back as
              *     it was sent (digit for digit, insignificant whitespace removed).
              */
-            payload: Record<string, unknown> | unknown[] | string | number | boolean | null;
+            payload: unknown;
             /** @example 0 */
             priority: number;
             /** @description Progress is the last progress a lease extension stored: any JSON value. */
-            progress?: Record<string, unknown> | unknown[] | string | number | boolean | null;
+            progress?: unknown;
             /** @example emails */
             queue: string;
             /** @description Result is what the worker completed the job with: any JSON value. */
-            result?: Record<string, unknown> | unknown[] | string | number | boolean | null;
+            result?: unknown;
             run_at?: string;
             /** @example 0 */
             stalled: number;

@@ -7,8 +7,15 @@
 // leaves the spec. Nothing here runs.
 
 import createClient from "openapi-fetch";
-import type { ClaimRequest, ExtendRequest, ExtendResponse, FailRequest, Job } from "./client.js";
+import type { ClaimRequest, CompleteRequest, EnqueueRequest, ExtendRequest, ExtendResponse, FailRequest, Job } from "./client.js";
 import type { paths } from "./schema.js";
+
+// The README's payloads, results and progress: any JSON value, typed by the
+// spec as openapi-typescript generates it with its default flags.
+export const readmeEnqueue: EnqueueRequest = { id: "welcome-42", payload: { to: "ada@example.com" } };
+export const anyPayloads: EnqueueRequest[] = [{ payload: 1 }, { payload: "x" }, { payload: [1, { a: null }] }, { payload: null }];
+export const readmeComplete: CompleteRequest = { token: 42, result: { sent: true } };
+export const readmeProgress: ExtendRequest = { token: 42, lease_ms: 30000, progress: { pct: 50 } };
 
 // A claim's fields, as the spec names them.
 export const claimRequest: ClaimRequest = { lease_ms: 30000, wait_ms: 10000, count: 1, worker: "w" };

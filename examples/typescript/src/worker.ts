@@ -42,7 +42,7 @@ async function handle(job: ClaimedJob, signal: AbortSignal): Promise<Result> {
   // A payload is any JSON value; this work reads an object's "ms" and "fail".
   const payload: Record<string, unknown> =
     typeof job.payload === "object" && job.payload !== null && !Array.isArray(job.payload)
-      ? job.payload
+      ? (job.payload as Record<string, unknown>)
       : {};
   const ms = Number(payload.ms ?? 100);
   let worked = 0;
