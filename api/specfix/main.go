@@ -16,7 +16,9 @@
 //     nothing refers to any more.
 //
 // It also adds the responses every operation gives alike (shared.go), so
-// that the handlers' annotations say only what is their own.
+// that the handlers' annotations say only what is their own, and says the
+// security swag cannot (security.go): the open default, and the HMAC
+// signature as the headers a client computes.
 //
 // api/generate.sh runs it on swag's output; nothing else edits the spec.
 package main
@@ -46,6 +48,9 @@ func run(in io.Reader, out io.Writer) error {
 		return err
 	}
 	if err := addShared(&doc); err != nil {
+		return err
+	}
+	if err := fixSecurity(&doc); err != nil {
 		return err
 	}
 	dropUnused(&doc)

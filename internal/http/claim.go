@@ -10,9 +10,9 @@ import (
 
 // ClaimRequest asks for jobs, waiting up to WaitMs for one to come.
 type ClaimRequest struct {
-	LeaseMs *int64 `json:"lease_ms,omitempty" validate:"omitnil,min=100,max=86400000" example:"30000"`
+	LeaseMs *int64 `json:"lease_ms,omitempty" format:"int64" validate:"omitnil,min=100,max=86400000" example:"30000"`
 	Count   *int   `json:"count,omitempty" validate:"omitnil,min=1,max=100" example:"1"`
-	WaitMs  int64  `json:"wait_ms,omitempty" validate:"min=0,max=30000" example:"10000"`
+	WaitMs  int64  `json:"wait_ms,omitempty" format:"int64" validate:"min=0,max=30000" example:"10000"`
 	Worker  string `json:"worker,omitempty" validate:"max=200" example:"worker-1"`
 } // @name ClaimRequest
 

@@ -31,12 +31,12 @@ type Event struct {
 	Queue  string `json:"queue" binding:"required" example:"emails"`
 	JobID  string `json:"job_id,omitempty" example:"0190f8a2-7c4e-7d2a-9b1e-3f5c2a1b0c9d"`
 	State  string `json:"state,omitempty" enums:"pending,active,delayed,completed,dead,cancelled" example:"completed"`
-	At     string `json:"at" binding:"required" example:"2026-11-29T19:06:37.123Z"` // the Redis server's time of the change
+	At     string `json:"at" format:"date-time" binding:"required" example:"2026-11-29T19:06:37.123Z"` // the Redis server's time of the change
 	Actor  string `json:"actor,omitempty" example:"alice"`
 	Role   string `json:"role,omitempty" example:"admin"`
 	Reason string `json:"reason,omitempty" example:"superseded"`
 	Error  string `json:"error,omitempty" example:"smtp: connection refused"`
-	Count  *int64 `json:"count,omitempty" example:"12"`
+	Count  *int64 `json:"count,omitempty" format:"int64" example:"12"`
 } // @name Event
 
 // eventTiming is how often a stream polls and sends heartbeats.

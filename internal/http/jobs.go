@@ -16,7 +16,7 @@ type EnqueueRequest struct {
 	// Payload is any JSON value, null included, at most 1 MiB by default.
 	Payload     json.RawMessage `json:"payload" validate:"required" swaggertype:"object" extensions:"x-any-json"`
 	Priority    int             `json:"priority,omitempty" validate:"min=0,max=9" example:"0"`
-	DelayMs     int64           `json:"delay_ms,omitempty" validate:"min=0,max=31536000000" example:"0"`
+	DelayMs     int64           `json:"delay_ms,omitempty" format:"int64" validate:"min=0,max=31536000000" example:"0"`
 	MaxAttempts *int            `json:"max_attempts,omitempty" validate:"omitnil,min=1,max=1000" example:"3"`
 	Backoff     *BackoffRequest `json:"backoff,omitempty"`
 } // @name EnqueueRequest
@@ -26,8 +26,8 @@ type EnqueueRequest struct {
 // DelayMs when that is longer).
 type BackoffRequest struct {
 	Type       string `json:"type" validate:"required,oneof=exponential fixed" enums:"exponential,fixed"`
-	DelayMs    int64  `json:"delay_ms" validate:"min=0,max=86400000" example:"1000"`
-	MaxDelayMs *int64 `json:"max_delay_ms,omitempty" validate:"omitnil,min=0,max=604800000,gtefield=DelayMs" example:"3600000"`
+	DelayMs    int64  `json:"delay_ms" format:"int64" validate:"min=0,max=86400000" example:"1000"`
+	MaxDelayMs *int64 `json:"max_delay_ms,omitempty" format:"int64" validate:"omitnil,min=0,max=604800000,gtefield=DelayMs" example:"3600000"`
 } // @name Backoff
 
 // EnqueueBatchRequest is up to 1000 jobs to enqueue at once.
@@ -155,7 +155,8 @@ func (s *server) handleEnqueueBatch(w http.ResponseWriter, r *http.Request) {
 
 // handleJobGet godoc
 //
-//	@Summary	Get a job
+//	@Summary		Get a job
+//	@Description	The job as it is now, in any state, without its token. 404 EMQGONE when there is no such job (never enqueued, removed, or deleted by retention).
 //	@ID			getJob
 //	@Tags		jobs
 //	@Security		BearerAuth

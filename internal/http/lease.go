@@ -13,7 +13,7 @@ func ms(n int64) time.Duration { return time.Duration(n) * time.Millisecond }
 // ClaimNext asks a complete to claim the worker's next jobs in the same step.
 type ClaimNext struct {
 	Count   *int   `json:"count,omitempty" validate:"omitnil,min=1,max=100" example:"1"`
-	LeaseMs *int64 `json:"lease_ms,omitempty" validate:"omitnil,min=100,max=86400000" example:"30000"`
+	LeaseMs *int64 `json:"lease_ms,omitempty" format:"int64" validate:"omitnil,min=100,max=86400000" example:"30000"`
 	Worker  string `json:"worker,omitempty" validate:"max=200" example:"worker-1"`
 } // @name ClaimNext
 
@@ -34,15 +34,15 @@ func (c *ClaimNext) params() *lease.ClaimParams {
 
 // ExtendRequest is a checkpoint.
 type ExtendRequest struct {
-	Token   int64 `json:"token" validate:"required,gt=0" example:"42"`
-	LeaseMs int64 `json:"lease_ms" validate:"required,min=100,max=86400000" example:"30000"`
+	Token   int64 `json:"token" format:"int64" validate:"required,gt=0" example:"42"`
+	LeaseMs int64 `json:"lease_ms" format:"int64" validate:"required,min=100,max=86400000" example:"30000"`
 	// Progress is any JSON value, kept on the job (the last one wins).
 	Progress json.RawMessage `json:"progress,omitempty" swaggertype:"object" extensions:"x-any-json"`
 } // @name ExtendRequest
 
 // ExtendResponse is the new lease, and whether the holder should stop.
 type ExtendResponse struct {
-	LeaseExpiresAt  string `json:"lease_expires_at" binding:"required" example:"2026-11-29T19:07:07.123Z"`
+	LeaseExpiresAt  string `json:"lease_expires_at" format:"date-time" binding:"required" example:"2026-11-29T19:07:07.123Z"`
 	CancelRequested bool   `json:"cancel_requested" binding:"required"`
 	CancelReason    string `json:"cancel_reason" binding:"required"`
 } // @name ExtendResponse
@@ -93,7 +93,7 @@ func (s *server) handleLeaseExtend(w http.ResponseWriter, r *http.Request) {
 
 // CompleteRequest finishes a job, and may claim the next ones.
 type CompleteRequest struct {
-	Token int64 `json:"token" validate:"required,gt=0" example:"42"`
+	Token int64 `json:"token" format:"int64" validate:"required,gt=0" example:"42"`
 	// Result is any JSON value, kept on the completed job.
 	Result json.RawMessage `json:"result,omitempty" swaggertype:"object" extensions:"x-any-json"`
 	Claim  *ClaimNext      `json:"claim,omitempty"`
@@ -153,7 +153,7 @@ func (s *server) handleComplete(w http.ResponseWriter, r *http.Request) {
 // CompleteItem is one job of a batch complete.
 type CompleteItem struct {
 	ID    string `json:"id" validate:"required,jobid" minLength:"1" maxLength:"128" pattern:"^[A-Za-z0-9._:-]+$" example:"order-1234"`
-	Token int64  `json:"token" validate:"required,gt=0" example:"42"`
+	Token int64  `json:"token" format:"int64" validate:"required,gt=0" example:"42"`
 	// Result is any JSON value, kept on the completed job.
 	Result json.RawMessage `json:"result,omitempty" swaggertype:"object" extensions:"x-any-json"`
 } // @name CompleteItem
@@ -230,11 +230,11 @@ func (s *server) handleCompleteBatch(w http.ResponseWriter, r *http.Request) {
 
 // FailRequest reports a failed attempt.
 type FailRequest struct {
-	Token int64 `json:"token" validate:"required,gt=0" example:"42"`
+	Token int64 `json:"token" format:"int64" validate:"required,gt=0" example:"42"`
 	// Error is kept as last_error, cut at 4 KiB.
 	Error *string `json:"error" validate:"required" example:"SMTP timeout"`
 	// RetryInMs overrides the job's backoff for this retry.
-	RetryInMs *int64 `json:"retry_in_ms,omitempty" validate:"omitnil,min=0,max=31536000000" example:"5000"`
+	RetryInMs *int64 `json:"retry_in_ms,omitempty" format:"int64" validate:"omitnil,min=0,max=31536000000" example:"5000"`
 	// Fatal dead-letters the job at once, with no retry.
 	Fatal bool `json:"fatal,omitempty"`
 } // @name FailRequest
@@ -332,7 +332,7 @@ type CancelRequest struct {
 	Reason string `json:"reason,omitempty" validate:"max=4096" example:"customer asked"`
 	// Token pins the cancel to one attempt: 409 EMQSTALE if the job is not
 	// held under it any more.
-	Token *int64 `json:"token,omitempty" validate:"omitnil,gt=0" example:"42"`
+	Token *int64 `json:"token,omitempty" format:"int64" validate:"omitnil,gt=0" example:"42"`
 } // @name CancelRequest
 
 // handleCancel godoc

@@ -4,10 +4,12 @@
 //	@title						echo_mq
 //	@version					0.1.0
 //	@description				A Redis-backed job queue for polyglot workers. Enqueue, claim, checkpoint, complete, fail and cancel jobs over HTTP; every state change is one atomic, token-fenced Lua script timed by the Redis server's clock. Every error is an RFC 9457 problem+json body with a machine-readable code.
+//	@contact.name				echo_mq
+//	@contact.url				https://github.com/echo-mq/echo_mq
 //	@license.name				MIT
 //	@license.url				https://opensource.org/license/mit
-//	@servers.url				/
-//	@servers.description		The service that serves this document at /openapi.yaml (EMQ_ADDR, 127.0.0.1:8080 by default).
+//	@servers.url				http://127.0.0.1:8080
+//	@servers.description		The service on its default address (EMQ_ADDR); one elsewhere serves this document at its own /openapi.yaml.
 //	@externalDocs.description	The docs: getting started, the concepts (the fence), the error codes
 //	@externalDocs.url			https://github.com/echo-mq/echo_mq/tree/main/docs
 //	@tag.name					worker

@@ -199,7 +199,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Get a job */
+        /**
+         * Get a job
+         * @description The job as it is now, in any state, without its token. 404 EMQGONE when there is no such job (never enqueued, removed, or deleted by retention).
+         */
         get: operations["getJob"];
         put?: never;
         post?: never;
@@ -478,9 +481,15 @@ export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
         Backoff: {
-            /** @example 1000 */
+            /**
+             * Format: int64
+             * @example 1000
+             */
             delay_ms?: number;
-            /** @example 3600000 */
+            /**
+             * Format: int64
+             * @example 3600000
+             */
             max_delay_ms?: number;
             /** @enum {string} */
             type: "exponential" | "fixed";
@@ -489,6 +498,7 @@ export interface components {
             /** @example customer asked */
             reason?: string;
             /**
+             * Format: int64
              * @description Token pins the cancel to one attempt: 409 EMQSTALE if the job is not
              *     held under it any more.
              * @example 42
@@ -502,7 +512,10 @@ export interface components {
         ClaimNext: {
             /** @example 1 */
             count?: number;
-            /** @example 30000 */
+            /**
+             * Format: int64
+             * @example 30000
+             */
             lease_ms?: number;
             /** @example worker-1 */
             worker?: string;
@@ -510,9 +523,15 @@ export interface components {
         ClaimRequest: {
             /** @example 1 */
             count?: number;
-            /** @example 30000 */
+            /**
+             * Format: int64
+             * @example 30000
+             */
             lease_ms?: number;
-            /** @example 10000 */
+            /**
+             * Format: int64
+             * @example 10000
+             */
             wait_ms?: number;
             /** @example worker-1 */
             worker?: string;
@@ -530,14 +549,20 @@ export interface components {
             id: string;
             /** @description Result is any JSON value, kept on the completed job. */
             result?: unknown;
-            /** @example 42 */
+            /**
+             * Format: int64
+             * @example 42
+             */
             token: number;
         };
         CompleteRequest: {
             claim?: components["schemas"]["ClaimNext"];
             /** @description Result is any JSON value, kept on the completed job. */
             result?: unknown;
-            /** @example 42 */
+            /**
+             * Format: int64
+             * @example 42
+             */
             token: number;
         };
         CompleteResponse: {
@@ -545,12 +570,17 @@ export interface components {
             attempts: number;
             cancel_reason?: string;
             cancel_requested: boolean;
-            /** @example 2026-11-29T19:06:37.123Z */
+            /**
+             * Format: date-time
+             * @example 2026-11-29T19:06:37.123Z
+             */
             created_at: string;
+            /** Format: date-time */
             finished_at?: string;
             /** @example 0190f8a2-7c4e-7d2a-9b1e-3f5c2a1b0c9d */
             id: string;
             last_error?: string;
+            /** Format: date-time */
             lease_expires_at?: string;
             /** @example 3 */
             max_attempts: number;
@@ -568,16 +598,21 @@ export interface components {
             queue: string;
             /** @description Result is what the worker completed the job with: any JSON value. */
             result?: unknown;
+            /** Format: date-time */
             run_at?: string;
             /** @example 0 */
             stalled: number;
+            /** Format: date-time */
             started_at?: string;
             /**
              * @example active
              * @enum {string}
              */
             state: "pending" | "active" | "delayed" | "completed" | "dead" | "cancelled";
-            /** @example 42 */
+            /**
+             * Format: int64
+             * @example 42
+             */
             token?: number;
             /** @example worker-1 */
             worker?: string;
@@ -587,7 +622,10 @@ export interface components {
         };
         EnqueueRequest: {
             backoff?: components["schemas"]["Backoff"];
-            /** @example 0 */
+            /**
+             * Format: int64
+             * @example 0
+             */
             delay_ms?: number;
             /**
              * @description ID is the client's idempotency key; made by the server (UUIDv7) when absent.
@@ -605,11 +643,15 @@ export interface components {
             /** @example alice */
             actor?: string;
             /**
+             * Format: date-time
              * @description the Redis server's time of the change
              * @example 2026-11-29T19:06:37.123Z
              */
             at: string;
-            /** @example 12 */
+            /**
+             * Format: int64
+             * @example 12
+             */
             count?: number;
             /** @example smtp: connection refused */
             error?: string;
@@ -633,17 +675,26 @@ export interface components {
             state?: "pending" | "active" | "delayed" | "completed" | "dead" | "cancelled";
         };
         ExtendRequest: {
-            /** @example 30000 */
+            /**
+             * Format: int64
+             * @example 30000
+             */
             lease_ms: number;
             /** @description Progress is any JSON value, kept on the job (the last one wins). */
             progress?: unknown;
-            /** @example 42 */
+            /**
+             * Format: int64
+             * @example 42
+             */
             token: number;
         };
         ExtendResponse: {
             cancel_reason: string;
             cancel_requested: boolean;
-            /** @example 2026-11-29T19:07:07.123Z */
+            /**
+             * Format: date-time
+             * @example 2026-11-29T19:07:07.123Z
+             */
             lease_expires_at: string;
         };
         FailRequest: {
@@ -655,11 +706,15 @@ export interface components {
             /** @description Fatal dead-letters the job at once, with no retry. */
             fatal?: boolean;
             /**
+             * Format: int64
              * @description RetryInMs overrides the job's backoff for this retry.
              * @example 5000
              */
             retry_in_ms?: number;
-            /** @example 42 */
+            /**
+             * Format: int64
+             * @example 42
+             */
             token: number;
         };
         FieldError: {
@@ -677,12 +732,17 @@ export interface components {
             attempts: number;
             cancel_reason?: string;
             cancel_requested: boolean;
-            /** @example 2026-11-29T19:06:37.123Z */
+            /**
+             * Format: date-time
+             * @example 2026-11-29T19:06:37.123Z
+             */
             created_at: string;
+            /** Format: date-time */
             finished_at?: string;
             /** @example 0190f8a2-7c4e-7d2a-9b1e-3f5c2a1b0c9d */
             id: string;
             last_error?: string;
+            /** Format: date-time */
             lease_expires_at?: string;
             /** @example 3 */
             max_attempts: number;
@@ -699,16 +759,21 @@ export interface components {
             queue: string;
             /** @description Result is what the worker completed the job with: any JSON value. */
             result?: unknown;
+            /** Format: date-time */
             run_at?: string;
             /** @example 0 */
             stalled: number;
+            /** Format: date-time */
             started_at?: string;
             /**
              * @example active
              * @enum {string}
              */
             state: "pending" | "active" | "delayed" | "completed" | "dead" | "cancelled";
-            /** @example 42 */
+            /**
+             * Format: int64
+             * @example 42
+             */
             token?: number;
             /** @example worker-1 */
             worker?: string;
@@ -738,6 +803,7 @@ export interface components {
         };
         Queue: {
             /**
+             * Format: int64
              * @description Counts holds how many jobs are in each state: pending, active,
              *     delayed, completed, dead, cancelled.
              */
@@ -797,7 +863,12 @@ export interface components {
         };
     };
     responses: never;
-    parameters: never;
+    parameters: {
+        /** @description With X-EMQ-Signature, instead of a bearer key: the Unix time in seconds at which the request was signed, within 5 minutes of the service's clock. */
+        SignatureTimestamp: string;
+        /** @description Instead of a bearer key: sha256= and the hex HMAC-SHA256, under a key of EMQ_API_KEYS, of "<X-EMQ-Timestamp>.<METHOD>.<path and query>.<body>". Each signature is accepted once: a sender that retries signs again. */
+        Signature: string;
+    };
     requestBodies: never;
     headers: never;
     pathItems: never;
@@ -807,7 +878,12 @@ export interface operations {
     streamAllEvents: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With X-EMQ-Signature, instead of a bearer key: the Unix time in seconds at which the request was signed, within 5 minutes of the service's clock. */
+                "X-EMQ-Timestamp"?: components["parameters"]["SignatureTimestamp"];
+                /** @description Instead of a bearer key: sha256= and the hex HMAC-SHA256, under a key of EMQ_API_KEYS, of "<X-EMQ-Timestamp>.<METHOD>.<path and query>.<body>". Each signature is accepted once: a sender that retries signs again. */
+                "X-EMQ-Signature"?: components["parameters"]["Signature"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -901,7 +977,12 @@ export interface operations {
                 /** @description queues per page */
                 limit?: number;
             };
-            header?: never;
+            header?: {
+                /** @description With X-EMQ-Signature, instead of a bearer key: the Unix time in seconds at which the request was signed, within 5 minutes of the service's clock. */
+                "X-EMQ-Timestamp"?: components["parameters"]["SignatureTimestamp"];
+                /** @description Instead of a bearer key: sha256= and the hex HMAC-SHA256, under a key of EMQ_API_KEYS, of "<X-EMQ-Timestamp>.<METHOD>.<path and query>.<body>". Each signature is accepted once: a sender that retries signs again. */
+                "X-EMQ-Signature"?: components["parameters"]["Signature"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -961,7 +1042,12 @@ export interface operations {
     getQueue: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With X-EMQ-Signature, instead of a bearer key: the Unix time in seconds at which the request was signed, within 5 minutes of the service's clock. */
+                "X-EMQ-Timestamp"?: components["parameters"]["SignatureTimestamp"];
+                /** @description Instead of a bearer key: sha256= and the hex HMAC-SHA256, under a key of EMQ_API_KEYS, of "<X-EMQ-Timestamp>.<METHOD>.<path and query>.<body>". Each signature is accepted once: a sender that retries signs again. */
+                "X-EMQ-Signature"?: components["parameters"]["Signature"];
+            };
             path: {
                 /** @description queue name: 1 to 100 of A-Z a-z 0-9 . _ -, not only dots */
                 queue: string;
@@ -1027,7 +1113,12 @@ export interface operations {
                 /** @description delete active jobs too */
                 force?: boolean;
             };
-            header?: never;
+            header?: {
+                /** @description With X-EMQ-Signature, instead of a bearer key: the Unix time in seconds at which the request was signed, within 5 minutes of the service's clock. */
+                "X-EMQ-Timestamp"?: components["parameters"]["SignatureTimestamp"];
+                /** @description Instead of a bearer key: sha256= and the hex HMAC-SHA256, under a key of EMQ_API_KEYS, of "<X-EMQ-Timestamp>.<METHOD>.<path and query>.<body>". Each signature is accepted once: a sender that retries signs again. */
+                "X-EMQ-Signature"?: components["parameters"]["Signature"];
+            };
             path: {
                 /** @description queue name: 1 to 100 of A-Z a-z 0-9 . _ -, not only dots */
                 queue: string;
@@ -1108,7 +1199,12 @@ export interface operations {
     claimJobs: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With X-EMQ-Signature, instead of a bearer key: the Unix time in seconds at which the request was signed, within 5 minutes of the service's clock. */
+                "X-EMQ-Timestamp"?: components["parameters"]["SignatureTimestamp"];
+                /** @description Instead of a bearer key: sha256= and the hex HMAC-SHA256, under a key of EMQ_API_KEYS, of "<X-EMQ-Timestamp>.<METHOD>.<path and query>.<body>". Each signature is accepted once: a sender that retries signs again. */
+                "X-EMQ-Signature"?: components["parameters"]["Signature"];
+            };
             path: {
                 /** @description queue name: 1 to 100 of A-Z a-z 0-9 . _ -, not only dots */
                 queue: string;
@@ -1203,7 +1299,12 @@ export interface operations {
     completeJobs: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With X-EMQ-Signature, instead of a bearer key: the Unix time in seconds at which the request was signed, within 5 minutes of the service's clock. */
+                "X-EMQ-Timestamp"?: components["parameters"]["SignatureTimestamp"];
+                /** @description Instead of a bearer key: sha256= and the hex HMAC-SHA256, under a key of EMQ_API_KEYS, of "<X-EMQ-Timestamp>.<METHOD>.<path and query>.<body>". Each signature is accepted once: a sender that retries signs again. */
+                "X-EMQ-Signature"?: components["parameters"]["Signature"];
+            };
             path: {
                 /** @description queue name: 1 to 100 of A-Z a-z 0-9 . _ -, not only dots */
                 queue: string;
@@ -1298,7 +1399,12 @@ export interface operations {
     drainQueue: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With X-EMQ-Signature, instead of a bearer key: the Unix time in seconds at which the request was signed, within 5 minutes of the service's clock. */
+                "X-EMQ-Timestamp"?: components["parameters"]["SignatureTimestamp"];
+                /** @description Instead of a bearer key: sha256= and the hex HMAC-SHA256, under a key of EMQ_API_KEYS, of "<X-EMQ-Timestamp>.<METHOD>.<path and query>.<body>". Each signature is accepted once: a sender that retries signs again. */
+                "X-EMQ-Signature"?: components["parameters"]["Signature"];
+            };
             path: {
                 /** @description queue name: 1 to 100 of A-Z a-z 0-9 . _ -, not only dots */
                 queue: string;
@@ -1378,6 +1484,10 @@ export interface operations {
             header?: {
                 /** @description resume strictly after this entry id (<ms>-<seq>) */
                 "Last-Event-ID"?: string;
+                /** @description With X-EMQ-Signature, instead of a bearer key: the Unix time in seconds at which the request was signed, within 5 minutes of the service's clock. */
+                "X-EMQ-Timestamp"?: components["parameters"]["SignatureTimestamp"];
+                /** @description Instead of a bearer key: sha256= and the hex HMAC-SHA256, under a key of EMQ_API_KEYS, of "<X-EMQ-Timestamp>.<METHOD>.<path and query>.<body>". Each signature is accepted once: a sender that retries signs again. */
+                "X-EMQ-Signature"?: components["parameters"]["Signature"];
             };
             path: {
                 /** @description queue name: 1 to 100 of A-Z a-z 0-9 . _ -, not only dots */
@@ -1448,7 +1558,12 @@ export interface operations {
                 /** @description next_cursor of the previous page */
                 cursor?: string;
             };
-            header?: never;
+            header?: {
+                /** @description With X-EMQ-Signature, instead of a bearer key: the Unix time in seconds at which the request was signed, within 5 minutes of the service's clock. */
+                "X-EMQ-Timestamp"?: components["parameters"]["SignatureTimestamp"];
+                /** @description Instead of a bearer key: sha256= and the hex HMAC-SHA256, under a key of EMQ_API_KEYS, of "<X-EMQ-Timestamp>.<METHOD>.<path and query>.<body>". Each signature is accepted once: a sender that retries signs again. */
+                "X-EMQ-Signature"?: components["parameters"]["Signature"];
+            };
             path: {
                 /** @description queue name: 1 to 100 of A-Z a-z 0-9 . _ -, not only dots */
                 queue: string;
@@ -1511,7 +1626,12 @@ export interface operations {
     enqueueJob: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With X-EMQ-Signature, instead of a bearer key: the Unix time in seconds at which the request was signed, within 5 minutes of the service's clock. */
+                "X-EMQ-Timestamp"?: components["parameters"]["SignatureTimestamp"];
+                /** @description Instead of a bearer key: sha256= and the hex HMAC-SHA256, under a key of EMQ_API_KEYS, of "<X-EMQ-Timestamp>.<METHOD>.<path and query>.<body>". Each signature is accepted once: a sender that retries signs again. */
+                "X-EMQ-Signature"?: components["parameters"]["Signature"];
+            };
             path: {
                 /** @description queue name: 1 to 100 of A-Z a-z 0-9 . _ -, not only dots */
                 queue: string;
@@ -1615,7 +1735,12 @@ export interface operations {
     getJob: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With X-EMQ-Signature, instead of a bearer key: the Unix time in seconds at which the request was signed, within 5 minutes of the service's clock. */
+                "X-EMQ-Timestamp"?: components["parameters"]["SignatureTimestamp"];
+                /** @description Instead of a bearer key: sha256= and the hex HMAC-SHA256, under a key of EMQ_API_KEYS, of "<X-EMQ-Timestamp>.<METHOD>.<path and query>.<body>". Each signature is accepted once: a sender that retries signs again. */
+                "X-EMQ-Signature"?: components["parameters"]["Signature"];
+            };
             path: {
                 /** @description queue name: 1 to 100 of A-Z a-z 0-9 . _ -, not only dots */
                 queue: string;
@@ -1692,7 +1817,12 @@ export interface operations {
                 /** @description remove an active job too */
                 force?: boolean;
             };
-            header?: never;
+            header?: {
+                /** @description With X-EMQ-Signature, instead of a bearer key: the Unix time in seconds at which the request was signed, within 5 minutes of the service's clock. */
+                "X-EMQ-Timestamp"?: components["parameters"]["SignatureTimestamp"];
+                /** @description Instead of a bearer key: sha256= and the hex HMAC-SHA256, under a key of EMQ_API_KEYS, of "<X-EMQ-Timestamp>.<METHOD>.<path and query>.<body>". Each signature is accepted once: a sender that retries signs again. */
+                "X-EMQ-Signature"?: components["parameters"]["Signature"];
+            };
             path: {
                 /** @description queue name: 1 to 100 of A-Z a-z 0-9 . _ -, not only dots */
                 queue: string;
@@ -1784,7 +1914,12 @@ export interface operations {
     cancelJob: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With X-EMQ-Signature, instead of a bearer key: the Unix time in seconds at which the request was signed, within 5 minutes of the service's clock. */
+                "X-EMQ-Timestamp"?: components["parameters"]["SignatureTimestamp"];
+                /** @description Instead of a bearer key: sha256= and the hex HMAC-SHA256, under a key of EMQ_API_KEYS, of "<X-EMQ-Timestamp>.<METHOD>.<path and query>.<body>". Each signature is accepted once: a sender that retries signs again. */
+                "X-EMQ-Signature"?: components["parameters"]["Signature"];
+            };
             path: {
                 /** @description queue name: 1 to 100 of A-Z a-z 0-9 . _ -, not only dots */
                 queue: string;
@@ -1911,7 +2046,12 @@ export interface operations {
                 /** @description the holder's token */
                 token: number;
             };
-            header?: never;
+            header?: {
+                /** @description With X-EMQ-Signature, instead of a bearer key: the Unix time in seconds at which the request was signed, within 5 minutes of the service's clock. */
+                "X-EMQ-Timestamp"?: components["parameters"]["SignatureTimestamp"];
+                /** @description Instead of a bearer key: sha256= and the hex HMAC-SHA256, under a key of EMQ_API_KEYS, of "<X-EMQ-Timestamp>.<METHOD>.<path and query>.<body>". Each signature is accepted once: a sender that retries signs again. */
+                "X-EMQ-Signature"?: components["parameters"]["Signature"];
+            };
             path: {
                 /** @description queue name: 1 to 100 of A-Z a-z 0-9 . _ -, not only dots */
                 queue: string;
@@ -2003,7 +2143,12 @@ export interface operations {
     completeJob: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With X-EMQ-Signature, instead of a bearer key: the Unix time in seconds at which the request was signed, within 5 minutes of the service's clock. */
+                "X-EMQ-Timestamp"?: components["parameters"]["SignatureTimestamp"];
+                /** @description Instead of a bearer key: sha256= and the hex HMAC-SHA256, under a key of EMQ_API_KEYS, of "<X-EMQ-Timestamp>.<METHOD>.<path and query>.<body>". Each signature is accepted once: a sender that retries signs again. */
+                "X-EMQ-Signature"?: components["parameters"]["Signature"];
+            };
             path: {
                 /** @description queue name: 1 to 100 of A-Z a-z 0-9 . _ -, not only dots */
                 queue: string;
@@ -2118,7 +2263,12 @@ export interface operations {
     failJob: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With X-EMQ-Signature, instead of a bearer key: the Unix time in seconds at which the request was signed, within 5 minutes of the service's clock. */
+                "X-EMQ-Timestamp"?: components["parameters"]["SignatureTimestamp"];
+                /** @description Instead of a bearer key: sha256= and the hex HMAC-SHA256, under a key of EMQ_API_KEYS, of "<X-EMQ-Timestamp>.<METHOD>.<path and query>.<body>". Each signature is accepted once: a sender that retries signs again. */
+                "X-EMQ-Signature"?: components["parameters"]["Signature"];
+            };
             path: {
                 /** @description queue name: 1 to 100 of A-Z a-z 0-9 . _ -, not only dots */
                 queue: string;
@@ -2233,7 +2383,12 @@ export interface operations {
     extendLease: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With X-EMQ-Signature, instead of a bearer key: the Unix time in seconds at which the request was signed, within 5 minutes of the service's clock. */
+                "X-EMQ-Timestamp"?: components["parameters"]["SignatureTimestamp"];
+                /** @description Instead of a bearer key: sha256= and the hex HMAC-SHA256, under a key of EMQ_API_KEYS, of "<X-EMQ-Timestamp>.<METHOD>.<path and query>.<body>". Each signature is accepted once: a sender that retries signs again. */
+                "X-EMQ-Signature"?: components["parameters"]["Signature"];
+            };
             path: {
                 /** @description queue name: 1 to 100 of A-Z a-z 0-9 . _ -, not only dots */
                 queue: string;
@@ -2348,7 +2503,12 @@ export interface operations {
     promoteJob: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With X-EMQ-Signature, instead of a bearer key: the Unix time in seconds at which the request was signed, within 5 minutes of the service's clock. */
+                "X-EMQ-Timestamp"?: components["parameters"]["SignatureTimestamp"];
+                /** @description Instead of a bearer key: sha256= and the hex HMAC-SHA256, under a key of EMQ_API_KEYS, of "<X-EMQ-Timestamp>.<METHOD>.<path and query>.<body>". Each signature is accepted once: a sender that retries signs again. */
+                "X-EMQ-Signature"?: components["parameters"]["Signature"];
+            };
             path: {
                 /** @description queue name: 1 to 100 of A-Z a-z 0-9 . _ -, not only dots */
                 queue: string;
@@ -2440,7 +2600,12 @@ export interface operations {
     retryJob: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With X-EMQ-Signature, instead of a bearer key: the Unix time in seconds at which the request was signed, within 5 minutes of the service's clock. */
+                "X-EMQ-Timestamp"?: components["parameters"]["SignatureTimestamp"];
+                /** @description Instead of a bearer key: sha256= and the hex HMAC-SHA256, under a key of EMQ_API_KEYS, of "<X-EMQ-Timestamp>.<METHOD>.<path and query>.<body>". Each signature is accepted once: a sender that retries signs again. */
+                "X-EMQ-Signature"?: components["parameters"]["Signature"];
+            };
             path: {
                 /** @description queue name: 1 to 100 of A-Z a-z 0-9 . _ -, not only dots */
                 queue: string;
@@ -2532,7 +2697,12 @@ export interface operations {
     enqueueJobs: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With X-EMQ-Signature, instead of a bearer key: the Unix time in seconds at which the request was signed, within 5 minutes of the service's clock. */
+                "X-EMQ-Timestamp"?: components["parameters"]["SignatureTimestamp"];
+                /** @description Instead of a bearer key: sha256= and the hex HMAC-SHA256, under a key of EMQ_API_KEYS, of "<X-EMQ-Timestamp>.<METHOD>.<path and query>.<body>". Each signature is accepted once: a sender that retries signs again. */
+                "X-EMQ-Signature"?: components["parameters"]["Signature"];
+            };
             path: {
                 /** @description queue name: 1 to 100 of A-Z a-z 0-9 . _ -, not only dots */
                 queue: string;
@@ -2627,7 +2797,12 @@ export interface operations {
     pauseQueue: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With X-EMQ-Signature, instead of a bearer key: the Unix time in seconds at which the request was signed, within 5 minutes of the service's clock. */
+                "X-EMQ-Timestamp"?: components["parameters"]["SignatureTimestamp"];
+                /** @description Instead of a bearer key: sha256= and the hex HMAC-SHA256, under a key of EMQ_API_KEYS, of "<X-EMQ-Timestamp>.<METHOD>.<path and query>.<body>". Each signature is accepted once: a sender that retries signs again. */
+                "X-EMQ-Signature"?: components["parameters"]["Signature"];
+            };
             path: {
                 /** @description queue name: 1 to 100 of A-Z a-z 0-9 . _ -, not only dots */
                 queue: string;
@@ -2699,7 +2874,12 @@ export interface operations {
     resumeQueue: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With X-EMQ-Signature, instead of a bearer key: the Unix time in seconds at which the request was signed, within 5 minutes of the service's clock. */
+                "X-EMQ-Timestamp"?: components["parameters"]["SignatureTimestamp"];
+                /** @description Instead of a bearer key: sha256= and the hex HMAC-SHA256, under a key of EMQ_API_KEYS, of "<X-EMQ-Timestamp>.<METHOD>.<path and query>.<body>". Each signature is accepted once: a sender that retries signs again. */
+                "X-EMQ-Signature"?: components["parameters"]["Signature"];
+            };
             path: {
                 /** @description queue name: 1 to 100 of A-Z a-z 0-9 . _ -, not only dots */
                 queue: string;
@@ -2771,7 +2951,12 @@ export interface operations {
     sweepQueue: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With X-EMQ-Signature, instead of a bearer key: the Unix time in seconds at which the request was signed, within 5 minutes of the service's clock. */
+                "X-EMQ-Timestamp"?: components["parameters"]["SignatureTimestamp"];
+                /** @description Instead of a bearer key: sha256= and the hex HMAC-SHA256, under a key of EMQ_API_KEYS, of "<X-EMQ-Timestamp>.<METHOD>.<path and query>.<body>". Each signature is accepted once: a sender that retries signs again. */
+                "X-EMQ-Signature"?: components["parameters"]["Signature"];
+            };
             path: {
                 /** @description queue name: 1 to 100 of A-Z a-z 0-9 . _ -, not only dots */
                 queue: string;
@@ -2906,7 +3091,12 @@ export interface operations {
     whoAmI: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With X-EMQ-Signature, instead of a bearer key: the Unix time in seconds at which the request was signed, within 5 minutes of the service's clock. */
+                "X-EMQ-Timestamp"?: components["parameters"]["SignatureTimestamp"];
+                /** @description Instead of a bearer key: sha256= and the hex HMAC-SHA256, under a key of EMQ_API_KEYS, of "<X-EMQ-Timestamp>.<METHOD>.<path and query>.<body>". Each signature is accepted once: a sender that retries signs again. */
+                "X-EMQ-Signature"?: components["parameters"]["Signature"];
+            };
             path?: never;
             cookie?: never;
         };
