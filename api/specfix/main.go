@@ -18,7 +18,8 @@
 // It also adds the responses every operation gives alike (shared.go), so
 // that the handlers' annotations say only what is their own, and says the
 // security swag cannot (security.go): the open default, and the HMAC
-// signature as the headers a client computes.
+// signature as the headers a client computes; and closes the request
+// schemas to unknown fields, as the service does (closed.go).
 //
 // api/generate.sh runs it on swag's output; nothing else edits the spec.
 package main
@@ -53,6 +54,8 @@ func run(in io.Reader, out io.Writer) error {
 	if err := fixSecurity(&doc); err != nil {
 		return err
 	}
+	closeRequests(&doc)
+	patternNames(&doc)
 	dropUnused(&doc)
 	var buf bytes.Buffer
 	enc := yaml.NewEncoder(&buf)

@@ -41,6 +41,7 @@ func newBodySchemas(spec []byte) (*bodySchemas, error) {
 	}
 	compiler := jsonschema.NewCompiler()
 	compiler.DefaultDraft(jsonschema.Draft2020)
+	compiler.UseRegexpEngine(schemaRegex)
 	if err := compiler.AddResource(specURL, resource); err != nil {
 		return nil, err
 	}

@@ -1,0 +1,60 @@
+package main
+
+import "gopkg.in/yaml.v3"
+
+// The names the service takes (internal/keyspace), as patterns: a queue
+// name of [A-Za-z0-9._-], a job id of [A-Za-z0-9._:-], neither only dots
+// (a client rewrites "." and ".." path segments), and an id never "batch"
+// (it names a route). Their lengths are the parameters' own minLength and
+// maxLength.
+const (
+	queuePattern = `^[A-Za-z0-9._-]*[A-Za-z0-9_-][A-Za-z0-9._-]*$`
+	idPattern    = `^(?!batch$)[A-Za-z0-9._:-]*[A-Za-z0-9_:-][A-Za-z0-9._:-]*$`
+)
+
+// patternNames gives every queue and id path parameter, and every id field
+// of a request schema, its pattern: swag cannot write one on a parameter.
+func patternNames(doc *yaml.Node) {
+	root := doc.Content[0]
+	walk(path(root, "paths"), func(m *yaml.Node) {
+		in, name, schema := value(m, "in"), value(m, "name"), value(m, "schema")
+		if in == nil || in.Value != "path" || name == nil || schema == nil {
+			return
+		}
+		switch name.Value {
+		case "queue":
+			setScalar(schema, "pattern", queuePattern)
+		case "id":
+			setScalar(schema, "pattern", idPattern)
+		}
+	})
+	for _, s := range []string{"EnqueueRequest", "CompleteItem"} {
+		if id := path(root, "components", "schemas", s, "properties", "id"); id != nil {
+			setScalar(id, "pattern", idPattern)
+		}
+	}
+}
+
+// walk calls fn on every mapping under n.
+func walk(n *yaml.Node, fn func(m *yaml.Node)) {
+	if n == nil {
+		return
+	}
+	if n.Kind == yaml.MappingNode {
+		fn(n)
+	}
+	for _, child := range n.Content {
+		walk(child, fn)
+	}
+}
+
+// setScalar sets key of mapping m to the string v, keeping m's keys sorted
+// as swag writes them.
+func setScalar(m *yaml.Node, key, v string) {
+	if old := value(m, key); old != nil {
+		old.Value = v
+		return
+	}
+	m.Content = append(m.Content, &yaml.Node{Kind: yaml.ScalarNode, Value: key}, &yaml.Node{Kind: yaml.ScalarNode, Value: v, Style: yaml.SingleQuotedStyle})
+	sortMapping(m)
+}
