@@ -35,36 +35,6 @@ func (e BackoffType) Valid() bool {
 	}
 }
 
-// Defines values for CompleteResponseState.
-const (
-	CompleteResponseStateActive    CompleteResponseState = "active"
-	CompleteResponseStateCancelled CompleteResponseState = "cancelled"
-	CompleteResponseStateCompleted CompleteResponseState = "completed"
-	CompleteResponseStateDead      CompleteResponseState = "dead"
-	CompleteResponseStateDelayed   CompleteResponseState = "delayed"
-	CompleteResponseStatePending   CompleteResponseState = "pending"
-)
-
-// Valid indicates whether the value is a known member of the CompleteResponseState enum.
-func (e CompleteResponseState) Valid() bool {
-	switch e {
-	case CompleteResponseStateActive:
-		return true
-	case CompleteResponseStateCancelled:
-		return true
-	case CompleteResponseStateCompleted:
-		return true
-	case CompleteResponseStateDead:
-		return true
-	case CompleteResponseStateDelayed:
-		return true
-	case CompleteResponseStatePending:
-		return true
-	default:
-		return false
-	}
-}
-
 // Defines values for EventKind.
 const (
 	EventKindCancelRequested EventKind = "cancel_requested"
@@ -125,36 +95,6 @@ func (e EventKind) Valid() bool {
 	}
 }
 
-// Defines values for EventState.
-const (
-	EventStateActive    EventState = "active"
-	EventStateCancelled EventState = "cancelled"
-	EventStateCompleted EventState = "completed"
-	EventStateDead      EventState = "dead"
-	EventStateDelayed   EventState = "delayed"
-	EventStatePending   EventState = "pending"
-)
-
-// Valid indicates whether the value is a known member of the EventState enum.
-func (e EventState) Valid() bool {
-	switch e {
-	case EventStateActive:
-		return true
-	case EventStateCancelled:
-		return true
-	case EventStateCompleted:
-		return true
-	case EventStateDead:
-		return true
-	case EventStateDelayed:
-		return true
-	case EventStatePending:
-		return true
-	default:
-		return false
-	}
-}
-
 // Defines values for JobState.
 const (
 	JobStateActive    JobState = "active"
@@ -206,39 +146,13 @@ func (e WhoAmIRole) Valid() bool {
 	}
 }
 
-// Defines values for ListJobsParamsState.
-const (
-	ListJobsParamsStateActive    ListJobsParamsState = "active"
-	ListJobsParamsStateCancelled ListJobsParamsState = "cancelled"
-	ListJobsParamsStateCompleted ListJobsParamsState = "completed"
-	ListJobsParamsStateDead      ListJobsParamsState = "dead"
-	ListJobsParamsStateDelayed   ListJobsParamsState = "delayed"
-	ListJobsParamsStatePending   ListJobsParamsState = "pending"
-)
-
-// Valid indicates whether the value is a known member of the ListJobsParamsState enum.
-func (e ListJobsParamsState) Valid() bool {
-	switch e {
-	case ListJobsParamsStateActive:
-		return true
-	case ListJobsParamsStateCancelled:
-		return true
-	case ListJobsParamsStateCompleted:
-		return true
-	case ListJobsParamsStateDead:
-		return true
-	case ListJobsParamsStateDelayed:
-		return true
-	case ListJobsParamsStatePending:
-		return true
-	default:
-		return false
-	}
-}
-
 // Backoff defines model for Backoff.
 type Backoff struct {
-	DelayMs    *int64      `json:"delay_ms,omitempty"`
+	// DelayMs The first retry's delay; each later one doubles it for "exponential".
+	DelayMs *int64 `json:"delay_ms,omitempty"`
+
+	// MaxDelayMs The cap of the delay; when absent, one hour, or delay_ms when that is
+	// longer.
 	MaxDelayMs *int64      `json:"max_delay_ms,omitempty"`
 	Type       BackoffType `json:"type"`
 }
@@ -250,7 +164,7 @@ type BackoffType string
 type CancelRequest struct {
 	Reason *string `json:"reason,omitempty"`
 
-	// Token Token pins the cancel to one attempt: 409 EMQSTALE if the job is not
+	// Token Pins the cancel to one attempt: 409 EMQSTALE if the job is not
 	// held under it any more.
 	Token *int64 `json:"token,omitempty"`
 }
@@ -263,17 +177,30 @@ type CancellationResponse struct {
 
 // ClaimNext defines model for ClaimNext.
 type ClaimNext struct {
-	Count   *int    `json:"count,omitempty"`
-	LeaseMs *int64  `json:"lease_ms,omitempty"`
-	Worker  *string `json:"worker,omitempty"`
+	// Count How many jobs to claim at most; default 1.
+	Count *int `json:"count,omitempty"`
+
+	// LeaseMs How long each claimed job is leased, in ms; default 30000.
+	LeaseMs *int64 `json:"lease_ms,omitempty"`
+
+	// Worker The worker's name, kept on each claimed job (for operators).
+	Worker *string `json:"worker,omitempty"`
 }
 
 // ClaimRequest defines model for ClaimRequest.
 type ClaimRequest struct {
-	Count   *int    `json:"count,omitempty"`
-	LeaseMs *int64  `json:"lease_ms,omitempty"`
-	WaitMs  *int64  `json:"wait_ms,omitempty"`
-	Worker  *string `json:"worker,omitempty"`
+	// Count How many jobs to claim at most; default 1.
+	Count *int `json:"count,omitempty"`
+
+	// LeaseMs How long each claimed job is leased, in ms; default 30000.
+	LeaseMs *int64 `json:"lease_ms,omitempty"`
+
+	// WaitMs How long to wait for a job when none is pending, in ms; default 0
+	// (answer at once).
+	WaitMs *int64 `json:"wait_ms,omitempty"`
+
+	// Worker The worker's name, kept on each claimed job (for operators).
+	Worker *string `json:"worker,omitempty"`
 }
 
 // CompleteBatchRequest defines model for CompleteBatchRequest.
@@ -297,7 +224,7 @@ type CompleteBatchResponse_Results_Item struct {
 type CompleteItem struct {
 	Id string `json:"id"`
 
-	// Result Result is any JSON value, kept on the completed job.
+	// Result Any JSON value, kept on the completed job.
 	Result interface{} `json:"result,omitempty"`
 	Token  int64       `json:"token"`
 }
@@ -306,12 +233,12 @@ type CompleteItem struct {
 type CompleteRequest struct {
 	Claim *ClaimNext `json:"claim,omitempty"`
 
-	// Result Result is any JSON value, kept on the completed job.
+	// Result Any JSON value, kept on the completed job.
 	Result interface{} `json:"result,omitempty"`
 	Token  int64       `json:"token"`
 }
 
-// CompleteResponse defines model for CompleteResponse.
+// CompleteResponse The completed job; with claim-next, next holds the jobs claimed in the same step, each with its token.
 type CompleteResponse struct {
 	Attempts        int        `json:"attempts"`
 	CancelReason    *string    `json:"cancel_reason,omitempty"`
@@ -324,27 +251,26 @@ type CompleteResponse struct {
 	MaxAttempts     int        `json:"max_attempts"`
 	Next            *[]Job     `json:"next,omitempty"`
 
-	// Payload Payload, like Result and Progress, is any JSON value, given back as
-	// it was sent (digit for digit, insignificant whitespace removed).
+	// Payload Any JSON value, given back as it was sent (digit for digit,
+	// insignificant whitespace removed), as result and progress are.
 	Payload  interface{} `json:"payload"`
 	Priority int         `json:"priority"`
 
-	// Progress Progress is the last progress a lease extension stored: any JSON value.
+	// Progress The last progress a lease extension stored: any JSON value.
 	Progress interface{} `json:"progress,omitempty"`
 	Queue    string      `json:"queue"`
 
-	// Result Result is what the worker completed the job with: any JSON value.
-	Result    interface{}           `json:"result,omitempty"`
-	RunAt     *time.Time            `json:"run_at,omitempty"`
-	Stalled   int                   `json:"stalled"`
-	StartedAt *time.Time            `json:"started_at,omitempty"`
-	State     CompleteResponseState `json:"state"`
-	Token     *int64                `json:"token,omitempty"`
-	Worker    *string               `json:"worker,omitempty"`
-}
+	// Result What the worker completed the job with: any JSON value.
+	Result    interface{} `json:"result,omitempty"`
+	RunAt     *time.Time  `json:"run_at,omitempty"`
+	Stalled   int         `json:"stalled"`
+	StartedAt *time.Time  `json:"started_at,omitempty"`
 
-// CompleteResponseState defines model for CompleteResponse.State.
-type CompleteResponseState string
+	// State A job's state: pending (claimable), active (leased to a holder), delayed (until its run_at), or finished: completed, dead or cancelled.
+	State  JobState `json:"state"`
+	Token  *int64   `json:"token,omitempty"`
+	Worker *string  `json:"worker,omitempty"`
+}
 
 // EnqueueBatchRequest defines model for EnqueueBatchRequest.
 type EnqueueBatchRequest struct {
@@ -353,16 +279,28 @@ type EnqueueBatchRequest struct {
 
 // EnqueueRequest defines model for EnqueueRequest.
 type EnqueueRequest struct {
+	// Backoff The retry delay after a failed attempt; when absent, exponential from
+	// 1000 ms, capped at one hour.
 	Backoff *Backoff `json:"backoff,omitempty"`
-	DelayMs *int64   `json:"delay_ms,omitempty"`
 
-	// Id ID is the client's idempotency key; made by the server (UUIDv7) when absent.
-	Id          *string `json:"id,omitempty"`
-	MaxAttempts *int    `json:"max_attempts,omitempty"`
+	// DelayMs How long the job waits, delayed, before it may be claimed, in ms;
+	// default 0 (pending at once).
+	DelayMs *int64 `json:"delay_ms,omitempty"`
 
-	// Payload Payload is any JSON value, null included, at most 1 MiB by default.
-	Payload  interface{} `json:"payload"`
-	Priority *int        `json:"priority,omitempty"`
+	// Id The client's idempotency key; made by the server (UUIDv7) when absent.
+	// (api/specfix gives it the id pattern.)
+	Id *string `json:"id,omitempty"`
+
+	// MaxAttempts How many claims the job may have: a fail of the last one is dead.
+	// Default 3.
+	MaxAttempts *int `json:"max_attempts,omitempty"`
+
+	// Payload Any JSON value, null included, at most 1 MiB by default.
+	Payload interface{} `json:"payload"`
+
+	// Priority 0 to 9, lower first: a pending job of priority 0 is claimed before
+	// any of priority 1; FIFO within one priority. Default 0.
+	Priority *int `json:"priority,omitempty"`
 }
 
 // Event defines model for Event.
@@ -370,28 +308,27 @@ type Event struct {
 	Actor *string `json:"actor,omitempty"`
 
 	// At the Redis server's time of the change
-	At     time.Time   `json:"at"`
-	Count  *int64      `json:"count,omitempty"`
-	Error  *string     `json:"error,omitempty"`
-	JobId  *string     `json:"job_id,omitempty"`
-	Kind   EventKind   `json:"kind"`
-	Queue  string      `json:"queue"`
-	Reason *string     `json:"reason,omitempty"`
-	Role   *string     `json:"role,omitempty"`
-	State  *EventState `json:"state,omitempty"`
+	At     time.Time `json:"at"`
+	Count  *int64    `json:"count,omitempty"`
+	Error  *string   `json:"error,omitempty"`
+	JobId  *string   `json:"job_id,omitempty"`
+	Kind   EventKind `json:"kind"`
+	Queue  string    `json:"queue"`
+	Reason *string   `json:"reason,omitempty"`
+	Role   *string   `json:"role,omitempty"`
+
+	// State A job's state: pending (claimable), active (leased to a holder), delayed (until its run_at), or finished: completed, dead or cancelled.
+	State *JobState `json:"state,omitempty"`
 }
 
 // EventKind defines model for Event.Kind.
 type EventKind string
 
-// EventState defines model for Event.State.
-type EventState string
-
 // ExtendRequest defines model for ExtendRequest.
 type ExtendRequest struct {
 	LeaseMs int64 `json:"lease_ms"`
 
-	// Progress Progress is any JSON value, kept on the job (the last one wins).
+	// Progress Any JSON value, kept on the job (the last one wins).
 	Progress interface{} `json:"progress,omitempty"`
 	Token    int64       `json:"token"`
 }
@@ -405,13 +342,13 @@ type ExtendResponse struct {
 
 // FailRequest defines model for FailRequest.
 type FailRequest struct {
-	// Error Error is kept as last_error, cut at 4 KiB.
+	// Error What went wrong: kept as last_error, cut at 4 KiB.
 	Error string `json:"error"`
 
-	// Fatal Fatal dead-letters the job at once, with no retry.
+	// Fatal Dead-letters the job at once, with no retry.
 	Fatal *bool `json:"fatal,omitempty"`
 
-	// RetryInMs RetryInMs overrides the job's backoff for this retry.
+	// RetryInMs Overrides the job's backoff for this retry.
 	RetryInMs *int64 `json:"retry_in_ms,omitempty"`
 	Token     int64  `json:"token"`
 }
@@ -439,27 +376,26 @@ type Job struct {
 	LeaseExpiresAt  *time.Time `json:"lease_expires_at,omitempty"`
 	MaxAttempts     int        `json:"max_attempts"`
 
-	// Payload Payload, like Result and Progress, is any JSON value, given back as
-	// it was sent (digit for digit, insignificant whitespace removed).
+	// Payload Any JSON value, given back as it was sent (digit for digit,
+	// insignificant whitespace removed), as result and progress are.
 	Payload  interface{} `json:"payload"`
 	Priority int         `json:"priority"`
 
-	// Progress Progress is the last progress a lease extension stored: any JSON value.
+	// Progress The last progress a lease extension stored: any JSON value.
 	Progress interface{} `json:"progress,omitempty"`
 	Queue    string      `json:"queue"`
 
-	// Result Result is what the worker completed the job with: any JSON value.
+	// Result What the worker completed the job with: any JSON value.
 	Result    interface{} `json:"result,omitempty"`
 	RunAt     *time.Time  `json:"run_at,omitempty"`
 	Stalled   int         `json:"stalled"`
 	StartedAt *time.Time  `json:"started_at,omitempty"`
-	State     JobState    `json:"state"`
-	Token     *int64      `json:"token,omitempty"`
-	Worker    *string     `json:"worker,omitempty"`
-}
 
-// JobState defines model for Job.State.
-type JobState string
+	// State A job's state: pending (claimable), active (leased to a holder), delayed (until its run_at), or finished: completed, dead or cancelled.
+	State  JobState `json:"state"`
+	Token  *int64   `json:"token,omitempty"`
+	Worker *string  `json:"worker,omitempty"`
+}
 
 // JobList defines model for JobList.
 type JobList struct {
@@ -470,9 +406,12 @@ type JobList struct {
 type JobPage struct {
 	Jobs []Job `json:"jobs"`
 
-	// NextCursor NextCursor fetches the next page; null on the last one.
+	// NextCursor Fetches the next page; null on the last one.
 	NextCursor *string `json:"next_cursor"`
 }
+
+// JobState A job's state: pending (claimable), active (leased to a holder), delayed (until its run_at), or finished: completed, dead or cancelled.
+type JobState string
 
 // Problem defines model for Problem.
 type Problem struct {
@@ -487,7 +426,7 @@ type Problem struct {
 
 // Queue defines model for Queue.
 type Queue struct {
-	// Counts Counts holds how many jobs are in each state: pending, active,
+	// Counts Holds how many jobs are in each state: pending, active,
 	// delayed, completed, dead, cancelled.
 	Counts map[string]int `json:"counts"`
 	Name   string         `json:"name"`
@@ -496,7 +435,7 @@ type Queue struct {
 
 // QueueList defines model for QueueList.
 type QueueList struct {
-	// NextCursor NextCursor fetches the next page; null on the last one.
+	// NextCursor Fetches the next page; null on the last one.
 	NextCursor *string `json:"next_cursor"`
 	Queues     []Queue `json:"queues"`
 }
@@ -508,11 +447,11 @@ type Removed struct {
 
 // SweepRequest defines model for SweepRequest.
 type SweepRequest struct {
-	// Limit Limit is how many lapsed jobs to take at most.
+	// Limit How many lapsed jobs to take at most; default 1000.
 	Limit *int `json:"limit,omitempty"`
 
-	// MaxStalled MaxStalled is the stall count at which a job is dead-lettered; the
-	// service's EMQ_MAX_STALLED when absent.
+	// MaxStalled The stall count at which a job is dead-lettered; the
+	// service's EMQ_MAX_STALLED (default 2) when absent.
 	MaxStalled *int `json:"max_stalled,omitempty"`
 }
 
@@ -525,19 +464,19 @@ type SweepResponse struct {
 
 // WhoAmI defines model for WhoAmI.
 type WhoAmI struct {
-	// Key Key names the key as logs and events do: its role and a short hash of
+	// Key Names the key as logs and events do: its role and a short hash of
 	// it ("anonymous" while the API is open). Never the key itself.
 	Key string `json:"key"`
 
-	// Open Open is true when the service has no keys: everyone may do anything.
+	// Open True when the service has no keys: everyone may do anything.
 	Open bool `json:"open"`
 
-	// Role Role is the key's role: reader, worker or admin (admin while the API
+	// Role The key's role: reader, worker or admin (admin while the API
 	// is open).
 	Role WhoAmIRole `json:"role"`
 }
 
-// WhoAmIRole Role is the key's role: reader, worker or admin (admin while the API
+// WhoAmIRole The key's role: reader, worker or admin (admin while the API
 // is open).
 type WhoAmIRole string
 
@@ -640,7 +579,7 @@ type StreamEventsParams struct {
 // ListJobsParams defines parameters for ListJobs.
 type ListJobsParams struct {
 	// State the state to list
-	State ListJobsParamsState `form:"state" json:"state"`
+	State JobState `form:"state" json:"state"`
 
 	// Limit jobs per page
 	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
@@ -654,9 +593,6 @@ type ListJobsParams struct {
 	// XEMQSignature Instead of a bearer key: sha256= and the hex HMAC-SHA256, under a key of EMQ_API_KEYS, of "<X-EMQ-Timestamp>.<METHOD>.<path and query>.<body>". Each signature is accepted once: a sender that retries signs again.
 	XEMQSignature *Signature `json:"X-EMQ-Signature,omitempty"`
 }
-
-// ListJobsParamsState defines parameters for ListJobs.
-type ListJobsParamsState string
 
 // EnqueueJobParams defines parameters for EnqueueJob.
 type EnqueueJobParams struct {

@@ -70,7 +70,7 @@ func TestGeneratedClientWorksAQueue(t *testing.T) {
 		fin, err := c.CompleteJobWithResponse(ctx, queue, job.Id, nil, goclient.CompleteRequest{
 			Token: *job.Token, Result: map[string]bool{"ok": true},
 			Claim: &goclient.ClaimNext{Count: ptr(1), LeaseMs: ptr(int64(30000))}})
-		if err != nil || fin.JSON200 == nil || fin.JSON200.State != goclient.CompleteResponseStateCompleted {
+		if err != nil || fin.JSON200 == nil || fin.JSON200.State != goclient.JobStateCompleted {
 			t.Fatalf("complete %s: %v %s", job.Id, err, fin.Body)
 		}
 		done[job.Id] = true

@@ -19,7 +19,9 @@
 // that the handlers' annotations say only what is their own, and says the
 // security swag cannot (security.go): the open default, and the HMAC
 // signature as the headers a client computes; and closes the request
-// schemas to unknown fields, as the service does (closed.go).
+// schemas to unknown fields, as the service does (closed.go); and names the
+// shapes swag writes out more than once (shapes.go): the job states, and
+// CompleteResponse as a Job with its next jobs.
 //
 // api/generate.sh runs it on swag's output; nothing else edits the spec.
 package main
@@ -56,6 +58,12 @@ func run(in io.Reader, out io.Writer) error {
 	}
 	closeRequests(&doc)
 	patternNames(&doc)
+	if err := nameJobState(&doc); err != nil {
+		return err
+	}
+	if err := completeAsJob(&doc); err != nil {
+		return err
+	}
 	dropUnused(&doc)
 	var buf bytes.Buffer
 	enc := yaml.NewEncoder(&buf)

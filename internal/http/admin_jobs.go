@@ -12,7 +12,7 @@ import (
 // JobPage is a page of a listing of jobs.
 type JobPage struct {
 	Jobs []Job `json:"jobs" binding:"required"`
-	// NextCursor fetches the next page; null on the last one.
+	// Fetches the next page; null on the last one.
 	NextCursor *string `json:"next_cursor" binding:"required" extensions:"x-nullable"`
 } // @name JobPage
 

@@ -8,12 +8,20 @@ import (
 	"github.com/echo-mq/echo_mq/internal/rediserr"
 )
 
-// ClaimRequest asks for jobs, waiting up to WaitMs for one to come.
+// ClaimRequest asks for jobs, waiting up to wait_ms for one to come.
+//
+// Defaults are said in the descriptions, not as "default": openapi-typescript
+// makes a property with a default required in its types.
 type ClaimRequest struct {
+	// How long each claimed job is leased, in ms; default 30000.
 	LeaseMs *int64 `json:"lease_ms,omitempty" format:"int64" validate:"omitnil,min=100,max=86400000" example:"30000"`
-	Count   *int   `json:"count,omitempty" validate:"omitnil,min=1,max=100" example:"1"`
-	WaitMs  int64  `json:"wait_ms,omitempty" format:"int64" validate:"min=0,max=30000" example:"10000"`
-	Worker  string `json:"worker,omitempty" validate:"max=200" example:"worker-1"`
+	// How many jobs to claim at most; default 1.
+	Count *int `json:"count,omitempty" validate:"omitnil,min=1,max=100" example:"1"`
+	// How long to wait for a job when none is pending, in ms; default 0
+	// (answer at once).
+	WaitMs int64 `json:"wait_ms,omitempty" format:"int64" validate:"min=0,max=30000" example:"10000"`
+	// The worker's name, kept on each claimed job (for operators).
+	Worker string `json:"worker,omitempty" validate:"max=200" example:"worker-1"`
 } // @name ClaimRequest
 
 // handleClaim godoc

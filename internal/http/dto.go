@@ -19,12 +19,12 @@ type Job struct {
 	ID    string `json:"id" binding:"required" example:"0190f8a2-7c4e-7d2a-9b1e-3f5c2a1b0c9d"`
 	Queue string `json:"queue" binding:"required" example:"emails"`
 	State string `json:"state" binding:"required" enums:"pending,active,delayed,completed,dead,cancelled" example:"active"`
-	// Payload, like Result and Progress, is any JSON value, given back as
-	// it was sent (digit for digit, insignificant whitespace removed).
+	// Any JSON value, given back as it was sent (digit for digit,
+	// insignificant whitespace removed), as result and progress are.
 	Payload json.RawMessage `json:"payload" binding:"required" swaggertype:"object" extensions:"x-any-json"`
-	// Result is what the worker completed the job with: any JSON value.
+	// What the worker completed the job with: any JSON value.
 	Result json.RawMessage `json:"result,omitempty" swaggertype:"object" extensions:"x-any-json"`
-	// Progress is the last progress a lease extension stored: any JSON value.
+	// The last progress a lease extension stored: any JSON value.
 	Progress        json.RawMessage `json:"progress,omitempty" swaggertype:"object" extensions:"x-any-json"`
 	Priority        int             `json:"priority" binding:"required" example:"0"`
 	Attempts        int             `json:"attempts" binding:"required" example:"1"`

@@ -11,22 +11,33 @@ import (
 
 // EnqueueRequest is one job to enqueue.
 type EnqueueRequest struct {
-	// ID is the client's idempotency key; made by the server (UUIDv7) when absent.
-	ID string `json:"id,omitempty" validate:"omitempty,jobid" minLength:"1" maxLength:"128" pattern:"^[A-Za-z0-9._:-]+$" example:"order-1234"`
-	// Payload is any JSON value, null included, at most 1 MiB by default.
-	Payload     json.RawMessage `json:"payload" validate:"required" swaggertype:"object" extensions:"x-any-json"`
-	Priority    int             `json:"priority,omitempty" validate:"min=0,max=9" example:"0"`
-	DelayMs     int64           `json:"delay_ms,omitempty" format:"int64" validate:"min=0,max=31536000000" example:"0"`
-	MaxAttempts *int            `json:"max_attempts,omitempty" validate:"omitnil,min=1,max=1000" example:"3"`
-	Backoff     *BackoffRequest `json:"backoff,omitempty"`
+	// The client's idempotency key; made by the server (UUIDv7) when absent.
+	// (api/specfix gives it the id pattern.)
+	ID string `json:"id,omitempty" validate:"omitempty,jobid" minLength:"1" maxLength:"128" example:"order-1234"`
+	// Any JSON value, null included, at most 1 MiB by default.
+	Payload json.RawMessage `json:"payload" validate:"required" swaggertype:"object" extensions:"x-any-json"`
+	// 0 to 9, lower first: a pending job of priority 0 is claimed before
+	// any of priority 1; FIFO within one priority. Default 0.
+	Priority int `json:"priority,omitempty" validate:"min=0,max=9" example:"0"`
+	// How long the job waits, delayed, before it may be claimed, in ms;
+	// default 0 (pending at once).
+	DelayMs int64 `json:"delay_ms,omitempty" format:"int64" validate:"min=0,max=31536000000" example:"0"`
+	// How many claims the job may have: a fail of the last one is dead.
+	// Default 3.
+	MaxAttempts *int `json:"max_attempts,omitempty" validate:"omitnil,min=1,max=1000" example:"3"`
+	// The retry delay after a failed attempt; when absent, exponential from
+	// 1000 ms, capped at one hour.
+	Backoff *BackoffRequest `json:"backoff,omitempty"`
 } // @name EnqueueRequest
 
-// BackoffRequest is the retry delay after a failed attempt: DelayMs, doubled
-// per attempt for "exponential", capped at MaxDelayMs (default: one hour, or
-// DelayMs when that is longer).
+// BackoffRequest is the retry delay after a failed attempt: delay_ms,
+// doubled per attempt for "exponential", capped at max_delay_ms.
 type BackoffRequest struct {
-	Type       string `json:"type" validate:"required,oneof=exponential fixed" enums:"exponential,fixed"`
-	DelayMs    int64  `json:"delay_ms" format:"int64" validate:"min=0,max=86400000" example:"1000"`
+	Type string `json:"type" validate:"required,oneof=exponential fixed" enums:"exponential,fixed"`
+	// The first retry's delay; each later one doubles it for "exponential".
+	DelayMs int64 `json:"delay_ms" format:"int64" validate:"min=0,max=86400000" example:"1000"`
+	// The cap of the delay; when absent, one hour, or delay_ms when that is
+	// longer.
 	MaxDelayMs *int64 `json:"max_delay_ms,omitempty" format:"int64" validate:"omitnil,min=0,max=604800000,gtefield=DelayMs" example:"3600000"`
 } // @name Backoff
 

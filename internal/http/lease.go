@@ -12,9 +12,12 @@ func ms(n int64) time.Duration { return time.Duration(n) * time.Millisecond }
 
 // ClaimNext asks a complete to claim the worker's next jobs in the same step.
 type ClaimNext struct {
-	Count   *int   `json:"count,omitempty" validate:"omitnil,min=1,max=100" example:"1"`
+	// How many jobs to claim at most; default 1.
+	Count *int `json:"count,omitempty" validate:"omitnil,min=1,max=100" example:"1"`
+	// How long each claimed job is leased, in ms; default 30000.
 	LeaseMs *int64 `json:"lease_ms,omitempty" format:"int64" validate:"omitnil,min=100,max=86400000" example:"30000"`
-	Worker  string `json:"worker,omitempty" validate:"max=200" example:"worker-1"`
+	// The worker's name, kept on each claimed job (for operators).
+	Worker string `json:"worker,omitempty" validate:"max=200" example:"worker-1"`
 } // @name ClaimNext
 
 // params turns a claim-next into lease.ClaimParams; nil asks for none.
@@ -36,7 +39,7 @@ func (c *ClaimNext) params() *lease.ClaimParams {
 type ExtendRequest struct {
 	Token   int64 `json:"token" format:"int64" validate:"required,gt=0" example:"42"`
 	LeaseMs int64 `json:"lease_ms" format:"int64" validate:"required,min=100,max=86400000" example:"30000"`
-	// Progress is any JSON value, kept on the job (the last one wins).
+	// Any JSON value, kept on the job (the last one wins).
 	Progress json.RawMessage `json:"progress,omitempty" swaggertype:"object" extensions:"x-any-json"`
 } // @name ExtendRequest
 
@@ -94,7 +97,7 @@ func (s *server) handleLeaseExtend(w http.ResponseWriter, r *http.Request) {
 // CompleteRequest finishes a job, and may claim the next ones.
 type CompleteRequest struct {
 	Token int64 `json:"token" format:"int64" validate:"required,gt=0" example:"42"`
-	// Result is any JSON value, kept on the completed job.
+	// Any JSON value, kept on the completed job.
 	Result json.RawMessage `json:"result,omitempty" swaggertype:"object" extensions:"x-any-json"`
 	Claim  *ClaimNext      `json:"claim,omitempty"`
 } // @name CompleteRequest
@@ -154,7 +157,7 @@ func (s *server) handleComplete(w http.ResponseWriter, r *http.Request) {
 type CompleteItem struct {
 	ID    string `json:"id" validate:"required,jobid" minLength:"1" maxLength:"128" pattern:"^[A-Za-z0-9._:-]+$" example:"order-1234"`
 	Token int64  `json:"token" format:"int64" validate:"required,gt=0" example:"42"`
-	// Result is any JSON value, kept on the completed job.
+	// Any JSON value, kept on the completed job.
 	Result json.RawMessage `json:"result,omitempty" swaggertype:"object" extensions:"x-any-json"`
 } // @name CompleteItem
 
@@ -231,11 +234,11 @@ func (s *server) handleCompleteBatch(w http.ResponseWriter, r *http.Request) {
 // FailRequest reports a failed attempt.
 type FailRequest struct {
 	Token int64 `json:"token" format:"int64" validate:"required,gt=0" example:"42"`
-	// Error is kept as last_error, cut at 4 KiB.
+	// What went wrong: kept as last_error, cut at 4 KiB.
 	Error *string `json:"error" validate:"required" example:"SMTP timeout"`
-	// RetryInMs overrides the job's backoff for this retry.
+	// Overrides the job's backoff for this retry.
 	RetryInMs *int64 `json:"retry_in_ms,omitempty" format:"int64" validate:"omitnil,min=0,max=31536000000" example:"5000"`
-	// Fatal dead-letters the job at once, with no retry.
+	// Dead-letters the job at once, with no retry.
 	Fatal bool `json:"fatal,omitempty"`
 } // @name FailRequest
 
@@ -330,7 +333,7 @@ func (s *server) handleCancellation(w http.ResponseWriter, r *http.Request) {
 // CancelRequest asks a job to stop.
 type CancelRequest struct {
 	Reason string `json:"reason,omitempty" validate:"max=4096" example:"customer asked"`
-	// Token pins the cancel to one attempt: 409 EMQSTALE if the job is not
+	// Pins the cancel to one attempt: 409 EMQSTALE if the job is not
 	// held under it any more.
 	Token *int64 `json:"token,omitempty" format:"int64" validate:"omitnil,gt=0" example:"42"`
 } // @name CancelRequest

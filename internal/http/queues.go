@@ -11,7 +11,7 @@ import (
 type Queue struct {
 	Name   string `json:"name" binding:"required" example:"emails"`
 	Paused bool   `json:"paused" binding:"required"`
-	// Counts holds how many jobs are in each state: pending, active,
+	// Holds how many jobs are in each state: pending, active,
 	// delayed, completed, dead, cancelled.
 	Counts map[string]int64 `json:"counts" format:"int64" binding:"required"`
 } // @name Queue
@@ -19,7 +19,7 @@ type Queue struct {
 // QueueList is a page of queues.
 type QueueList struct {
 	Queues []Queue `json:"queues" binding:"required"`
-	// NextCursor fetches the next page; null on the last one.
+	// Fetches the next page; null on the last one.
 	NextCursor *string `json:"next_cursor" binding:"required" extensions:"x-nullable"`
 } // @name QueueList
 

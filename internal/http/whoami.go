@@ -9,13 +9,13 @@ import (
 // WhoAmI is what the service knows of the key a request came with, so that
 // a dashboard can offer only what the key may do.
 type WhoAmI struct {
-	// Role is the key's role: reader, worker or admin (admin while the API
+	// The key's role: reader, worker or admin (admin while the API
 	// is open).
 	Role string `json:"role" binding:"required" enums:"reader,worker,admin" example:"admin"`
-	// Key names the key as logs and events do: its role and a short hash of
+	// Names the key as logs and events do: its role and a short hash of
 	// it ("anonymous" while the API is open). Never the key itself.
 	Key string `json:"key" binding:"required" example:"admin-1f2e3d4c"`
-	// Open is true when the service has no keys: everyone may do anything.
+	// True when the service has no keys: everyone may do anything.
 	Open bool `json:"open" binding:"required" example:"false"`
 } // @name WhoAmI
 

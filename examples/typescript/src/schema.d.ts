@@ -483,11 +483,14 @@ export interface components {
         Backoff: {
             /**
              * Format: int64
+             * @description The first retry's delay; each later one doubles it for "exponential".
              * @example 1000
              */
             delay_ms?: number;
             /**
              * Format: int64
+             * @description The cap of the delay; when absent, one hour, or delay_ms when that is
+             *     longer.
              * @example 3600000
              */
             max_delay_ms?: number;
@@ -499,7 +502,7 @@ export interface components {
             reason?: string;
             /**
              * Format: int64
-             * @description Token pins the cancel to one attempt: 409 EMQSTALE if the job is not
+             * @description Pins the cancel to one attempt: 409 EMQSTALE if the job is not
              *     held under it any more.
              * @example 42
              */
@@ -510,30 +513,46 @@ export interface components {
             cancel_requested: boolean;
         };
         ClaimNext: {
-            /** @example 1 */
+            /**
+             * @description How many jobs to claim at most; default 1.
+             * @example 1
+             */
             count?: number;
             /**
              * Format: int64
+             * @description How long each claimed job is leased, in ms; default 30000.
              * @example 30000
              */
             lease_ms?: number;
-            /** @example worker-1 */
+            /**
+             * @description The worker's name, kept on each claimed job (for operators).
+             * @example worker-1
+             */
             worker?: string;
         };
         ClaimRequest: {
-            /** @example 1 */
+            /**
+             * @description How many jobs to claim at most; default 1.
+             * @example 1
+             */
             count?: number;
             /**
              * Format: int64
+             * @description How long each claimed job is leased, in ms; default 30000.
              * @example 30000
              */
             lease_ms?: number;
             /**
              * Format: int64
+             * @description How long to wait for a job when none is pending, in ms; default 0
+             *     (answer at once).
              * @example 10000
              */
             wait_ms?: number;
-            /** @example worker-1 */
+            /**
+             * @description The worker's name, kept on each claimed job (for operators).
+             * @example worker-1
+             */
             worker?: string;
         };
         CompleteBatchRequest: {
@@ -547,7 +566,7 @@ export interface components {
         CompleteItem: {
             /** @example order-1234 */
             id: string;
-            /** @description Result is any JSON value, kept on the completed job. */
+            /** @description Any JSON value, kept on the completed job. */
             result?: unknown;
             /**
              * Format: int64
@@ -557,7 +576,7 @@ export interface components {
         };
         CompleteRequest: {
             claim?: components["schemas"]["ClaimNext"];
-            /** @description Result is any JSON value, kept on the completed job. */
+            /** @description Any JSON value, kept on the completed job. */
             result?: unknown;
             /**
              * Format: int64
@@ -565,78 +584,45 @@ export interface components {
              */
             token: number;
         };
-        CompleteResponse: {
-            /** @example 1 */
-            attempts: number;
-            cancel_reason?: string;
-            cancel_requested: boolean;
-            /**
-             * Format: date-time
-             * @example 2026-11-29T19:06:37.123Z
-             */
-            created_at: string;
-            /** Format: date-time */
-            finished_at?: string;
-            /** @example 0190f8a2-7c4e-7d2a-9b1e-3f5c2a1b0c9d */
-            id: string;
-            last_error?: string;
-            /** Format: date-time */
-            lease_expires_at?: string;
-            /** @example 3 */
-            max_attempts: number;
+        /** @description The completed job; with claim-next, next holds the jobs claimed in the same step, each with its token. */
+        CompleteResponse: components["schemas"]["Job"] & {
             next?: components["schemas"]["Job"][];
-            /**
-             * @description Payload, like Result and Progress, is any JSON value, given back as
-             *     it was sent (digit for digit, insignificant whitespace removed).
-             */
-            payload: unknown;
-            /** @example 0 */
-            priority: number;
-            /** @description Progress is the last progress a lease extension stored: any JSON value. */
-            progress?: unknown;
-            /** @example emails */
-            queue: string;
-            /** @description Result is what the worker completed the job with: any JSON value. */
-            result?: unknown;
-            /** Format: date-time */
-            run_at?: string;
-            /** @example 0 */
-            stalled: number;
-            /** Format: date-time */
-            started_at?: string;
-            /**
-             * @example active
-             * @enum {string}
-             */
-            state: "pending" | "active" | "delayed" | "completed" | "dead" | "cancelled";
-            /**
-             * Format: int64
-             * @example 42
-             */
-            token?: number;
-            /** @example worker-1 */
-            worker?: string;
         };
         EnqueueBatchRequest: {
             jobs: components["schemas"]["EnqueueRequest"][];
         };
         EnqueueRequest: {
+            /**
+             * @description The retry delay after a failed attempt; when absent, exponential from
+             *     1000 ms, capped at one hour.
+             */
             backoff?: components["schemas"]["Backoff"];
             /**
              * Format: int64
+             * @description How long the job waits, delayed, before it may be claimed, in ms;
+             *     default 0 (pending at once).
              * @example 0
              */
             delay_ms?: number;
             /**
-             * @description ID is the client's idempotency key; made by the server (UUIDv7) when absent.
+             * @description The client's idempotency key; made by the server (UUIDv7) when absent.
+             *     (api/specfix gives it the id pattern.)
              * @example order-1234
              */
             id?: string;
-            /** @example 3 */
+            /**
+             * @description How many claims the job may have: a fail of the last one is dead.
+             *     Default 3.
+             * @example 3
+             */
             max_attempts?: number;
-            /** @description Payload is any JSON value, null included, at most 1 MiB by default. */
+            /** @description Any JSON value, null included, at most 1 MiB by default. */
             payload: unknown;
-            /** @example 0 */
+            /**
+             * @description 0 to 9, lower first: a pending job of priority 0 is claimed before
+             *     any of priority 1; FIFO within one priority. Default 0.
+             * @example 0
+             */
             priority?: number;
         };
         Event: {
@@ -668,11 +654,8 @@ export interface components {
             reason?: string;
             /** @example admin */
             role?: string;
-            /**
-             * @example completed
-             * @enum {string}
-             */
-            state?: "pending" | "active" | "delayed" | "completed" | "dead" | "cancelled";
+            /** @example completed */
+            state?: components["schemas"]["JobState"];
         };
         ExtendRequest: {
             /**
@@ -680,7 +663,7 @@ export interface components {
              * @example 30000
              */
             lease_ms: number;
-            /** @description Progress is any JSON value, kept on the job (the last one wins). */
+            /** @description Any JSON value, kept on the job (the last one wins). */
             progress?: unknown;
             /**
              * Format: int64
@@ -699,15 +682,15 @@ export interface components {
         };
         FailRequest: {
             /**
-             * @description Error is kept as last_error, cut at 4 KiB.
+             * @description What went wrong: kept as last_error, cut at 4 KiB.
              * @example SMTP timeout
              */
             error: string;
-            /** @description Fatal dead-letters the job at once, with no retry. */
+            /** @description Dead-letters the job at once, with no retry. */
             fatal?: boolean;
             /**
              * Format: int64
-             * @description RetryInMs overrides the job's backoff for this retry.
+             * @description Overrides the job's backoff for this retry.
              * @example 5000
              */
             retry_in_ms?: number;
@@ -747,17 +730,17 @@ export interface components {
             /** @example 3 */
             max_attempts: number;
             /**
-             * @description Payload, like Result and Progress, is any JSON value, given back as
-             *     it was sent (digit for digit, insignificant whitespace removed).
+             * @description Any JSON value, given back as it was sent (digit for digit,
+             *     insignificant whitespace removed), as result and progress are.
              */
             payload: unknown;
             /** @example 0 */
             priority: number;
-            /** @description Progress is the last progress a lease extension stored: any JSON value. */
+            /** @description The last progress a lease extension stored: any JSON value. */
             progress?: unknown;
             /** @example emails */
             queue: string;
-            /** @description Result is what the worker completed the job with: any JSON value. */
+            /** @description What the worker completed the job with: any JSON value. */
             result?: unknown;
             /** Format: date-time */
             run_at?: string;
@@ -765,11 +748,8 @@ export interface components {
             stalled: number;
             /** Format: date-time */
             started_at?: string;
-            /**
-             * @example active
-             * @enum {string}
-             */
-            state: "pending" | "active" | "delayed" | "completed" | "dead" | "cancelled";
+            /** @example active */
+            state: components["schemas"]["JobState"];
             /**
              * Format: int64
              * @example 42
@@ -783,9 +763,14 @@ export interface components {
         };
         JobPage: {
             jobs: components["schemas"]["Job"][];
-            /** @description NextCursor fetches the next page; null on the last one. */
+            /** @description Fetches the next page; null on the last one. */
             next_cursor: string | null;
         };
+        /**
+         * @description A job's state: pending (claimable), active (leased to a holder), delayed (until its run_at), or finished: completed, dead or cancelled.
+         * @enum {string}
+         */
+        JobState: "pending" | "active" | "delayed" | "completed" | "dead" | "cancelled";
         Problem: {
             /** @example EMQSTALE */
             code: string;
@@ -804,7 +789,7 @@ export interface components {
         Queue: {
             /**
              * Format: int64
-             * @description Counts holds how many jobs are in each state: pending, active,
+             * @description Holds how many jobs are in each state: pending, active,
              *     delayed, completed, dead, cancelled.
              */
             counts: {
@@ -815,7 +800,7 @@ export interface components {
             paused: boolean;
         };
         QueueList: {
-            /** @description NextCursor fetches the next page; null on the last one. */
+            /** @description Fetches the next page; null on the last one. */
             next_cursor: string | null;
             queues: components["schemas"]["Queue"][];
         };
@@ -825,13 +810,13 @@ export interface components {
         };
         SweepRequest: {
             /**
-             * @description Limit is how many lapsed jobs to take at most.
+             * @description How many lapsed jobs to take at most; default 1000.
              * @example 1000
              */
             limit?: number;
             /**
-             * @description MaxStalled is the stall count at which a job is dead-lettered; the
-             *     service's EMQ_MAX_STALLED when absent.
+             * @description The stall count at which a job is dead-lettered; the
+             *     service's EMQ_MAX_STALLED (default 2) when absent.
              * @example 2
              */
             max_stalled?: number;
@@ -843,18 +828,18 @@ export interface components {
         };
         WhoAmI: {
             /**
-             * @description Key names the key as logs and events do: its role and a short hash of
+             * @description Names the key as logs and events do: its role and a short hash of
              *     it ("anonymous" while the API is open). Never the key itself.
              * @example admin-1f2e3d4c
              */
             key: string;
             /**
-             * @description Open is true when the service has no keys: everyone may do anything.
+             * @description True when the service has no keys: everyone may do anything.
              * @example false
              */
             open: boolean;
             /**
-             * @description Role is the key's role: reader, worker or admin (admin while the API
+             * @description The key's role: reader, worker or admin (admin while the API
              *     is open).
              * @example admin
              * @enum {string}
@@ -1552,7 +1537,7 @@ export interface operations {
         parameters: {
             query: {
                 /** @description the state to list */
-                state: "pending" | "active" | "delayed" | "completed" | "dead" | "cancelled";
+                state: components["schemas"]["JobState"];
                 /** @description jobs per page */
                 limit?: number;
                 /** @description next_cursor of the previous page */
