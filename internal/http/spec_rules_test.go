@@ -1,0 +1,263 @@
+package http_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/getkin/kin-openapi/openapi3"
+
+	"github.com/echo-mq/echo_mq/api"
+	"github.com/echo-mq/echo_mq/internal/redistest"
+)
+
+// TestSpecRulesHold holds the service to the rules api/openapi.yaml
+// states for every request body, so that a request the spec accepts is one
+// the service accepts: for each operation it sends a body of the required
+// fields made from the spec's own examples, then for each field (nested
+// objects too) the boundary values the spec states (minimum and maximum,
+// maxLength, each enum value, minItems and maxItems), and expects each
+// accepted; then the values just outside them, an enum value that is not
+// one, and an unknown field, and expects each refused 400 EMQINVALID.
+// "Accepted" means not refused as invalid: an extend of a job that does
+// not exist is 404 EMQGONE, which is the spec's answer too.
+func TestSpecRulesHold(t *testing.T) {
+	doc, err := openapi3.NewLoader().LoadFromData(api.Spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newHarness(t, redistest.Client(t))
+	q := redistest.Queue(t)
+	// Jobs to claim, so that a claim answers at once rather than wait its
+	// wait_ms out (up to the 30 s its maximum allows).
+	for range 3 {
+		jobs := make([]map[string]any, 1000)
+		for i := range jobs {
+			jobs[i] = map[string]any{"payload": i}
+		}
+		must[struct{}](t, h.do(t, http.MethodPost, jobsPath(q)+"/batch", map[string]any{"jobs": jobs}), http.StatusOK)
+	}
+	checked := 0
+	for _, p := range slices.Sorted(maps.Keys(doc.Paths.Map())) {
+		item := doc.Paths.Value(p)
+		for method, op := range item.Operations() {
+			if op.RequestBody == nil || op.RequestBody.Value.Content.Get("application/json") == nil {
+				continue
+			}
+			schema := op.RequestBody.Value.Content.Get("application/json").Schema.Value
+			url := strings.NewReplacer("{queue}", q, "{id}", "no-such-job").Replace(p)
+			r := rules{t: t, h: h, method: method, url: url, op: op.OperationID}
+			base := r.base(schema)
+			r.accepted("its required fields", base)
+			r.fields(base, nil, schema)
+			unknown := clone(base)
+			unknown["zz_not_a_field"] = 1
+			r.refused("an unknown field", unknown)
+			checked++
+		}
+	}
+	if checked < 9 {
+		t.Fatalf("checked %d operations with a body, want every one (at least 9)", checked)
+	}
+}
+
+// rules sends one operation's bodies.
+type rules struct {
+	t               *testing.T
+	h               *harness
+	method, url, op string
+}
+
+func (r rules) send(body map[string]any) reply {
+	r.t.Helper()
+	return r.h.do(r.t, r.method, r.url, body)
+}
+
+func (r rules) accepted(what string, body map[string]any) {
+	r.t.Helper()
+	if rep := r.send(body); rep.Status == http.StatusBadRequest {
+		r.t.Errorf("%s with %s: the spec accepts %s, the service answered %s", r.op, what, mustJSON(body), rep)
+	}
+}
+
+func (r rules) refused(what string, body map[string]any) {
+	r.t.Helper()
+	rep := r.send(body)
+	if rep.Status != http.StatusBadRequest || !strings.Contains(string(rep.Body), `"code":"EMQINVALID"`) {
+		r.t.Errorf("%s with %s: the spec refuses %s, the service answered %s", r.op, what, mustJSON(body), rep)
+	}
+}
+
+// base is an object of the schema's required fields, each its example or
+// the least value its schema allows.
+func (r rules) base(s *openapi3.Schema) map[string]any {
+	out := map[string]any{}
+	for _, name := range s.Required {
+		out[name] = r.value(s.Properties[name].Value)
+	}
+	return out
+}
+
+// value is a valid value of s: its example, or the least it allows.
+func (r rules) value(s *openapi3.Schema) any {
+	switch {
+	case s.Example != nil:
+		return s.Example
+	case len(s.Enum) > 0:
+		return s.Enum[0]
+	case s.Type == nil || len(s.Type.Slice()) == 0:
+		return map[string]any{"any": "json"} // any JSON value
+	case s.Type.Is("object"):
+		return r.base(s)
+	case s.Type.Is("array"):
+		return []any{r.value(s.Items.Value)}
+	case s.Type.Is("integer"), s.Type.Is("number"):
+		if s.Min != nil {
+			return *s.Min
+		}
+		return 1
+	case s.Type.Is("boolean"):
+		return false
+	default:
+		return strings.Repeat("a", int(max(s.MinLength, 1)))
+	}
+}
+
+// fields checks each field of object schema s, at path within body.
+func (r rules) fields(body map[string]any, path []string, s *openapi3.Schema) {
+	r.t.Helper()
+	for _, name := range slices.Sorted(maps.Keys(s.Properties)) {
+		f := s.Properties[name].Value
+		at := append(slices.Clone(path), name)
+		with := func(v any) map[string]any { return set(body, at, v) }
+		what := func(v any) string { return fmt.Sprintf("%s = %s", strings.Join(at, "."), mustJSON(v)) }
+		for _, v := range r.inside(f) {
+			r.accepted(what(v), with(v))
+		}
+		for _, v := range outside(f) {
+			r.refused(what(v), with(v))
+		}
+		if f.Type != nil && f.Type.Is("object") && len(f.Properties) > 0 {
+			nested := with(r.base(f))
+			r.fields(nested, at, f)
+		}
+	}
+}
+
+// inside are the boundary values the spec states for s, and its example.
+func (r rules) inside(s *openapi3.Schema) []any {
+	var vs []any
+	if s.Example != nil {
+		vs = append(vs, s.Example)
+	}
+	for _, e := range s.Enum {
+		vs = append(vs, e)
+	}
+	if s.Min != nil {
+		vs = append(vs, *s.Min)
+	}
+	if s.Max != nil {
+		vs = append(vs, *s.Max)
+	}
+	if s.MaxLength != nil && s.Pattern == "" {
+		vs = append(vs, strings.Repeat("a", int(*s.MaxLength)))
+	}
+	if s.MaxItems != nil {
+		items := make([]any, *s.MaxItems)
+		for i := range items {
+			items[i] = r.value(s.Items.Value)
+		}
+		vs = append(vs, items)
+	}
+	return vs
+}
+
+// outside are values just outside what the spec states for s.
+func outside(s *openapi3.Schema) []any {
+	var vs []any
+	if len(s.Enum) > 0 {
+		vs = append(vs, "not-one-of-them")
+	}
+	if s.Min != nil {
+		vs = append(vs, *s.Min-1)
+	}
+	if s.Max != nil {
+		vs = append(vs, *s.Max+1)
+	}
+	if s.MaxLength != nil {
+		vs = append(vs, strings.Repeat("a", int(*s.MaxLength)+1))
+	}
+	if s.MinItems > 0 {
+		vs = append(vs, []any{})
+	}
+	if s.Pattern != "" {
+		vs = append(vs, "not valid!")
+	}
+	return vs
+}
+
+// set is a copy of body with the field at path set to v.
+func set(body map[string]any, path []string, v any) map[string]any {
+	out := clone(body)
+	m := out
+	for _, k := range path[:len(path)-1] {
+		inner, _ := m[k].(map[string]any)
+		inner = clone(inner)
+		m[k] = inner
+		m = inner
+	}
+	m[path[len(path)-1]] = v
+	return out
+}
+
+func clone(m map[string]any) map[string]any {
+	out := make(map[string]any, len(m))
+	maps.Copy(out, m)
+	return out
+}
+
+func mustJSON(v any) string {
+	b, _ := json.Marshal(v)
+	if len(b) > 120 {
+		return string(b[:117]) + "..."
+	}
+	return string(b)
+}
+
+// TestSpecPathRules: the queue name and job id the spec's patterns and
+// lengths accept are the ones the service accepts, and the ones just
+// outside are refused 400 EMQINVALID ("batch" too: it names the batch
+// enqueue route, and is no job's id).
+func TestSpecPathRules(t *testing.T) {
+	h := newHarness(t, redistest.Client(t))
+	q := redistest.Queue(t)
+	for _, c := range []struct {
+		path   string
+		status int
+	}{
+		{"/queues/" + strings.Repeat("a", 100), http.StatusOK},
+		{"/queues/a.b_c-9", http.StatusOK},
+		{"/queues/" + strings.Repeat("a", 101), http.StatusBadRequest},
+		{"/queues/a%20b", http.StatusBadRequest},
+		{"/queues/a:b", http.StatusBadRequest},
+		{"/queues/...", http.StatusBadRequest},
+		{jobPath(q, strings.Repeat("i", 128)), http.StatusNotFound},
+		{jobPath(q, "order:1.a_b-9"), http.StatusNotFound},
+		{jobPath(q, strings.Repeat("i", 129)), http.StatusBadRequest},
+		{jobPath(q, "..."), http.StatusBadRequest},
+		{jobPath(q, "a%20b"), http.StatusBadRequest},
+		{jobPath(q, "batch"), http.StatusBadRequest},
+	} {
+		rep := h.do(t, http.MethodGet, c.path, nil)
+		if rep.Status != c.status {
+			t.Errorf("GET %s: %s, want %d", c.path, rep, c.status)
+		}
+		if c.status == http.StatusBadRequest && !strings.Contains(string(rep.Body), `"code":"EMQINVALID"`) {
+			t.Errorf("GET %s: %s, want EMQINVALID", c.path, rep)
+		}
+	}
+}
