@@ -38,7 +38,7 @@ func keyedHandler(t *testing.T) (http.Handler, string) {
 		Leases: lease.NewService(rdb, prefix), Admin: admin.NewService(rdb, prefix),
 		Sweeper: stall.NewService(rdb, prefix), Waiters: wake.NewHub(rdb, prefix, nil),
 		Events: events.NewLog(rdb, prefix), Keys: kr, Replays: auth.NewRedisReplays(rdb, prefix),
-		MetricsHandler: http.NotFoundHandler(), MetricsRole: auth.Reader,
+		MetricsHandler: textMetrics, MetricsRole: auth.Reader,
 	}), prefix
 }
 
@@ -108,7 +108,7 @@ func TestOpenMetricsNeedNoKey(t *testing.T) {
 	}
 	metrics := func(role auth.Role) int {
 		h := NewHandler(Config{Keys: kr, Ready: func(context.Context) error { return rdb.Ping(context.Background()).Err() },
-			MetricsHandler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {}), MetricsRole: role})
+			MetricsHandler: textMetrics, MetricsRole: role})
 		return send(t, h, "GET", "/metrics", "", "").Code
 	}
 	if got := metrics(auth.Open); got != http.StatusOK {
@@ -169,3 +169,9 @@ func TestOperatorEventsNameTheKey(t *testing.T) {
 		t.Fatalf("event %v, want paused by the admin key's name (not the key)", entries[0].Values)
 	}
 }
+
+// textMetrics stands in for the Prometheus handler: a text exposition.
+var textMetrics = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+	_, _ = w.Write([]byte("# no metrics in this test\n"))
+})

@@ -20,8 +20,25 @@ func registerServiceRoutes(r chi.Router, s *server) {
 	})
 	r.Get("/docs/*", swaggerUI())
 	if s.cfg.MetricsHandler != nil {
-		r.With(s.authorize(s.cfg.MetricsRole)).Method(http.MethodGet, "/metrics", s.cfg.MetricsHandler)
+		r.With(s.authorize(s.cfg.MetricsRole)).Get("/metrics", s.handleMetrics)
 	}
+}
+
+// handleMetrics godoc
+//
+//	@Summary		Prometheus metrics
+//	@Description	The service's metrics in the Prometheus text exposition format: requests, transitions and queue depths (docs/operating.md, Metrics). A reader key may read them when keys are set (EMQ_METRICS=open opens them to all); EMQ_METRICS=off serves no such route.
+//	@ID				metrics
+//	@Tags			service
+//	@Security		BearerAuth
+//	@Security		Signature
+//	@Produce		application/problem+json
+//	@Failure		404	{object}	Problem	"EMQNOTFOUND: EMQ_METRICS=off"
+//	@Produce		text/plain
+//	@Success		200	{string}	string	"the text exposition"
+//	@Router			/metrics [get]
+func (s *server) handleMetrics(w http.ResponseWriter, r *http.Request) {
+	s.cfg.MetricsHandler.ServeHTTP(w, r)
 }
 
 // swaggerUI serves Swagger UI from the binary, pointed at /openapi.yaml.
