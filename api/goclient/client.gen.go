@@ -211,7 +211,10 @@ type CompleteBatchRequest struct {
 
 // CompleteBatchResponse defines model for CompleteBatchResponse.
 type CompleteBatchResponse struct {
-	Next    *[]Job                               `json:"next,omitempty"`
+	Next *[]Job `json:"next,omitempty"`
+
+	// Results One per job sent, in order: the job completed, or the problem that
+	// refused it (told apart by code, which only a problem has).
 	Results []CompleteBatchResponse_Results_Item `json:"results"`
 }
 

@@ -21,7 +21,8 @@
 // signature as the headers a client computes; and closes the request
 // schemas to unknown fields, as the service does (closed.go); and names the
 // shapes swag writes out more than once (shapes.go): the job states, and
-// CompleteResponse as a Job with its next jobs.
+// CompleteResponse as a Job with its next jobs; and gives every JSON body
+// an example (examples.go).
 //
 // api/generate.sh runs it on swag's output; nothing else edits the spec.
 package main
@@ -62,6 +63,9 @@ func run(in io.Reader, out io.Writer) error {
 		return err
 	}
 	if err := completeAsJob(&doc); err != nil {
+		return err
+	}
+	if err := addExamples(&doc); err != nil {
 		return err
 	}
 	dropUnused(&doc)

@@ -52,7 +52,9 @@ paths:
   schemas:
     Job:
       properties:
-        payload: {}
+        payload:
+          example:
+            to: ada@example.com
         next_cursor:
           description: null on the last page
           type: [string, "null"]

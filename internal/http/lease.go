@@ -175,8 +175,11 @@ type CompleteResult struct {
 } // @name CompleteResult
 
 // CompleteBatchResponse holds the outcomes in order, and the next jobs.
-// For the spec each result is one of a Job and a Problem.
+// For the spec each result is one of a Job and a Problem: a problem has a
+// code, a job never does.
 type CompleteBatchResponse struct {
+	// One per job sent, in order: the job completed, or the problem that
+	// refused it (told apart by code, which only a problem has).
 	Results []CompleteResult `json:"results" binding:"required" oneOf:"Job,Problem"`
 	Next    []Job            `json:"next,omitzero"`
 } // @name CompleteBatchResponse

@@ -17,8 +17,8 @@ import (
 
 // TestSpecRulesHold holds the service to the rules api/openapi.yaml
 // states for every request body, so that a request the spec accepts is one
-// the service accepts: for each operation it sends a body of the required
-// fields made from the spec's own examples, then for each field (nested
+// the service accepts: for each operation it sends the body's example, and
+// a body of the required fields made from the fields' examples, then for each field (nested
 // objects too) the boundary values the spec states (minimum and maximum,
 // maxLength, each enum value, minItems and maxItems), and expects each
 // accepted; then the values just outside them, an enum value that is not
@@ -48,9 +48,15 @@ func TestSpecRulesHold(t *testing.T) {
 			if op.RequestBody == nil || op.RequestBody.Value.Content.Get("application/json") == nil {
 				continue
 			}
-			schema := op.RequestBody.Value.Content.Get("application/json").Schema.Value
+			media := op.RequestBody.Value.Content.Get("application/json")
+			schema := media.Schema.Value
 			url := strings.NewReplacer("{queue}", q, "{id}", "no-such-job").Replace(p)
 			r := rules{t: t, h: h, method: method, url: url, op: op.OperationID}
+			example, ok := media.Example.(map[string]any)
+			if !ok {
+				t.Errorf("%s: the request body has no example", op.OperationID)
+			}
+			r.accepted("the spec's example", example)
 			base := r.base(schema)
 			r.accepted("its required fields", base)
 			r.fields(base, nil, schema)

@@ -581,12 +581,21 @@ export interface components {
         };
         CompleteBatchResponse: {
             next?: components["schemas"]["Job"][];
+            /**
+             * @description One per job sent, in order: the job completed, or the problem that
+             *     refused it (told apart by code, which only a problem has).
+             */
             results: (components["schemas"]["Job"] | components["schemas"]["Problem"])[];
         };
         CompleteItem: {
             /** @example order-1234 */
             id: string;
-            /** @description Any JSON value, kept on the completed job. */
+            /**
+             * @description Any JSON value, kept on the completed job.
+             * @example {
+             *       "sent": true
+             *     }
+             */
             result?: unknown;
             /**
              * Format: int64
@@ -596,7 +605,12 @@ export interface components {
         };
         CompleteRequest: {
             claim?: components["schemas"]["ClaimNext"];
-            /** @description Any JSON value, kept on the completed job. */
+            /**
+             * @description Any JSON value, kept on the completed job.
+             * @example {
+             *       "sent": true
+             *     }
+             */
             result?: unknown;
             /**
              * Format: int64
@@ -636,7 +650,12 @@ export interface components {
              * @example 3
              */
             max_attempts?: number;
-            /** @description Any JSON value, null included, at most 1 MiB by default. */
+            /**
+             * @description Any JSON value, null included, at most 1 MiB by default.
+             * @example {
+             *       "to": "ada@example.com"
+             *     }
+             */
             payload: unknown;
             /**
              * @description 0 to 9, lower first: a pending job of priority 0 is claimed before
@@ -683,7 +702,12 @@ export interface components {
              * @example 30000
              */
             lease_ms: number;
-            /** @description Any JSON value, kept on the job (the last one wins). */
+            /**
+             * @description Any JSON value, kept on the job (the last one wins).
+             * @example {
+             *       "pct": 50
+             *     }
+             */
             progress?: unknown;
             /**
              * Format: int64
@@ -752,15 +776,28 @@ export interface components {
             /**
              * @description Any JSON value, given back as it was sent (digit for digit,
              *     insignificant whitespace removed), as result and progress are.
+             * @example {
+             *       "to": "ada@example.com"
+             *     }
              */
             payload: unknown;
             /** @example 0 */
             priority: number;
-            /** @description The last progress a lease extension stored: any JSON value. */
+            /**
+             * @description The last progress a lease extension stored: any JSON value.
+             * @example {
+             *       "pct": 50
+             *     }
+             */
             progress?: unknown;
             /** @example emails */
             queue: string;
-            /** @description What the worker completed the job with: any JSON value. */
+            /**
+             * @description What the worker completed the job with: any JSON value.
+             * @example {
+             *       "sent": true
+             *     }
+             */
             result?: unknown;
             /** Format: date-time */
             run_at?: string;
@@ -960,6 +997,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "status": "ok"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Health"];
                 };
             };
@@ -1064,6 +1106,18 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "next_cursor": null,
+                     *       "queues": [
+                     *         {
+                     *           "counts": {},
+                     *           "name": "emails",
+                     *           "paused": false
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": components["schemas"]["QueueList"];
                 };
             };
@@ -1132,6 +1186,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "counts": {},
+                     *       "name": "emails",
+                     *       "paused": false
+                     *     }
+                     */
                     "application/json": components["schemas"]["Queue"];
                 };
             };
@@ -1203,6 +1264,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "removed": 1
+                     *     }
+                     */
                     "application/json": components["schemas"]["Removed"];
                 };
             };
@@ -1284,6 +1350,14 @@ export interface operations {
         /** @description lease, count, wait */
         requestBody?: {
             content: {
+                /**
+                 * @example {
+                 *       "count": 1,
+                 *       "lease_ms": 30000,
+                 *       "wait_ms": 10000,
+                 *       "worker": "worker-1"
+                 *     }
+                 */
                 "application/json": components["schemas"]["ClaimRequest"];
             };
         };
@@ -1294,6 +1368,34 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "jobs": [
+                     *         {
+                     *           "attempts": 1,
+                     *           "cancel_requested": false,
+                     *           "created_at": "2026-11-29T19:06:37.123Z",
+                     *           "id": "0190f8a2-7c4e-7d2a-9b1e-3f5c2a1b0c9d",
+                     *           "max_attempts": 3,
+                     *           "payload": {
+                     *             "to": "ada@example.com"
+                     *           },
+                     *           "priority": 0,
+                     *           "progress": {
+                     *             "pct": 50
+                     *           },
+                     *           "queue": "emails",
+                     *           "result": {
+                     *             "sent": true
+                     *           },
+                     *           "stalled": 0,
+                     *           "state": "active",
+                     *           "token": 42,
+                     *           "worker": "worker-1"
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": components["schemas"]["JobList"];
                 };
             };
@@ -1384,6 +1486,19 @@ export interface operations {
         /** @description jobs and claim-next */
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "jobs": [
+                 *         {
+                 *           "id": "order-1234",
+                 *           "result": {
+                 *             "sent": true
+                 *           },
+                 *           "token": 42
+                 *         }
+                 *       ]
+                 *     }
+                 */
                 "application/json": components["schemas"]["CompleteBatchRequest"];
             };
         };
@@ -1394,6 +1509,34 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "results": [
+                     *         {
+                     *           "attempts": 1,
+                     *           "cancel_requested": false,
+                     *           "created_at": "2026-11-29T19:06:37.123Z",
+                     *           "id": "0190f8a2-7c4e-7d2a-9b1e-3f5c2a1b0c9d",
+                     *           "max_attempts": 3,
+                     *           "payload": {
+                     *             "to": "ada@example.com"
+                     *           },
+                     *           "priority": 0,
+                     *           "progress": {
+                     *             "pct": 50
+                     *           },
+                     *           "queue": "emails",
+                     *           "result": {
+                     *             "sent": true
+                     *           },
+                     *           "stalled": 0,
+                     *           "state": "active",
+                     *           "token": 42,
+                     *           "worker": "worker-1"
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": components["schemas"]["CompleteBatchResponse"];
                 };
             };
@@ -1489,6 +1632,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "removed": 1
+                     *     }
+                     */
                     "application/json": components["schemas"]["Removed"];
                 };
             };
@@ -1648,6 +1796,35 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "jobs": [
+                     *         {
+                     *           "attempts": 1,
+                     *           "cancel_requested": false,
+                     *           "created_at": "2026-11-29T19:06:37.123Z",
+                     *           "id": "0190f8a2-7c4e-7d2a-9b1e-3f5c2a1b0c9d",
+                     *           "max_attempts": 3,
+                     *           "payload": {
+                     *             "to": "ada@example.com"
+                     *           },
+                     *           "priority": 0,
+                     *           "progress": {
+                     *             "pct": 50
+                     *           },
+                     *           "queue": "emails",
+                     *           "result": {
+                     *             "sent": true
+                     *           },
+                     *           "stalled": 0,
+                     *           "state": "active",
+                     *           "token": 42,
+                     *           "worker": "worker-1"
+                     *         }
+                     *       ],
+                     *       "next_cursor": null
+                     *     }
+                     */
                     "application/json": components["schemas"]["JobPage"];
                 };
             };
@@ -1711,6 +1888,17 @@ export interface operations {
         /** @description the job */
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "delay_ms": 0,
+                 *       "id": "order-1234",
+                 *       "max_attempts": 3,
+                 *       "payload": {
+                 *         "to": "ada@example.com"
+                 *       },
+                 *       "priority": 0
+                 *     }
+                 */
                 "application/json": components["schemas"]["EnqueueRequest"];
             };
         };
@@ -1721,6 +1909,30 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "attempts": 1,
+                     *       "cancel_requested": false,
+                     *       "created_at": "2026-11-29T19:06:37.123Z",
+                     *       "id": "0190f8a2-7c4e-7d2a-9b1e-3f5c2a1b0c9d",
+                     *       "max_attempts": 3,
+                     *       "payload": {
+                     *         "to": "ada@example.com"
+                     *       },
+                     *       "priority": 0,
+                     *       "progress": {
+                     *         "pct": 50
+                     *       },
+                     *       "queue": "emails",
+                     *       "result": {
+                     *         "sent": true
+                     *       },
+                     *       "stalled": 0,
+                     *       "state": "active",
+                     *       "token": 42,
+                     *       "worker": "worker-1"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Job"];
                 };
             };
@@ -1730,6 +1942,30 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "attempts": 1,
+                     *       "cancel_requested": false,
+                     *       "created_at": "2026-11-29T19:06:37.123Z",
+                     *       "id": "0190f8a2-7c4e-7d2a-9b1e-3f5c2a1b0c9d",
+                     *       "max_attempts": 3,
+                     *       "payload": {
+                     *         "to": "ada@example.com"
+                     *       },
+                     *       "priority": 0,
+                     *       "progress": {
+                     *         "pct": 50
+                     *       },
+                     *       "queue": "emails",
+                     *       "result": {
+                     *         "sent": true
+                     *       },
+                     *       "stalled": 0,
+                     *       "state": "active",
+                     *       "token": 42,
+                     *       "worker": "worker-1"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Job"];
                 };
             };
@@ -1827,6 +2063,30 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "attempts": 1,
+                     *       "cancel_requested": false,
+                     *       "created_at": "2026-11-29T19:06:37.123Z",
+                     *       "id": "0190f8a2-7c4e-7d2a-9b1e-3f5c2a1b0c9d",
+                     *       "max_attempts": 3,
+                     *       "payload": {
+                     *         "to": "ada@example.com"
+                     *       },
+                     *       "priority": 0,
+                     *       "progress": {
+                     *         "pct": 50
+                     *       },
+                     *       "queue": "emails",
+                     *       "result": {
+                     *         "sent": true
+                     *       },
+                     *       "stalled": 0,
+                     *       "state": "active",
+                     *       "token": 42,
+                     *       "worker": "worker-1"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Job"];
                 };
             };
@@ -1909,6 +2169,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "removed": 1
+                     *     }
+                     */
                     "application/json": components["schemas"]["Removed"];
                 };
             };
@@ -2001,6 +2266,12 @@ export interface operations {
         /** @description reason and token */
         requestBody?: {
             content: {
+                /**
+                 * @example {
+                 *       "reason": "customer asked",
+                 *       "token": 42
+                 *     }
+                 */
                 "application/json": components["schemas"]["CancelRequest"];
             };
         };
@@ -2011,6 +2282,30 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "attempts": 1,
+                     *       "cancel_requested": false,
+                     *       "created_at": "2026-11-29T19:06:37.123Z",
+                     *       "id": "0190f8a2-7c4e-7d2a-9b1e-3f5c2a1b0c9d",
+                     *       "max_attempts": 3,
+                     *       "payload": {
+                     *         "to": "ada@example.com"
+                     *       },
+                     *       "priority": 0,
+                     *       "progress": {
+                     *         "pct": 50
+                     *       },
+                     *       "queue": "emails",
+                     *       "result": {
+                     *         "sent": true
+                     *       },
+                     *       "stalled": 0,
+                     *       "state": "active",
+                     *       "token": 42,
+                     *       "worker": "worker-1"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Job"];
                 };
             };
@@ -2020,6 +2315,30 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "attempts": 1,
+                     *       "cancel_requested": false,
+                     *       "created_at": "2026-11-29T19:06:37.123Z",
+                     *       "id": "0190f8a2-7c4e-7d2a-9b1e-3f5c2a1b0c9d",
+                     *       "max_attempts": 3,
+                     *       "payload": {
+                     *         "to": "ada@example.com"
+                     *       },
+                     *       "priority": 0,
+                     *       "progress": {
+                     *         "pct": 50
+                     *       },
+                     *       "queue": "emails",
+                     *       "result": {
+                     *         "sent": true
+                     *       },
+                     *       "stalled": 0,
+                     *       "state": "active",
+                     *       "token": 42,
+                     *       "worker": "worker-1"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Job"];
                 };
             };
@@ -2138,6 +2457,12 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "cancel_reason": "text",
+                     *       "cancel_requested": false
+                     *     }
+                     */
                     "application/json": components["schemas"]["CancellationResponse"];
                 };
             };
@@ -2230,6 +2555,14 @@ export interface operations {
         /** @description token, result, claim-next */
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "result": {
+                 *         "sent": true
+                 *       },
+                 *       "token": 42
+                 *     }
+                 */
                 "application/json": components["schemas"]["CompleteRequest"];
             };
         };
@@ -2240,6 +2573,30 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "attempts": 1,
+                     *       "cancel_requested": false,
+                     *       "created_at": "2026-11-29T19:06:37.123Z",
+                     *       "id": "0190f8a2-7c4e-7d2a-9b1e-3f5c2a1b0c9d",
+                     *       "max_attempts": 3,
+                     *       "payload": {
+                     *         "to": "ada@example.com"
+                     *       },
+                     *       "priority": 0,
+                     *       "progress": {
+                     *         "pct": 50
+                     *       },
+                     *       "queue": "emails",
+                     *       "result": {
+                     *         "sent": true
+                     *       },
+                     *       "stalled": 0,
+                     *       "state": "active",
+                     *       "token": 42,
+                     *       "worker": "worker-1"
+                     *     }
+                     */
                     "application/json": components["schemas"]["CompleteResponse"];
                 };
             };
@@ -2350,6 +2707,13 @@ export interface operations {
         /** @description token and error */
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "error": "SMTP timeout",
+                 *       "retry_in_ms": 5000,
+                 *       "token": 42
+                 *     }
+                 */
                 "application/json": components["schemas"]["FailRequest"];
             };
         };
@@ -2360,6 +2724,30 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "attempts": 1,
+                     *       "cancel_requested": false,
+                     *       "created_at": "2026-11-29T19:06:37.123Z",
+                     *       "id": "0190f8a2-7c4e-7d2a-9b1e-3f5c2a1b0c9d",
+                     *       "max_attempts": 3,
+                     *       "payload": {
+                     *         "to": "ada@example.com"
+                     *       },
+                     *       "priority": 0,
+                     *       "progress": {
+                     *         "pct": 50
+                     *       },
+                     *       "queue": "emails",
+                     *       "result": {
+                     *         "sent": true
+                     *       },
+                     *       "stalled": 0,
+                     *       "state": "active",
+                     *       "token": 42,
+                     *       "worker": "worker-1"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Job"];
                 };
             };
@@ -2470,6 +2858,15 @@ export interface operations {
         /** @description token, lease and progress */
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "lease_ms": 30000,
+                 *       "progress": {
+                 *         "pct": 50
+                 *       },
+                 *       "token": 42
+                 *     }
+                 */
                 "application/json": components["schemas"]["ExtendRequest"];
             };
         };
@@ -2480,6 +2877,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "cancel_reason": "text",
+                     *       "cancel_requested": false,
+                     *       "lease_expires_at": "2026-11-29T19:07:07.123Z"
+                     *     }
+                     */
                     "application/json": components["schemas"]["ExtendResponse"];
                 };
             };
@@ -2595,6 +2999,30 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "attempts": 1,
+                     *       "cancel_requested": false,
+                     *       "created_at": "2026-11-29T19:06:37.123Z",
+                     *       "id": "0190f8a2-7c4e-7d2a-9b1e-3f5c2a1b0c9d",
+                     *       "max_attempts": 3,
+                     *       "payload": {
+                     *         "to": "ada@example.com"
+                     *       },
+                     *       "priority": 0,
+                     *       "progress": {
+                     *         "pct": 50
+                     *       },
+                     *       "queue": "emails",
+                     *       "result": {
+                     *         "sent": true
+                     *       },
+                     *       "stalled": 0,
+                     *       "state": "active",
+                     *       "token": 42,
+                     *       "worker": "worker-1"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Job"];
                 };
             };
@@ -2692,6 +3120,30 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "attempts": 1,
+                     *       "cancel_requested": false,
+                     *       "created_at": "2026-11-29T19:06:37.123Z",
+                     *       "id": "0190f8a2-7c4e-7d2a-9b1e-3f5c2a1b0c9d",
+                     *       "max_attempts": 3,
+                     *       "payload": {
+                     *         "to": "ada@example.com"
+                     *       },
+                     *       "priority": 0,
+                     *       "progress": {
+                     *         "pct": 50
+                     *       },
+                     *       "queue": "emails",
+                     *       "result": {
+                     *         "sent": true
+                     *       },
+                     *       "stalled": 0,
+                     *       "state": "active",
+                     *       "token": 42,
+                     *       "worker": "worker-1"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Job"];
                 };
             };
@@ -2782,6 +3234,21 @@ export interface operations {
         /** @description the jobs */
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "jobs": [
+                 *         {
+                 *           "delay_ms": 0,
+                 *           "id": "order-1234",
+                 *           "max_attempts": 3,
+                 *           "payload": {
+                 *             "to": "ada@example.com"
+                 *           },
+                 *           "priority": 0
+                 *         }
+                 *       ]
+                 *     }
+                 */
                 "application/json": components["schemas"]["EnqueueBatchRequest"];
             };
         };
@@ -2792,6 +3259,34 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "jobs": [
+                     *         {
+                     *           "attempts": 1,
+                     *           "cancel_requested": false,
+                     *           "created_at": "2026-11-29T19:06:37.123Z",
+                     *           "id": "0190f8a2-7c4e-7d2a-9b1e-3f5c2a1b0c9d",
+                     *           "max_attempts": 3,
+                     *           "payload": {
+                     *             "to": "ada@example.com"
+                     *           },
+                     *           "priority": 0,
+                     *           "progress": {
+                     *             "pct": 50
+                     *           },
+                     *           "queue": "emails",
+                     *           "result": {
+                     *             "sent": true
+                     *           },
+                     *           "stalled": 0,
+                     *           "state": "active",
+                     *           "token": 42,
+                     *           "worker": "worker-1"
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": components["schemas"]["JobList"];
                 };
             };
@@ -2887,6 +3382,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "counts": {},
+                     *       "name": "emails",
+                     *       "paused": false
+                     *     }
+                     */
                     "application/json": components["schemas"]["Queue"];
                 };
             };
@@ -2964,6 +3466,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "counts": {},
+                     *       "name": "emails",
+                     *       "paused": false
+                     *     }
+                     */
                     "application/json": components["schemas"]["Queue"];
                 };
             };
@@ -3036,6 +3545,12 @@ export interface operations {
         /** @description max_stalled and limit */
         requestBody?: {
             content: {
+                /**
+                 * @example {
+                 *       "limit": 1000,
+                 *       "max_stalled": 2
+                 *     }
+                 */
                 "application/json": components["schemas"]["SweepRequest"];
             };
         };
@@ -3046,6 +3561,19 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "cancelled": [
+                     *         "text"
+                     *       ],
+                     *       "dead": [
+                     *         "text"
+                     *       ],
+                     *       "recovered": [
+                     *         "text"
+                     *       ]
+                     *     }
+                     */
                     "application/json": components["schemas"]["SweepResponse"];
                 };
             };
@@ -3133,6 +3661,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "status": "ok"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Health"];
                 };
             };
@@ -3178,6 +3711,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "key": "admin-1f2e3d4c",
+                     *       "open": false,
+                     *       "role": "admin"
+                     *     }
+                     */
                     "application/json": components["schemas"]["WhoAmI"];
                 };
             };
