@@ -148,11 +148,12 @@ func (e WhoAmIRole) Valid() bool {
 
 // Backoff defines model for Backoff.
 type Backoff struct {
-	// DelayMs The first retry's delay; each later one doubles it for "exponential".
+	// DelayMs The first retry's delay, in ms; each later one doubles it for
+	// "exponential". Default 0.
 	DelayMs *int64 `json:"delay_ms,omitempty"`
 
-	// MaxDelayMs The cap of the delay; when absent, one hour, or delay_ms when that is
-	// longer.
+	// MaxDelayMs The cap of the delay, in ms, at least delay_ms; when absent, one
+	// hour, or delay_ms when that is longer.
 	MaxDelayMs *int64      `json:"max_delay_ms,omitempty"`
 	Type       BackoffType `json:"type"`
 }
@@ -291,7 +292,6 @@ type EnqueueRequest struct {
 	DelayMs *int64 `json:"delay_ms,omitempty"`
 
 	// Id The client's idempotency key; made by the server (UUIDv7) when absent.
-	// (api/specfix gives it the id pattern.)
 	Id *string `json:"id,omitempty"`
 
 	// MaxAttempts How many claims the job may have: a fail of the last one is dead.
@@ -450,11 +450,11 @@ type Removed struct {
 
 // SweepRequest defines model for SweepRequest.
 type SweepRequest struct {
-	// Limit How many lapsed jobs to take at most; default 1000.
+	// Limit How many lapsed jobs to take at most; 0 or absent: 1000.
 	Limit *int `json:"limit,omitempty"`
 
-	// MaxStalled The stall count at which a job is dead-lettered; the
-	// service's EMQ_MAX_STALLED (default 2) when absent.
+	// MaxStalled The stall count at which a job is dead-lettered; 0 or absent: the
+	// service's EMQ_MAX_STALLED (default 2).
 	MaxStalled *int `json:"max_stalled,omitempty"`
 }
 

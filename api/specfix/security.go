@@ -50,11 +50,12 @@ func fixSecurity(doc *yaml.Node) error {
 	if err != nil {
 		return err
 	}
-	for name, text := range map[string]string{"SignatureTimestamp": timestampParam, "Signature": signatureParam} {
-		if err := setNode(params, name, text); err != nil {
+	for _, p := range []struct{ name, text string }{{"SignatureTimestamp", timestampParam}, {"Signature", signatureParam}} {
+		if err := setNode(params, p.name, p.text); err != nil {
 			return err
 		}
 	}
+	sortMapping(params)
 	paths := path(root, "paths")
 	for i := 1; paths != nil && i < len(paths.Content); i += 2 {
 		item := paths.Content[i]

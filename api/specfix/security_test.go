@@ -54,4 +54,22 @@ paths:
 	if strings.Contains(got, "type: apiKey") || strings.Count(got, "security:") != 1 {
 		t.Errorf("the Signature scheme stayed, or /healthz gained security:\n%s", got)
 	}
+	// The same input gives the same spec every time (CI compares it with
+	// the committed one), and the output is a fixed point.
+	for range 20 {
+		var again bytes.Buffer
+		if err := run(strings.NewReader(in), &again); err != nil {
+			t.Fatal(err)
+		}
+		if again.String() != got {
+			t.Fatalf("a second run differs:\n%s\nfrom\n%s", again.String(), got)
+		}
+	}
+	var twice bytes.Buffer
+	if err := run(strings.NewReader(got), &twice); err != nil {
+		t.Fatal(err)
+	}
+	if twice.String() != got {
+		t.Errorf("specfix of its own output changes it:\n%s", twice.String())
+	}
 }

@@ -9,10 +9,10 @@ import (
 	"github.com/echo-mq/echo_mq/internal/lease"
 )
 
-// EnqueueRequest is one job to enqueue.
+// EnqueueRequest is one job to enqueue. (api/specfix gives its id the id
+// pattern.)
 type EnqueueRequest struct {
 	// The client's idempotency key; made by the server (UUIDv7) when absent.
-	// (api/specfix gives it the id pattern.)
 	ID string `json:"id,omitempty" validate:"omitempty,jobid" minLength:"1" maxLength:"128" example:"order-1234"`
 	// Any JSON value, null included, at most 1 MiB by default.
 	Payload json.RawMessage `json:"payload" validate:"required" swaggertype:"object" extensions:"x-any-json"`
@@ -34,10 +34,11 @@ type EnqueueRequest struct {
 // doubled per attempt for "exponential", capped at max_delay_ms.
 type BackoffRequest struct {
 	Type string `json:"type" validate:"required,oneof=exponential fixed" enums:"exponential,fixed"`
-	// The first retry's delay; each later one doubles it for "exponential".
+	// The first retry's delay, in ms; each later one doubles it for
+	// "exponential". Default 0.
 	DelayMs int64 `json:"delay_ms" format:"int64" validate:"min=0,max=86400000" example:"1000"`
-	// The cap of the delay; when absent, one hour, or delay_ms when that is
-	// longer.
+	// The cap of the delay, in ms, at least delay_ms; when absent, one
+	// hour, or delay_ms when that is longer.
 	MaxDelayMs *int64 `json:"max_delay_ms,omitempty" format:"int64" validate:"omitnil,min=0,max=604800000,gtefield=DelayMs" example:"3600000"`
 } // @name Backoff
 

@@ -37,7 +37,7 @@ func (c *ClaimNext) params() *lease.ClaimParams {
 
 // ExtendRequest is a checkpoint.
 type ExtendRequest struct {
-	Token   int64 `json:"token" format:"int64" validate:"required,gt=0" example:"42"`
+	Token   int64 `json:"token" format:"int64" validate:"required,gt=0" minimum:"1" example:"42"`
 	LeaseMs int64 `json:"lease_ms" format:"int64" validate:"required,min=100,max=86400000" example:"30000"`
 	// Any JSON value, kept on the job (the last one wins).
 	Progress json.RawMessage `json:"progress,omitempty" swaggertype:"object" extensions:"x-any-json"`
@@ -96,7 +96,7 @@ func (s *server) handleLeaseExtend(w http.ResponseWriter, r *http.Request) {
 
 // CompleteRequest finishes a job, and may claim the next ones.
 type CompleteRequest struct {
-	Token int64 `json:"token" format:"int64" validate:"required,gt=0" example:"42"`
+	Token int64 `json:"token" format:"int64" validate:"required,gt=0" minimum:"1" example:"42"`
 	// Any JSON value, kept on the completed job.
 	Result json.RawMessage `json:"result,omitempty" swaggertype:"object" extensions:"x-any-json"`
 	Claim  *ClaimNext      `json:"claim,omitempty"`
@@ -155,8 +155,8 @@ func (s *server) handleComplete(w http.ResponseWriter, r *http.Request) {
 
 // CompleteItem is one job of a batch complete.
 type CompleteItem struct {
-	ID    string `json:"id" validate:"required,jobid" minLength:"1" maxLength:"128" pattern:"^[A-Za-z0-9._:-]+$" example:"order-1234"`
-	Token int64  `json:"token" format:"int64" validate:"required,gt=0" example:"42"`
+	ID    string `json:"id" validate:"required,jobid" minLength:"1" maxLength:"128" example:"order-1234"`
+	Token int64  `json:"token" format:"int64" validate:"required,gt=0" minimum:"1" example:"42"`
 	// Any JSON value, kept on the completed job.
 	Result json.RawMessage `json:"result,omitempty" swaggertype:"object" extensions:"x-any-json"`
 } // @name CompleteItem
@@ -236,7 +236,7 @@ func (s *server) handleCompleteBatch(w http.ResponseWriter, r *http.Request) {
 
 // FailRequest reports a failed attempt.
 type FailRequest struct {
-	Token int64 `json:"token" format:"int64" validate:"required,gt=0" example:"42"`
+	Token int64 `json:"token" format:"int64" validate:"required,gt=0" minimum:"1" example:"42"`
 	// What went wrong: kept as last_error, cut at 4 KiB.
 	Error *string `json:"error" validate:"required" example:"SMTP timeout"`
 	// Overrides the job's backoff for this retry.
@@ -338,7 +338,7 @@ type CancelRequest struct {
 	Reason string `json:"reason,omitempty" validate:"max=4096" example:"customer asked"`
 	// Pins the cancel to one attempt: 409 EMQSTALE if the job is not
 	// held under it any more.
-	Token *int64 `json:"token,omitempty" format:"int64" validate:"omitnil,gt=0" example:"42"`
+	Token *int64 `json:"token,omitempty" format:"int64" validate:"omitnil,gt=0" minimum:"1" example:"42"`
 } // @name CancelRequest
 
 // handleCancel godoc

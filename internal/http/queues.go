@@ -13,7 +13,7 @@ type Queue struct {
 	Paused bool   `json:"paused" binding:"required"`
 	// Holds how many jobs are in each state: pending, active,
 	// delayed, completed, dead, cancelled.
-	Counts map[string]int64 `json:"counts" format:"int64" binding:"required"`
+	Counts map[string]int64 `json:"counts" binding:"required"`
 } // @name Queue
 
 // QueueList is a page of queues.

@@ -8,10 +8,10 @@ import (
 
 // SweepRequest bounds a sweep.
 type SweepRequest struct {
-	// The stall count at which a job is dead-lettered; the
-	// service's EMQ_MAX_STALLED (default 2) when absent.
+	// The stall count at which a job is dead-lettered; 0 or absent: the
+	// service's EMQ_MAX_STALLED (default 2).
 	MaxStalled int `json:"max_stalled,omitempty" validate:"min=0,max=1000" example:"2"`
-	// How many lapsed jobs to take at most; default 1000.
+	// How many lapsed jobs to take at most; 0 or absent: 1000.
 	Limit int `json:"limit,omitempty" validate:"min=0,max=10000" example:"1000"`
 } // @name SweepRequest
 

@@ -503,14 +503,15 @@ export interface components {
         Backoff: {
             /**
              * Format: int64
-             * @description The first retry's delay; each later one doubles it for "exponential".
+             * @description The first retry's delay, in ms; each later one doubles it for
+             *     "exponential". Default 0.
              * @example 1000
              */
             delay_ms?: number;
             /**
              * Format: int64
-             * @description The cap of the delay; when absent, one hour, or delay_ms when that is
-             *     longer.
+             * @description The cap of the delay, in ms, at least delay_ms; when absent, one
+             *     hour, or delay_ms when that is longer.
              * @example 3600000
              */
             max_delay_ms?: number;
@@ -640,7 +641,6 @@ export interface components {
             delay_ms?: number;
             /**
              * @description The client's idempotency key; made by the server (UUIDv7) when absent.
-             *     (api/specfix gives it the id pattern.)
              * @example order-1234
              */
             id?: string;
@@ -845,7 +845,6 @@ export interface components {
         };
         Queue: {
             /**
-             * Format: int64
              * @description Holds how many jobs are in each state: pending, active,
              *     delayed, completed, dead, cancelled.
              */
@@ -867,13 +866,13 @@ export interface components {
         };
         SweepRequest: {
             /**
-             * @description How many lapsed jobs to take at most; default 1000.
+             * @description How many lapsed jobs to take at most; 0 or absent: 1000.
              * @example 1000
              */
             limit?: number;
             /**
-             * @description The stall count at which a job is dead-lettered; the
-             *     service's EMQ_MAX_STALLED (default 2) when absent.
+             * @description The stall count at which a job is dead-lettered; 0 or absent: the
+             *     service's EMQ_MAX_STALLED (default 2).
              * @example 2
              */
             max_stalled?: number;
@@ -906,10 +905,10 @@ export interface components {
     };
     responses: never;
     parameters: {
-        /** @description With X-EMQ-Signature, instead of a bearer key: the Unix time in seconds at which the request was signed, within 5 minutes of the service's clock. */
-        SignatureTimestamp: string;
         /** @description Instead of a bearer key: sha256= and the hex HMAC-SHA256, under a key of EMQ_API_KEYS, of "<X-EMQ-Timestamp>.<METHOD>.<path and query>.<body>". Each signature is accepted once: a sender that retries signs again. */
         Signature: string;
+        /** @description With X-EMQ-Signature, instead of a bearer key: the Unix time in seconds at which the request was signed, within 5 minutes of the service's clock. */
+        SignatureTimestamp: string;
     };
     requestBodies: never;
     headers: never;
