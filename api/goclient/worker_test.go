@@ -34,16 +34,46 @@ func TestMain(m *testing.M) {
 func ptr[T any](v T) *T { return &v }
 
 // TestGeneratedClientWorksAQueue drives a worker loop through the client
-// oapi-codegen made from api/openapi.yaml, against the real service:
-// enqueue 20, claim one, then extend with progress and complete with
-// claim-next until nothing comes; every job ends completed with its result.
+// oapi-codegen made from api/openapi.yaml, against the real service, open
+// (no key, the spec's {} alternative) and with keys (a bearer key): enqueue
+// 20, claim one, then extend with progress and complete with claim-next
+// until nothing comes; every job ends completed with its result.
 func TestGeneratedClientWorksAQueue(t *testing.T) {
+	const key = "worker-key-0123456789abcdef"
+	t.Run("open", func(t *testing.T) {
+		svc := servicetest.Start(t, serviceBin, "EMQ_REDIS_URL=redis://"+redistest.Addr()+"/0", "EMQ_PREFIX=goclient-open")
+		c, err := goclient.NewClientWithResponses(svc.URL())
+		if err != nil {
+			t.Fatal(err)
+		}
+		workAQueue(t, c)
+	})
+	t.Run("bearer key", func(t *testing.T) {
+		svc := servicetest.Start(t, serviceBin, "EMQ_REDIS_URL=redis://"+redistest.Addr()+"/0", "EMQ_PREFIX=goclient-keys",
+			"EMQ_API_KEYS=worker:"+key)
+		bearer := goclient.WithRequestEditorFn(func(_ context.Context, req *http.Request) error {
+			req.Header.Set("Authorization", "Bearer "+key)
+			return nil
+		})
+		c, err := goclient.NewClientWithResponses(svc.URL(), bearer)
+		if err != nil {
+			t.Fatal(err)
+		}
+		anonymous, err := goclient.NewClientWithResponses(svc.URL())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp, err := anonymous.ClaimJobsWithResponse(context.Background(), "generated", nil, goclient.ClaimRequest{}); err != nil || resp.ApplicationproblemJSON401 == nil {
+			t.Fatalf("a claim without the key: %v %s, want 401", err, resp.Body)
+		}
+		workAQueue(t, c)
+	})
+}
+
+// workAQueue is the loop of TestGeneratedClientWorksAQueue through c.
+func workAQueue(t *testing.T, c *goclient.ClientWithResponses) {
+	t.Helper()
 	ctx := context.Background()
-	svc := servicetest.Start(t, serviceBin, "EMQ_REDIS_URL=redis://"+redistest.Addr()+"/0", "EMQ_PREFIX=goclient")
-	c, err := goclient.NewClientWithResponses(svc.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
 	const queue, n = "generated", 20
 	for i := range n {
 		resp, err := c.EnqueueJobWithResponse(ctx, queue, nil, goclient.EnqueueRequest{
