@@ -36,22 +36,7 @@ const docsURL = "http://127.0.0.1:8080"
 
 var serviceBin string
 
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "docs-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	serviceBin, err = servicetest.Build(dir)
-	code := 1
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-	} else {
-		code = redistest.Run(m)
-	}
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(servicetest.Main(m, &serviceBin)) }
 
 // TestGettingStartedByHand pastes "Work one job by hand" line by line: the
 // job ends completed with the result, and the late fail is fenced.

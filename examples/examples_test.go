@@ -1,7 +1,6 @@
 package examples
 
 import (
-	"fmt"
 	"os"
 	"sync"
 	"testing"
@@ -11,22 +10,7 @@ import (
 	"github.com/echo-mq/echo_mq/internal/servicetest"
 )
 
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "examples-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	serviceBin, err = servicetest.Build(dir)
-	code := 1
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-	} else {
-		code = redistest.Run(m)
-	}
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(servicetest.Main(m, &serviceBin)) }
 
 // TestWorkers runs, for each language, its producer and its worker against
 // the service on a real redis-server, through every case of the contract

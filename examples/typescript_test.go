@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/echo-mq/echo_mq/internal/redistest"
 )
 
 // tsBuild is the one build of the TypeScript example per test run.
@@ -72,13 +74,14 @@ func TestGeneratedTypesWorkAQueue(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "node", filepath.Join("typescript", "dist", "speccheck.js"))
-	cmd.Env = append(os.Environ(), "EMQ_URL="+svc.URL(), "EMQ_QUEUE=speccheck")
+	queue := redistest.Queue(t) // a queue of its own: the job ids are fixed
+	cmd.Env = append(os.Environ(), "EMQ_URL="+svc.URL(), "EMQ_QUEUE="+queue)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("speccheck: %v\n%s", err, out)
 	}
 	for i := range 20 {
-		j := svc.job(t, "speccheck", fmt.Sprintf("ts-%d", i))
+		j := svc.job(t, queue, fmt.Sprintf("ts-%d", i))
 		if j.State != "completed" || string(j.Result) != `{"ok":true}` {
 			t.Errorf("ts-%d: %+v, want completed with {\"ok\":true}", i, j)
 		}

@@ -14,22 +14,7 @@ import (
 
 var serviceBin string
 
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "goclient-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	serviceBin, err = servicetest.Build(dir)
-	code := 1
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-	} else {
-		code = redistest.Run(m)
-	}
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(servicetest.Main(m, &serviceBin)) }
 
 func ptr[T any](v T) *T { return &v }
 
@@ -74,7 +59,7 @@ func TestGeneratedClientWorksAQueue(t *testing.T) {
 func workAQueue(t *testing.T, c *goclient.ClientWithResponses) {
 	t.Helper()
 	ctx := context.Background()
-	const queue, n = "generated", 20
+	queue, n := redistest.Queue(t), 20 // a queue of its own: the job ids are fixed
 	for i := range n {
 		resp, err := c.EnqueueJobWithResponse(ctx, queue, nil, goclient.EnqueueRequest{
 			Id: ptr(fmt.Sprintf("job-%d", i)), Payload: map[string]int{"n": i}})

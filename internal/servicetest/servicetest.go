@@ -45,6 +45,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/echo-mq/echo_mq/internal/redistest"
 )
 
 // startTimeout bounds how long Launch waits for the service to answer.
@@ -63,6 +65,24 @@ func Build(dir string) (string, error) {
 		return "", fmt.Errorf("servicetest: go build ./cmd/api: %w\n%s", err, out)
 	}
 	return bin, nil
+}
+
+// Main runs a package's tests against the service: it builds cmd/api into
+// a temporary directory and sets *bin to the binary, runs m under
+// redistest.Run (a real redis-server for the package), and removes the
+// directory. Call it from TestMain: os.Exit(servicetest.Main(m, &bin)).
+func Main(m *testing.M, bin *string) int {
+	dir, err := os.MkdirTemp("", "emq-service-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	if *bin, err = Build(dir); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return redistest.Run(m)
 }
 
 // Service is the service binary running as a process.

@@ -40,21 +40,7 @@ const scriptTimeout = 45 * time.Second
 // bin is the service binary, built once by TestMain.
 var bin string
 
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "emq-e2e-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	if bin, err = servicetest.Build(dir); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.RemoveAll(dir)
-		os.Exit(1)
-	}
-	code := redistest.Run(m)
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(servicetest.Main(m, &bin)) }
 
 func TestDashboard(t *testing.T) {
 	requireTools(t)
