@@ -56,12 +56,13 @@ func (s *Script) call(q keyspace.Queue, id, state string, rows []string, args ..
 type Actor struct{ Name, Role string }
 
 // NewJob is one job of enqueue.lua, its defaults already left out: an
-// empty MaxAttempts or Backoff is the default.
+// empty MaxAttempts or Backoff is the default, an empty Group none.
 type NewJob struct {
 	ID, Payload          string
 	Priority             int
 	DelayMS              int64
 	MaxAttempts, Backoff string
+	Group                string
 }
 
 // EnqueueArgs are enqueue.lua's arguments.
@@ -70,11 +71,11 @@ type EnqueueArgs struct{ Jobs []NewJob }
 // Call is the call of enqueue.lua on q.
 func (a EnqueueArgs) Call(q keyspace.Queue) Call {
 	ids := make([]string, len(a.Jobs))
-	args := make([]any, 0, 1+6*len(a.Jobs))
+	args := make([]any, 0, 1+7*len(a.Jobs))
 	args = append(args, len(a.Jobs))
 	for i, j := range a.Jobs {
 		ids[i] = j.ID
-		args = append(args, j.ID, j.Payload, j.Priority, j.DelayMS, j.MaxAttempts, j.Backoff)
+		args = append(args, j.ID, j.Payload, j.Priority, j.DelayMS, j.MaxAttempts, j.Backoff, j.Group)
 	}
 	return Enqueue.call(q, "", "", ids, args...)
 }
@@ -289,6 +290,41 @@ func (a ListArgs) Call(q keyspace.Queue) Call {
 		order = "desc"
 	}
 	return List.call(q, "", a.State, nil, order, a.Score, a.ID, a.Limit)
+}
+
+// SettingsArgs are settings.lua's arguments: the settings in the form
+// flow.lua keeps them ("" for none) and as JSON, for the event.
+type SettingsArgs struct {
+	Encoded, JSON string
+	By            Actor
+}
+
+// Call is the call of settings.lua on q.
+func (a SettingsArgs) Call(q keyspace.Queue) Call {
+	return Settings.call(q, "", "", nil, a.Encoded, a.JSON, a.By.Name, a.By.Role)
+}
+
+// GroupPauseArgs are group_pause.lua's arguments.
+type GroupPauseArgs struct {
+	Group  string
+	Paused bool
+	By     Actor
+}
+
+// Call is the call of group_pause.lua on q.
+func (a GroupPauseArgs) Call(q keyspace.Queue) Call {
+	return GroupPause.call(q, "", "", nil, a.Group, flag(a.Paused), a.By.Name, a.By.Role)
+}
+
+// GroupsArgs are groups.lua's arguments.
+type GroupsArgs struct {
+	Cursor string // "" for the first page
+	Limit  int
+}
+
+// Call is the call of groups.lua on q.
+func (a GroupsArgs) Call(q keyspace.Queue) Call {
+	return Groups.call(q, "", "", nil, a.Cursor, a.Limit)
 }
 
 func flag(b bool) string {

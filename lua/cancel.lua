@@ -19,7 +19,7 @@
 -- EMQSTALE a token was named and the job is not active under it.
 
 local id, token, reason = ARGV[3], ARGV[4], ARGV[5]
-local state, holder = unpack(redis.call('HMGET', JOB, 'state', 'token'))
+local state, holder, group = unpack(redis.call('HMGET', JOB, 'state', 'token', 'group'))
 if not state then
   return error_reply('EMQGONE', id)
 end
@@ -40,8 +40,16 @@ if state == 'active' then
   emit('cancel_requested', id, 'active', 'reason', reason)
   return { 'requested', job_reply(id) }
 end
+local row = group and read_row(id)
+flow_check(row)
 redis.call('ZREM', set_of(state), id)
 redis.call('HDEL', JOB, 'run_at')
+if row then
+  flow_unqueued(id, row)
+end
 finish(id, 'cancelled', now_ms())
+if row then
+  flow_finished(id, row)
+end
 emit('cancelled', id, 'cancelled', 'reason', reason)
 return { 'cancelled', job_reply(id) }

@@ -16,11 +16,16 @@
 -- Returns {due_in, jobs}: due_in is how many ms from now the earliest
 -- delayed job comes due, or -1 when none is, so that a long-polling claimer
 -- knows when to look again; jobs is the list of claimed job replies, empty
--- when the queue is paused or has nothing pending.
+-- when the queue is paused or has nothing pending. Under flow control
+-- (flow.lua) the jobs are those the limits let start, and the reply goes on
+-- with retry_after and held: when a limit cut the claim short, in how many
+-- ms a claim could go on, and which limit ("concurrency", "rate_limit",
+-- "group_concurrency", "group_rate_limit", "group_order",
+-- "group_paused"); -1 and "" when none did.
 -- Errors: TRYAGAIN (here.lua).
 
 local now = now_ms()
 local count, delayed = tonumber(ARGV[3]), BASE .. 'delayed'
 local plan = plan_claim(delayed, now, count)
 local jobs = claim(plan, now, count, tonumber(ARGV[4]), ARGV[5])
-return { due_in(delayed, now), jobs }
+return flow_reply({ due_in(delayed, now), jobs }, plan)

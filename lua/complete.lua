@@ -22,7 +22,8 @@
 -- succeeded answers the job as it is and claims nothing: the jobs a lost
 -- first answer carried are recovered when their leases lapse, and claiming
 -- more on every retry would strand more.
--- Returns {job, next}: next is the list of newly claimed job replies.
+-- Returns {job, next}: next is the list of newly claimed job replies
+-- (under flow control, those the limits let start, claim.lua).
 -- Errors: EMQGONE no such job; EMQSTALE token is not the current one, or
 -- the job is no longer active under it; TRYAGAIN (here.lua).
 
@@ -33,6 +34,7 @@ local code = fence_row(row, token, 'complete')
 if code and code ~= 'repeat' then
   return error_reply(code, id)
 end
+flow_check(row)
 local count = code == 'repeat' and 0 or tonumber(ARGV[7])
 local delayed = BASE .. 'delayed'
 local plan = count > 0 and plan_claim(delayed, now, count)

@@ -18,7 +18,8 @@
 -- nothing more (as complete.lua), while a batch whose jobs were all stale
 -- still gets work.
 -- Returns {results, next}: results in order, each {1, job} or {0, code,
--- id} with code EMQGONE or EMQSTALE; next the newly claimed job replies.
+-- id} with code EMQGONE or EMQSTALE; next the newly claimed job replies
+-- (under flow control, those the limits let start, claim.lua).
 -- Errors: TRYAGAIN (here.lua); refusals are per job, in results.
 
 local now = now_ms()
@@ -39,6 +40,7 @@ for i = 0, n - 1 do
     repeated = repeated or code == 'repeat'
     seen[id] = code == nil or code == 'repeat'
   end
+  flow_check(rows[id])
 end
 local delayed = BASE .. 'delayed'
 local plan = count > 0 and not repeated and plan_claim(delayed, now, count)

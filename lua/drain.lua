@@ -1,21 +1,30 @@
 -- drain.lua: one bounded step of removing a queue's waiting jobs.
 --
--- KEYS[1] pending
--- KEYS[2] delayed
--- KEYS[3] events
+-- KEYS[1] meta
+-- KEYS[2] pending
+-- KEYS[3] delayed
+-- KEYS[4] events
 -- ARGV[3] limit: at most this many jobs per step
 -- ARGV[4] how many earlier steps of this drain removed, for the event
 -- ARGV[5] actor, ARGV[6] role: who asked, for the event
 --
 -- Removes up to limit pending jobs, then delayed ones, rows and all; active
 -- jobs are left to finish. The service calls it until a step removes fewer
--- than limit; that last step emits one "drained" event with the total.
+-- than limit; that last step emits one "drained" event with the total,
+-- and puts the queue's groups right (flow.lua's flow_drained).
 -- Returns how many jobs this step removed.
 -- Errors: TRYAGAIN (here.lua).
 
 local limit = tonumber(ARGV[3])
+local grouped = redis.call('HGET', META, 'grouped')
+if grouped then
+  flow_here()
+end
 local removed = delete_jobs(plan_delete({ PENDING, DELAYED }, limit))
 if removed < limit then
+  if grouped then
+    flow_drained()
+  end
   emit('drained', nil, nil, 'count', tonumber(ARGV[4]) + removed, 'actor', ARGV[5], 'role', ARGV[6])
 end
 return removed

@@ -47,6 +47,7 @@ if code == 'repeat' then
 elseif code then
   return error_reply(code, id)
 end
+flow_check(row)
 
 local now = now_ms()
 local attempts = tonumber(row.attempts or '0')
@@ -70,22 +71,26 @@ end
 if row.cancel_requested then
   redis.call('ZADD', CANCELLED, int(now), id)
   place('cancelled', 'finished_at', int(now))
+  flow_finished(id, row)
   emit('cancelled', id, 'cancelled', 'error', text)
 elseif ARGV[7] == '1' or attempts >= max_attempts then
   redis.call('ZADD', DEAD, int(now), id)
   place('dead', 'finished_at', int(now))
+  flow_finished(id, row)
   redis.call('HINCRBY', META, 'failed', 1)
   emit('dead', id, 'dead', 'error', text)
 else
   local state = 'pending'
   if delay <= 0 then
-    add_pending(id, tonumber(row.priority or '0'), false)
-    del_fields(id, row, { 'run_at' })
+    push_pending(id, row, false)
     place('pending')
   else
     state = 'delayed'
     local run_at = int(now + delay)
     redis.call('ZADD', DELAYED, run_at, id)
+    if row.group then
+      group_count(row.group, 'd', 1)
+    end
     place('delayed', 'run_at', run_at)
   end
   emit('failed', id, state, 'error', text)

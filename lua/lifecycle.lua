@@ -14,9 +14,14 @@ local function add_pending(id, priority, front)
   redis.call('ZADD', PENDING, int(score), id)
 end
 
--- push_pending makes job id, whose row (a table) the script read, pending.
+-- push_pending makes job id, whose row (a table) the script read, pending
+-- (a grouped job at its place in its group, flow.lua).
 local function push_pending(id, row, front)
-  add_pending(id, tonumber(row.priority or '0'), front)
+  if row.group then
+    group_pending(id, row)
+  else
+    add_pending(id, tonumber(row.priority or '0'), front)
+  end
   row.state = 'pending'
   redis.call('HSET', job_key(id), 'state', 'pending')
   del_fields(id, row, { 'run_at' })
@@ -31,6 +36,7 @@ local function plan_due(delayed, now, limit)
   local plan = {}
   for i, id in ipairs(due) do
     plan[i] = { id, row_here(id) }
+    flow_check(plan[i][2])
   end
   return plan
 end
@@ -93,8 +99,14 @@ end
 -- cannot make it again.)
 local function plan_claim(delayed, now, count)
   local plan = { delayed = delayed, due = plan_due(delayed, now, '1000'), rows = {} }
-  plan.paused = redis.call('HGET', META, 'paused')
-  if count == 0 or plan.paused then
+  local meta = redis.call('HMGET', META, 'paused', 'flow', 'grouped')
+  plan.paused = meta[1]
+  if meta[2] or meta[3] then
+    -- Flow control (flow.lua): the jobs are chosen as the claim goes.
+    flow_here()
+    plan.flow, plan.grouped = settings_of(meta[2]) or {}, meta[3]
+  end
+  if count == 0 or plan.paused or plan.flow then
     return plan
   end
   for _, id in ipairs(redis.call('ZRANGE', PENDING, '0', count - 1)) do
@@ -106,33 +118,21 @@ local function plan_claim(delayed, now, count)
   return plan
 end
 
--- claim promotes the due jobs of plan, then leases up to count pending
--- jobs for lease_ms, each under a fresh fencing token (next_tokens). A
--- paused queue claims nothing. Returns the claimed job replies.
-local function claim(plan, now, count, lease_ms, worker)
-  promote(plan.delayed, plan.due)
-  if plan.paused or count == 0 then
-    return {}
-  end
-  local popped = redis.call('ZPOPMIN', PENDING, count)
-  if #popped == 0 then
-    return {}
-  end
-  -- Per job: one HSET (one HDEL if the last attempt left a cancel request
-  -- or a worker), one event; per call: one token draw and one ZADD. Keep it
-  -- so: this runs for every job the service hands out.
+-- lease leases the jobs of ids (their rows in rows, false for a row lost
+-- outside a migration: dropped) for lease_ms, each under a fresh fencing
+-- token (next_tokens), and returns their replies and the first token.
+-- extra is a field and value every leased row gets, or nil.
+-- Per job: one HSET (one HDEL if the last attempt left a cancel request or
+-- a worker), one event; per call: one token draw and one ZADD. Keep it so:
+-- this runs for every job the service hands out.
+local function lease(ids, rows, now, lease_ms, worker, extra)
   local jobs, leased = {}, {}
-  local token = next_tokens(#popped / 2)
+  local token = next_tokens(#ids)
+  local first = token
   local deadline, started = int(now + lease_ms), int(now)
-  for i = 1, #popped, 2 do
-    local id = popped[i]
-    local row = plan.rows[id]
-    if row == nil then
-      -- Not among the jobs plan_claim read: never so (the first count
-      -- after promote are among them), but should it be, the job keeps
-      -- its place rather than be lost.
-      redis.call('ZADD', PENDING, popped[i + 1], id)
-    elseif row then -- false: a row lost outside a migration is dropped
+  for _, id in ipairs(ids) do
+    local row = rows[id]
+    if row then
       -- The last attempt's cancel request and worker go (a new worker name
       -- is written over the old one).
       del_fields(id, row, worker == '' and { 'cancel_requested', 'cancel_reason', 'worker' }
@@ -142,6 +142,9 @@ local function claim(plan, now, count, lease_ms, worker)
       if worker ~= '' then
         fields[#fields + 1], fields[#fields + 2] = 'worker', worker
       end
+      if extra then
+        fields[#fields + 1], fields[#fields + 2] = extra, '1'
+      end
       set_fields(id, row, fields)
       leased[#leased + 1], leased[#leased + 2] = deadline, id
       emit('claimed', id, 'active', 'worker', worker)
@@ -150,13 +153,79 @@ local function claim(plan, now, count, lease_ms, worker)
     end
   end
   each_chunk(leased, 2, function(...) redis.call('ZADD', ACTIVE, ...) end)
+  return jobs, first
+end
+
+-- flow_claim is claim on a queue with flow control: flow_take chooses the
+-- jobs; plan.held and plan.retry_after say which limit cut the claim
+-- short, and when it could go on.
+local function flow_claim(plan, now, count, lease_ms, worker)
+  local ids, held, retry = flow_take(plan.flow, plan.grouped, count, now)
+  plan.held, plan.retry_after = held, retry
+  if #ids == 0 then
+    return {}
+  end
+  local rows = {}
+  for _, id in ipairs(ids) do
+    rows[id] = row_here(id) or false
+  end
+  local jobs, token = lease(ids, rows, now, lease_ms, worker, 'flow')
+  if plan.flow.rl then
+    rate_add(QUEUE_SCOPE, #ids, now, int(token))
+  end
   return jobs
 end
 
+-- claim promotes the due jobs of plan, then leases up to count pending
+-- jobs for lease_ms (lease). A paused queue claims nothing. Returns the
+-- claimed job replies.
+local function claim(plan, now, count, lease_ms, worker)
+  promote(plan.delayed, plan.due)
+  if plan.paused or count == 0 then
+    return {}
+  end
+  if plan.flow then
+    return flow_claim(plan, now, count, lease_ms, worker)
+  end
+  local popped = redis.call('ZPOPMIN', PENDING, count)
+  if #popped == 0 then
+    return {}
+  end
+  local ids = {}
+  for i = 1, #popped, 2 do
+    local id = popped[i]
+    if plan.rows[id] == nil then
+      -- Not among the jobs plan_claim read: never so (the first count
+      -- after promote are among them), but should it be, the job keeps
+      -- its place rather than be lost.
+      redis.call('ZADD', PENDING, popped[i + 1], id)
+    else
+      ids[#ids + 1] = id
+    end
+  end
+  return (lease(ids, plan.rows, now, lease_ms, worker))
+end
+
+-- flow_reply is what claim.lua adds to its reply under flow control: how
+-- many ms until a claim could go on (-1: no limit cut it short) and the
+-- limit that did ('' none). Nothing without flow control.
+local function flow_reply(reply, plan)
+  if plan and plan.flow then
+    reply[#reply + 1] = plan.retry_after or -1
+    reply[#reply + 1] = plan.held or ''
+  end
+  return reply
+end
+
 -- leave_active takes a job out of the active set and drops its lease.
+-- Under flow control it frees the job's slot (flow_left), which needs
+-- flow_check first.
 local function leave_active(id, row)
   redis.call('ZREM', ACTIVE, id)
   del_fields(id, row, { 'lease_expires_at' })
+  if row.group or row.flow then
+    flow_left(id, row)
+  end
 end
 
 -- complete_one finishes the job id held under token, whose declared row
@@ -180,6 +249,10 @@ local function complete_one(done, id, row, token, has_result, result, now)
   end
   set_fields(id, row, fields)
   del_fields(id, row, { 'lease_expires_at' })
+  if row.group or row.flow then -- the script made flow_check
+    flow_left(id, row)
+    flow_finished(id, row)
+  end
   emit('completed', id, 'completed')
   done[#done + 1] = id
   return reply_of(id, row)

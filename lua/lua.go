@@ -25,7 +25,7 @@ import (
 var files embed.FS
 
 // shared are the files every script runs after, in this order.
-var shared = []string{"prelude.lua", "row.lua", "here.lua", "events.lua", "fence.lua", "lifecycle.lua"}
+var shared = []string{"prelude.lua", "row.lua", "here.lua", "events.lua", "fence.lua", "flow.lua", "lifecycle.lua"}
 
 // Script is one of echo_mq's scripts.
 type Script struct {
@@ -57,12 +57,16 @@ var (
 	Retry         = mustScript("retry")
 	Promote       = mustScript("promote")
 	List          = mustScript("list")
+	Settings      = mustScript("settings")
+	GroupPause    = mustScript("group_pause")
+	Groups        = mustScript("groups")
 )
 
 // All lists every script.
 var All = []*Script{
 	Enqueue, Claim, Extend, Cancellation, Complete, CompleteBatch,
 	Fail, Cancel, Sweep, PromoteDue, Remove, Pause, Drain, Obliterate, Retry, Promote, List,
+	Settings, GroupPause, Groups,
 }
 
 // library is every script as one Redis Functions library.

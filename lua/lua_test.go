@@ -23,7 +23,7 @@ func TestBuildersMatchHeaders(t *testing.T) {
 		call Call
 		argc int // the ARGV the call must carry
 	}{
-		{EnqueueArgs{Jobs: two}.Call(q), 3 + 6*2},
+		{EnqueueArgs{Jobs: two}.Call(q), 3 + 7*2},
 		{ClaimArgs{}.Call(q), Claim.argc},
 		{ExtendArgs{ID: "a"}.Call(q), Extend.argc},
 		{CancellationArgs{ID: "a"}.Call(q), Cancellation.argc},
@@ -40,6 +40,9 @@ func TestBuildersMatchHeaders(t *testing.T) {
 		{RetryArgs{ID: "a"}.Call(q), Retry.argc},
 		{PromoteArgs{ID: "a"}.Call(q), Promote.argc},
 		{ListArgs{State: "dead"}.Call(q), List.argc},
+		{SettingsArgs{}.Call(q), Settings.argc},
+		{GroupPauseArgs{}.Call(q), GroupPause.argc},
+		{GroupsArgs{}.Call(q), Groups.argc},
 	}
 	seen := map[*Script]bool{}
 	for _, c := range calls {

@@ -1,6 +1,6 @@
 -- prelude.lua: the keys and arguments every echo_mq script runs with
 -- (docs/design.md#scripts). lua.go puts the shared files first, in this
--- order: prelude.lua, row.lua, here.lua, events.lua, fence.lua,
+-- order: prelude.lua, row.lua, here.lua, events.lua, fence.lua, flow.lua,
 -- lifecycle.lua; then each script, wrapped in a function of its own.
 --
 -- A script's header names its KEYS by role, one per line:
@@ -33,6 +33,10 @@ local META, PENDING, ACTIVE, DELAYED, COMPLETED, DEAD, CANCELLED
 local SET, EVENTS, JOB, REAPER
 local BASE, WAKE, ARGV
 
+-- FLOW_HERE is true once this call has made sure it may touch the flow
+-- control keys (flow.lua's flow_here).
+local FLOW_HERE
+
 -- bind names this call's KEYS by the roles of its script's header and
 -- takes its ARGV. Library functions run with the keys and arguments as
 -- parameters, EVAL with them as globals: both come through here. It makes
@@ -40,6 +44,7 @@ local BASE, WAKE, ARGV
 local function bind(keys, argv, roles)
   META, PENDING, ACTIVE, DELAYED, COMPLETED, DEAD, CANCELLED = nil, nil, nil, nil, nil, nil, nil
   SET, EVENTS, JOB, REAPER = nil, nil, nil, nil
+  FLOW_HERE = nil
   for i = 1, #roles do
     local role, key = roles[i], keys[i]
     if role == 'job' then JOB = key

@@ -19,6 +19,7 @@ end
 if row.state ~= 'delayed' then
   return error_reply('EMQSTATE', id)
 end
+flow_check(row)
 redis.call('ZREM', DELAYED, id)
 push_pending(id, row, false)
 emit('promoted', id, 'pending', 'actor', ARGV[4], 'role', ARGV[5])

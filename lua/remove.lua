@@ -19,14 +19,25 @@
 -- Errors: EMQGONE no such job; EMQSTATE the job is active and force is not set.
 
 local id = ARGV[3]
-local state = redis.call('HGET', JOB, 'state')
+local state, group = unpack(redis.call('HMGET', JOB, 'state', 'group'))
 if not state then
   return error_reply('EMQGONE', id)
 end
 if state == 'active' and ARGV[4] ~= '1' then
   return error_reply('EMQSTATE', id)
 end
+local row = group and read_row(id)
+flow_check(row)
 redis.call('ZREM', set_of(state), id)
-redis.call('DEL', JOB)
+if row then
+  if state == 'active' then
+    flow_left(id, row)
+  end
+  flow_unqueued(id, row)
+  redis.call('DEL', JOB)
+  flow_finished(id, row)
+else
+  redis.call('DEL', JOB)
+end
 emit('removed', id, nil, 'actor', ARGV[5], 'role', ARGV[6])
 return state

@@ -23,6 +23,7 @@ end
 if row.state ~= 'dead' and row.state ~= 'cancelled' then
   return error_reply('EMQSTATE', id)
 end
+flow_check(row)
 redis.call('ZREM', set_of(row.state), id)
 del_fields(id, row, { 'attempts', 'stalled', 'finished_at', 'cancel_requested', 'cancel_reason' })
 push_pending(id, row, false)

@@ -27,22 +27,26 @@ local lapsed = redis.call('ZRANGEBYSCORE', ACTIVE, '-inf', int(now), 'LIMIT', 0,
 local rows = {}
 for i, id in ipairs(lapsed) do
   rows[i] = row_here(id)
+  flow_check(rows[i])
 end
 
 local recovered, dead, cancelled = {}, {}, {}
 for i, id in ipairs(lapsed) do
   local row = rows[i]
-  redis.call('ZREM', ACTIVE, id)
-  if row then
-    del_fields(id, row, { 'lease_expires_at' })
+  if not row then
+    redis.call('ZREM', ACTIVE, id) -- a row lost outside a migration
+  else
+    leave_active(id, row)
     local stalled = tonumber(row.stalled or '0') + 1
     set_fields(id, row, { 'stalled', tostring(stalled) })
     if row.cancel_requested then
       finish(id, 'cancelled', now)
+      flow_finished(id, row)
       emit('cancelled', id, 'cancelled', 'error', 'stalled')
       cancelled[#cancelled + 1] = id
     elseif stalled >= max_stalled then
       finish(id, 'dead', now)
+      flow_finished(id, row)
       redis.call('HSET', job_key(id), 'last_error', 'stalled')
       redis.call('HINCRBY', META, 'failed', 1)
       emit('dead', id, 'dead', 'error', 'stalled')

@@ -159,6 +159,7 @@ func appendJobFields(b []byte, j job.Job, token bool) []byte {
 	b = strconv.AppendBool(append(b, `,"cancel_requested":`...), j.CancelRequested)
 	b = appendOmitEmpty(b, `,"cancel_reason":`, j.CancelReason)
 	b = appendOmitEmpty(b, `,"worker":`, j.Worker)
+	b = appendOmitEmpty(b, `,"group":`, j.Group)
 	if token && j.Token != 0 {
 		b = strconv.AppendInt(append(b, `,"token":`...), j.Token, 10)
 	}

@@ -30,7 +30,7 @@ func TestJobJSON(t *testing.T) {
 		Payload: json.RawMessage(`{"to":"ada@example.com","n":[1,2.5e3,null,true]}`),
 		Result:  json.RawMessage(`{"ok":true}`), Progress: json.RawMessage(`0.5`),
 		Priority: 9, Attempts: 2, MaxAttempts: 1000, Stalled: 1, LastError: "SMTP timeout",
-		CancelRequested: true, CancelReason: "customer asked", Worker: "worker-1", Token: 42,
+		CancelRequested: true, CancelReason: "customer asked", Worker: "worker-1", Group: "tenant-42", Token: 42,
 		CreatedAt: at, RunAt: at.Add(time.Millisecond), StartedAt: time.UnixMilli(0).UTC(),
 		LeaseExpiresAt: at.Add(time.Hour), FinishedAt: at.Add(-time.Hour)}
 	for _, c := range []struct {
@@ -161,6 +161,7 @@ func jobOf(j job.Job) Job {
 		Priority: j.Priority, Attempts: j.Attempts, MaxAttempts: j.MaxAttempts, Stalled: j.Stalled,
 		LastError: j.LastError, CancelRequested: j.CancelRequested, CancelReason: j.CancelReason,
 		Worker:    j.Worker,
+		Group:     j.Group,
 		CreatedAt: stamp(j.CreatedAt), RunAt: stamp(j.RunAt), StartedAt: stamp(j.StartedAt),
 		LeaseExpiresAt: stamp(j.LeaseExpiresAt), FinishedAt: stamp(j.FinishedAt),
 	}
@@ -268,7 +269,7 @@ func (s *jobSource) job() job.Job {
 	return job.Job{ID: s.string(), Queue: s.string(), State: s.string(),
 		Payload: s.raw(), Result: s.raw(), Progress: s.raw(),
 		Priority: int(s.int()), Attempts: int(s.int()), MaxAttempts: int(s.int()), Stalled: int(s.int()),
-		LastError: s.string(), CancelRequested: s.next()%2 == 1, CancelReason: s.string(), Worker: s.string(),
+		LastError: s.string(), CancelRequested: s.next()%2 == 1, CancelReason: s.string(), Worker: s.string(), Group: s.string(),
 		Token: s.int(), CreatedAt: s.time(), RunAt: s.time(), StartedAt: s.time(),
 		LeaseExpiresAt: s.time(), FinishedAt: s.time()}
 }

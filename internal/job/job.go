@@ -40,6 +40,7 @@ type Job struct {
 	CancelRequested bool
 	CancelReason    string
 	Worker          string
+	Group           string // "": none (docs/design.md#flow-control)
 	Token           int64
 	CreatedAt       time.Time
 	RunAt           time.Time
@@ -92,8 +93,8 @@ func FromHash(queue, id string, row map[string]string) (Job, error) {
 	return j, nil
 }
 
-// set stores one field of the row; unknown fields (backoff, outcomes) stay
-// inside the scripts.
+// set stores one field of the row; unknown fields (backoff, outcomes,
+// gseq, flow) stay inside the scripts.
 func (j *Job) set(field, value string) error {
 	var err error
 	switch field {
@@ -121,6 +122,8 @@ func (j *Job) set(field, value string) error {
 		j.CancelReason = value
 	case "worker":
 		j.Worker = value
+	case "group":
+		j.Group = value
 	case "token":
 		j.Token, err = strconv.ParseInt(value, 10, 64)
 	case "created_at":

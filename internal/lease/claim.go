@@ -28,10 +28,14 @@ func (p ClaimParams) args() lua.ClaimArgs {
 // Claimed is the outcome of a claim: the jobs, each with its Token, and how
 // long until the earliest delayed job comes due, on the server's clock (-1
 // when none is delayed), so that a long-polling claimer knows when to look
-// again.
+// again. When a flow control limit cut the claim short, Held names it
+// (flow.HeldConcurrency, ...) and RetryAfter says when a claim could go
+// on; else Held is "" and RetryAfter -1.
 type Claimed struct {
-	Jobs  []job.Job
-	DueIn time.Duration
+	Jobs       []job.Job
+	DueIn      time.Duration
+	Held       string
+	RetryAfter time.Duration
 }
 
 // Claim leases up to p.Count jobs of queue, priority first and FIFO within a
@@ -42,7 +46,7 @@ func (s *Service) Claim(ctx context.Context, queue string, p ClaimParams) (Claim
 	if err != nil {
 		return Claimed{}, err
 	}
-	items, err := replyList(reply, 2)
+	items, err := replyList(reply, -2)
 	if err != nil {
 		return Claimed{}, err
 	}
@@ -51,5 +55,12 @@ func (s *Service) Claim(ctx context.Context, queue string, p ClaimParams) (Claim
 		return Claimed{}, err
 	}
 	dueIn, _ := items[0].(int64)
-	return Claimed{Jobs: jobs, DueIn: time.Duration(dueIn) * time.Millisecond}, nil
+	c := Claimed{Jobs: jobs, DueIn: time.Duration(dueIn) * time.Millisecond, RetryAfter: -1}
+	if len(items) == 4 { // under flow control (lua/claim.lua)
+		c.Held, _ = items[3].(string)
+		if retry, _ := items[2].(int64); c.Held != "" {
+			c.RetryAfter = time.Duration(retry) * time.Millisecond
+		}
+	}
+	return c, nil
 }

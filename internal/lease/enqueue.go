@@ -22,6 +22,7 @@ type NewJob struct {
 	Delay       time.Duration
 	MaxAttempts int // 0: DefaultMaxAttempts
 	Backoff     *Backoff
+	Group       string // "": none (docs/design.md#flow-control)
 }
 
 // Backoff is the retry delay after a failed attempt: Delay, doubled per
@@ -116,5 +117,5 @@ func enqueueArgs(nj NewJob) lua.NewJob {
 		backoff = nj.Backoff.String()
 	}
 	return lua.NewJob{ID: nj.ID, Payload: string(nj.Payload), Priority: nj.Priority,
-		DelayMS: millis(nj.Delay), MaxAttempts: maxAttempts, Backoff: backoff}
+		DelayMS: millis(nj.Delay), MaxAttempts: maxAttempts, Backoff: backoff, Group: nj.Group}
 }

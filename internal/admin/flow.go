@@ -1,0 +1,88 @@
+package admin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/echo-mq/echo_mq/internal/flow"
+	"github.com/echo-mq/echo_mq/internal/keyspace"
+	"github.com/echo-mq/echo_mq/lua"
+)
+
+// Settings are a queue's flow control settings (docs/design.md#flow-control);
+// a queue that never had any has none.
+func (s *Service) Settings(ctx context.Context, queue string) (flow.Settings, error) {
+	text, err := s.rdb.HGet(ctx, keyspace.NewQueue(s.prefix, queue).Meta(), "flow").Result()
+	if errors.Is(err, redis.Nil) {
+		return flow.Settings{}, nil
+	}
+	if err != nil {
+		return flow.Settings{}, err
+	}
+	return flow.Decode(text)
+}
+
+// SetSettings replaces a queue's flow control settings whole, and writes a
+// "settings" event with them (asJSON) and who asked. The groups a limit
+// held back are looked at again under the new settings.
+func (s *Service) SetSettings(ctx context.Context, queue string, set flow.Settings, asJSON string, by Actor) error {
+	if err := s.queues.Remember(ctx, queue, true); err != nil {
+		return err
+	}
+	_, err := s.run(ctx, queue, lua.SettingsArgs{Encoded: set.Encode(), JSON: asJSON, By: by})
+	return err
+}
+
+// Groups lists one page of a queue's groups by name, after cursor (""
+// for the first page), and the cursor of the next page ("" on the last).
+func (s *Service) Groups(ctx context.Context, queue, cursor string, limit int) ([]flow.Group, string, error) {
+	reply, err := s.run(ctx, queue, lua.GroupsArgs{Cursor: cursor, Limit: limit})
+	if err != nil {
+		return nil, "", err
+	}
+	items, ok := reply.([]any)
+	if !ok || len(items) != 2 {
+		return nil, "", fmt.Errorf("groups reply: unexpected %T", reply)
+	}
+	list, _ := items[1].([]any)
+	groups := make([]flow.Group, len(list))
+	for i, item := range list {
+		if groups[i], err = groupOf(item); err != nil {
+			return nil, "", err
+		}
+	}
+	next, _ := items[0].(string)
+	return groups, next, nil
+}
+
+// SetGroupPaused pauses (or resumes) one group's claims and answers the
+// group. Pausing a group that has no jobs yet lists it.
+func (s *Service) SetGroupPaused(ctx context.Context, queue, group string, paused bool, by Actor) (flow.Group, error) {
+	if err := s.queues.Remember(ctx, queue, true); err != nil {
+		return flow.Group{}, err
+	}
+	reply, err := s.run(ctx, queue, lua.GroupPauseArgs{Group: group, Paused: paused, By: by})
+	if err != nil {
+		return flow.Group{}, err
+	}
+	return groupOf(reply)
+}
+
+// groupOf reads flow.lua's group_info reply: {name, paused, pending,
+// active, delayed}.
+func groupOf(reply any) (flow.Group, error) {
+	f, ok := reply.([]any)
+	if !ok || len(f) != 5 {
+		return flow.Group{}, fmt.Errorf("group reply: unexpected %T", reply)
+	}
+	name, _ := f[0].(string)
+	paused, _ := f[1].(int64)
+	g := flow.Group{Name: name, Paused: paused == 1}
+	g.Pending, _ = f[2].(int64)
+	g.Active, _ = f[3].(int64)
+	g.Delayed, _ = f[4].(int64)
+	return g, nil
+}
