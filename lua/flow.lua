@@ -421,8 +421,8 @@ local function take_rotating(s, want, now)
     return ids
   end
   local why = redis.call('HGET', fkey('flow'), 'w:' .. first[1]) or 'group_concurrency'
-  local at = tonumber(first[2])
-  if at == math.huge then
+  local at = tonumber(first[2]) -- nil for "inf" where Lua's tonumber does not read it
+  if not at or at == math.huge then
     return ids, why, slot_wait(now)
   end
   return ids, why, math.max(at - now, 1)

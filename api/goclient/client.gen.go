@@ -35,6 +35,36 @@ func (e BackoffType) Valid() bool {
 	}
 }
 
+// Defines values for ClaimResponseHeldBy.
+const (
+	ClaimResponseHeldByConcurrency      ClaimResponseHeldBy = "concurrency"
+	ClaimResponseHeldByGroupConcurrency ClaimResponseHeldBy = "group_concurrency"
+	ClaimResponseHeldByGroupOrder       ClaimResponseHeldBy = "group_order"
+	ClaimResponseHeldByGroupPaused      ClaimResponseHeldBy = "group_paused"
+	ClaimResponseHeldByGroupRateLimit   ClaimResponseHeldBy = "group_rate_limit"
+	ClaimResponseHeldByRateLimit        ClaimResponseHeldBy = "rate_limit"
+)
+
+// Valid indicates whether the value is a known member of the ClaimResponseHeldBy enum.
+func (e ClaimResponseHeldBy) Valid() bool {
+	switch e {
+	case ClaimResponseHeldByConcurrency:
+		return true
+	case ClaimResponseHeldByGroupConcurrency:
+		return true
+	case ClaimResponseHeldByGroupOrder:
+		return true
+	case ClaimResponseHeldByGroupPaused:
+		return true
+	case ClaimResponseHeldByGroupRateLimit:
+		return true
+	case ClaimResponseHeldByRateLimit:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for EventKind.
 const (
 	EventKindCancelRequested EventKind = "cancel_requested"
@@ -46,6 +76,8 @@ const (
 	EventKindDue             EventKind = "due"
 	EventKindEnqueued        EventKind = "enqueued"
 	EventKindFailed          EventKind = "failed"
+	EventKindGroupPaused     EventKind = "group_paused"
+	EventKindGroupResumed    EventKind = "group_resumed"
 	EventKindPaused          EventKind = "paused"
 	EventKindProgress        EventKind = "progress"
 	EventKindPromoted        EventKind = "promoted"
@@ -53,6 +85,7 @@ const (
 	EventKindRemoved         EventKind = "removed"
 	EventKindResumed         EventKind = "resumed"
 	EventKindRetried         EventKind = "retried"
+	EventKindSettings        EventKind = "settings"
 )
 
 // Valid indicates whether the value is a known member of the EventKind enum.
@@ -76,6 +109,10 @@ func (e EventKind) Valid() bool {
 		return true
 	case EventKindFailed:
 		return true
+	case EventKindGroupPaused:
+		return true
+	case EventKindGroupResumed:
+		return true
 	case EventKindPaused:
 		return true
 	case EventKindProgress:
@@ -89,6 +126,8 @@ func (e EventKind) Valid() bool {
 	case EventKindResumed:
 		return true
 	case EventKindRetried:
+		return true
+	case EventKindSettings:
 		return true
 	default:
 		return false
@@ -119,6 +158,21 @@ func (e JobState) Valid() bool {
 	case JobStateDelayed:
 		return true
 	case JobStatePending:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for QueueSettingsGroupOrder.
+const (
+	Fifo QueueSettingsGroupOrder = "fifo"
+)
+
+// Valid indicates whether the value is a known member of the QueueSettingsGroupOrder enum.
+func (e QueueSettingsGroupOrder) Valid() bool {
+	switch e {
+	case Fifo:
 		return true
 	default:
 		return false
@@ -204,6 +258,20 @@ type ClaimRequest struct {
 	Worker *string `json:"worker,omitempty"`
 }
 
+// ClaimResponse defines model for ClaimResponse.
+type ClaimResponse struct {
+	// HeldBy The limit that held the claim back. Absent when none did.
+	HeldBy *ClaimResponseHeldBy `json:"held_by,omitempty"`
+	Jobs   []Job                `json:"jobs"`
+
+	// RetryAfterMs In how many ms a claim could start a job, when a limit held this one
+	// back (a long poll waits for it by itself). Absent when none did.
+	RetryAfterMs *int64 `json:"retry_after_ms,omitempty"`
+}
+
+// ClaimResponseHeldBy The limit that held the claim back. Absent when none did.
+type ClaimResponseHeldBy string
+
 // CompleteBatchRequest defines model for CompleteBatchRequest.
 type CompleteBatchRequest struct {
 	Claim *ClaimNext     `json:"claim,omitempty"`
@@ -249,11 +317,14 @@ type CompleteResponse struct {
 	CancelRequested bool       `json:"cancel_requested"`
 	CreatedAt       time.Time  `json:"created_at"`
 	FinishedAt      *time.Time `json:"finished_at,omitempty"`
-	Id              string     `json:"id"`
-	LastError       *string    `json:"last_error,omitempty"`
-	LeaseExpiresAt  *time.Time `json:"lease_expires_at,omitempty"`
-	MaxAttempts     int        `json:"max_attempts"`
-	Next            *[]Job     `json:"next,omitempty"`
+
+	// Group The job's group, when its enqueue named one (flow control).
+	Group          *string    `json:"group,omitempty"`
+	Id             string     `json:"id"`
+	LastError      *string    `json:"last_error,omitempty"`
+	LeaseExpiresAt *time.Time `json:"lease_expires_at,omitempty"`
+	MaxAttempts    int        `json:"max_attempts"`
+	Next           *[]Job     `json:"next,omitempty"`
 
 	// Payload Any JSON value, given back as it was sent (digit for digit,
 	// insignificant whitespace removed), as result and progress are.
@@ -291,6 +362,11 @@ type EnqueueRequest struct {
 	// default 0 (pending at once).
 	DelayMs *int64 `json:"delay_ms,omitempty"`
 
+	// Group The job's group (flow control): claims take turns over the groups
+	// that have a claimable job, and the queue's group limits apply to each
+	// group. Default none.
+	Group *string `json:"group,omitempty"`
+
 	// Id The client's idempotency key; made by the server (UUIDv7) when absent.
 	Id *string `json:"id,omitempty"`
 
@@ -311,14 +387,20 @@ type Event struct {
 	Actor *string `json:"actor,omitempty"`
 
 	// At the Redis server's time of the change
-	At     time.Time `json:"at"`
-	Count  *int64    `json:"count,omitempty"`
-	Error  *string   `json:"error,omitempty"`
+	At    time.Time `json:"at"`
+	Count *int64    `json:"count,omitempty"`
+	Error *string   `json:"error,omitempty"`
+
+	// Group The group a group_paused or group_resumed event is about.
+	Group  *string   `json:"group,omitempty"`
 	JobId  *string   `json:"job_id,omitempty"`
 	Kind   EventKind `json:"kind"`
 	Queue  string    `json:"queue"`
 	Reason *string   `json:"reason,omitempty"`
 	Role   *string   `json:"role,omitempty"`
+
+	// Settings The new settings of a settings event.
+	Settings *QueueSettings `json:"settings,omitempty"`
 
 	// State A job's state: pending (claimable), active (leased to a holder), delayed (until its run_at), or finished: completed, dead or cancelled.
 	State *JobState `json:"state,omitempty"`
@@ -362,6 +444,28 @@ type FieldError struct {
 	Message string `json:"message"`
 }
 
+// Group defines model for Group.
+type Group struct {
+	Counts GroupCounts `json:"counts"`
+	Name   string      `json:"name"`
+	Paused bool        `json:"paused"`
+}
+
+// GroupCounts defines model for GroupCounts.
+type GroupCounts struct {
+	Active  int64 `json:"active"`
+	Delayed int64 `json:"delayed"`
+	Pending int64 `json:"pending"`
+}
+
+// GroupPage defines model for GroupPage.
+type GroupPage struct {
+	Groups []Group `json:"groups"`
+
+	// NextCursor Fetches the next page; null on the last one.
+	NextCursor *string `json:"next_cursor"`
+}
+
 // Health defines model for Health.
 type Health struct {
 	Status string `json:"status"`
@@ -374,10 +478,13 @@ type Job struct {
 	CancelRequested bool       `json:"cancel_requested"`
 	CreatedAt       time.Time  `json:"created_at"`
 	FinishedAt      *time.Time `json:"finished_at,omitempty"`
-	Id              string     `json:"id"`
-	LastError       *string    `json:"last_error,omitempty"`
-	LeaseExpiresAt  *time.Time `json:"lease_expires_at,omitempty"`
-	MaxAttempts     int        `json:"max_attempts"`
+
+	// Group The job's group, when its enqueue named one (flow control).
+	Group          *string    `json:"group,omitempty"`
+	Id             string     `json:"id"`
+	LastError      *string    `json:"last_error,omitempty"`
+	LeaseExpiresAt *time.Time `json:"lease_expires_at,omitempty"`
+	MaxAttempts    int        `json:"max_attempts"`
 
 	// Payload Any JSON value, given back as it was sent (digit for digit,
 	// insignificant whitespace removed), as result and progress are.
@@ -441,6 +548,38 @@ type QueueList struct {
 	// NextCursor Fetches the next page; null on the last one.
 	NextCursor *string `json:"next_cursor"`
 	Queues     []Queue `json:"queues"`
+}
+
+// QueueSettings defines model for QueueSettings.
+type QueueSettings struct {
+	// Concurrency At most this many of the queue's jobs active at once, across every
+	// worker and service replica.
+	Concurrency *int `json:"concurrency,omitempty"`
+
+	// GroupConcurrency At most this many active jobs per group.
+	GroupConcurrency *int `json:"group_concurrency,omitempty"`
+
+	// GroupOrder "fifo": at most one job per group in flight (active, or delayed for
+	// its retry), and a group's next job starts only when that one has
+	// finished; a retried job keeps its group's head.
+	GroupOrder *QueueSettingsGroupOrder `json:"group_order,omitempty"`
+
+	// GroupRateLimit At most limit claims start in any window_ms, per group.
+	GroupRateLimit *RateLimit `json:"group_rate_limit,omitempty"`
+
+	// RateLimit At most limit claims start in any window_ms, for the whole queue.
+	RateLimit *RateLimit `json:"rate_limit,omitempty"`
+}
+
+// QueueSettingsGroupOrder "fifo": at most one job per group in flight (active, or delayed for
+// its retry), and a group's next job starts only when that one has
+// finished; a retried job keeps its group's head.
+type QueueSettingsGroupOrder string
+
+// RateLimit defines model for RateLimit.
+type RateLimit struct {
+	Limit    int   `json:"limit"`
+	WindowMs int64 `json:"window_ms"`
 }
 
 // Removed defines model for Removed.
@@ -581,6 +720,39 @@ type StreamEventsParams struct {
 	// LastEventID resume strictly after this entry id (<ms>-<seq>)
 	LastEventID *string `json:"Last-Event-ID,omitempty"`
 
+	// XEMQTimestamp With X-EMQ-Signature, instead of a bearer key: the Unix time in seconds at which the request was signed, within 5 minutes of the service's clock.
+	XEMQTimestamp *SignatureTimestamp `json:"X-EMQ-Timestamp,omitempty"`
+
+	// XEMQSignature Instead of a bearer key: sha256= and the hex HMAC-SHA256, under a key of EMQ_API_KEYS, of "<X-EMQ-Timestamp>.<METHOD>.<path and query>.<body>". Each signature is accepted once: a sender that retries signs again.
+	XEMQSignature *Signature `json:"X-EMQ-Signature,omitempty"`
+}
+
+// ListGroupsParams defines parameters for ListGroups.
+type ListGroupsParams struct {
+	// Limit groups per page
+	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor next_cursor of the previous page
+	Cursor *string `form:"cursor,omitempty" json:"cursor,omitempty"`
+
+	// XEMQTimestamp With X-EMQ-Signature, instead of a bearer key: the Unix time in seconds at which the request was signed, within 5 minutes of the service's clock.
+	XEMQTimestamp *SignatureTimestamp `json:"X-EMQ-Timestamp,omitempty"`
+
+	// XEMQSignature Instead of a bearer key: sha256= and the hex HMAC-SHA256, under a key of EMQ_API_KEYS, of "<X-EMQ-Timestamp>.<METHOD>.<path and query>.<body>". Each signature is accepted once: a sender that retries signs again.
+	XEMQSignature *Signature `json:"X-EMQ-Signature,omitempty"`
+}
+
+// PauseGroupParams defines parameters for PauseGroup.
+type PauseGroupParams struct {
+	// XEMQTimestamp With X-EMQ-Signature, instead of a bearer key: the Unix time in seconds at which the request was signed, within 5 minutes of the service's clock.
+	XEMQTimestamp *SignatureTimestamp `json:"X-EMQ-Timestamp,omitempty"`
+
+	// XEMQSignature Instead of a bearer key: sha256= and the hex HMAC-SHA256, under a key of EMQ_API_KEYS, of "<X-EMQ-Timestamp>.<METHOD>.<path and query>.<body>". Each signature is accepted once: a sender that retries signs again.
+	XEMQSignature *Signature `json:"X-EMQ-Signature,omitempty"`
+}
+
+// ResumeGroupParams defines parameters for ResumeGroup.
+type ResumeGroupParams struct {
 	// XEMQTimestamp With X-EMQ-Signature, instead of a bearer key: the Unix time in seconds at which the request was signed, within 5 minutes of the service's clock.
 	XEMQTimestamp *SignatureTimestamp `json:"X-EMQ-Timestamp,omitempty"`
 
@@ -729,6 +901,24 @@ type ResumeQueueParams struct {
 	XEMQSignature *Signature `json:"X-EMQ-Signature,omitempty"`
 }
 
+// GetQueueSettingsParams defines parameters for GetQueueSettings.
+type GetQueueSettingsParams struct {
+	// XEMQTimestamp With X-EMQ-Signature, instead of a bearer key: the Unix time in seconds at which the request was signed, within 5 minutes of the service's clock.
+	XEMQTimestamp *SignatureTimestamp `json:"X-EMQ-Timestamp,omitempty"`
+
+	// XEMQSignature Instead of a bearer key: sha256= and the hex HMAC-SHA256, under a key of EMQ_API_KEYS, of "<X-EMQ-Timestamp>.<METHOD>.<path and query>.<body>". Each signature is accepted once: a sender that retries signs again.
+	XEMQSignature *Signature `json:"X-EMQ-Signature,omitempty"`
+}
+
+// PutQueueSettingsParams defines parameters for PutQueueSettings.
+type PutQueueSettingsParams struct {
+	// XEMQTimestamp With X-EMQ-Signature, instead of a bearer key: the Unix time in seconds at which the request was signed, within 5 minutes of the service's clock.
+	XEMQTimestamp *SignatureTimestamp `json:"X-EMQ-Timestamp,omitempty"`
+
+	// XEMQSignature Instead of a bearer key: sha256= and the hex HMAC-SHA256, under a key of EMQ_API_KEYS, of "<X-EMQ-Timestamp>.<METHOD>.<path and query>.<body>". Each signature is accepted once: a sender that retries signs again.
+	XEMQSignature *Signature `json:"X-EMQ-Signature,omitempty"`
+}
+
 // SweepQueueParams defines parameters for SweepQueue.
 type SweepQueueParams struct {
 	// XEMQTimestamp With X-EMQ-Signature, instead of a bearer key: the Unix time in seconds at which the request was signed, within 5 minutes of the service's clock.
@@ -770,6 +960,9 @@ type FailJobJSONRequestBody = FailRequest
 
 // ExtendLeaseJSONRequestBody defines body for ExtendLease for application/json ContentType.
 type ExtendLeaseJSONRequestBody = ExtendRequest
+
+// PutQueueSettingsJSONRequestBody defines body for PutQueueSettings for application/json ContentType.
+type PutQueueSettingsJSONRequestBody = QueueSettings
 
 // SweepQueueJSONRequestBody defines body for SweepQueue for application/json ContentType.
 type SweepQueueJSONRequestBody = SweepRequest
@@ -954,7 +1147,7 @@ type ClientInterface interface {
 
 	// ClaimJobsWithBody Claim jobs
 	//
-	// Leases up to count jobs (priority first, FIFO within a priority), each with its token. Due delayed jobs are moved to pending first. With wait_ms, a claim that finds nothing waits (long poll) and answers as soon as a job comes, or with an empty list when wait_ms passes. A paused queue answers an empty list.
+	// Leases up to count jobs (priority first, FIFO within a priority), each with its token. Due delayed jobs are moved to pending first. With wait_ms, a claim that finds nothing waits (long poll) and answers as soon as a job comes, or with an empty list when wait_ms passes. A paused queue answers an empty list. Under the queue's flow control settings a claim takes turns over the groups and answers only the jobs the limits let start; when that is fewer than count it says which limit held it back (held_by) and when a claim could start one (retry_after_ms), and a long poll waits until then or until a slot frees.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -963,7 +1156,7 @@ type ClientInterface interface {
 
 	// ClaimJobs Claim jobs
 	//
-	// Leases up to count jobs (priority first, FIFO within a priority), each with its token. Due delayed jobs are moved to pending first. With wait_ms, a claim that finds nothing waits (long poll) and answers as soon as a job comes, or with an empty list when wait_ms passes. A paused queue answers an empty list.
+	// Leases up to count jobs (priority first, FIFO within a priority), each with its token. Due delayed jobs are moved to pending first. With wait_ms, a claim that finds nothing waits (long poll) and answers as soon as a job comes, or with an empty list when wait_ms passes. A paused queue answers an empty list. Under the queue's flow control settings a claim takes turns over the groups and answers only the jobs the limits let start; when that is fewer than count it says which limit held it back (held_by) and when a claim could start one (retry_after_ms), and a long poll waits until then or until a slot frees.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -1001,6 +1194,27 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /queues/{queue}/events (the `StreamEvents` operationId).
 	StreamEvents(ctx context.Context, queue string, params *StreamEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListGroups List a queue's groups
+	//
+	// A page of the queue's groups by name: every group with jobs pending, active or delayed, and every paused one. Pass next_cursor back as cursor until it is null.
+	//
+	// Corresponds with GET /queues/{queue}/groups (the `ListGroups` operationId).
+	ListGroups(ctx context.Context, queue string, params *ListGroupsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PauseGroup Pause a group
+	//
+	// The group's jobs are not claimed while it is paused; its active jobs run on. Pausing a group that has no jobs yet lists it, so that its first jobs wait. Pausing a paused group changes nothing.
+	//
+	// Corresponds with POST /queues/{queue}/groups/{group}/pause (the `PauseGroup` operationId).
+	PauseGroup(ctx context.Context, queue string, group string, params *PauseGroupParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ResumeGroup Resume a group
+	//
+	// The group's jobs are claimed again, in their turn; waiting long polls are woken. Resuming a group that is not paused changes nothing.
+	//
+	// Corresponds with POST /queues/{queue}/groups/{group}/resume (the `ResumeGroup` operationId).
+	ResumeGroup(ctx context.Context, queue string, group string, params *ResumeGroupParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListJobs List jobs
 	//
@@ -1166,6 +1380,31 @@ type ClientInterface interface {
 	// Corresponds with POST /queues/{queue}/resume (the `ResumeQueue` operationId).
 	ResumeQueue(ctx context.Context, queue string, params *ResumeQueueParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// GetQueueSettings Read a queue's flow control settings
+	//
+	// The limits the queue has; an absent field is no limit, and a queue that never had settings answers {}.
+	//
+	// Corresponds with GET /queues/{queue}/settings (the `GetQueueSettings` operationId).
+	GetQueueSettings(ctx context.Context, queue string, params *GetQueueSettingsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PutQueueSettingsWithBody Set a queue's flow control settings
+	//
+	// Replaces the settings whole: an absent or null field is no limit, {} removes every limit. Takes effect at the next claim, on every service replica; jobs already active run on (a lowered limit holds new claims back until enough finish). Audited as a settings event.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PUT /queues/{queue}/settings (the `PutQueueSettings` operationId).
+	PutQueueSettingsWithBody(ctx context.Context, queue string, params *PutQueueSettingsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PutQueueSettings Set a queue's flow control settings
+	//
+	// Replaces the settings whole: an absent or null field is no limit, {} removes every limit. Takes effect at the next claim, on every service replica; jobs already active run on (a lowered limit holds new claims back until enough finish). Audited as a settings event.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PUT /queues/{queue}/settings (the `PutQueueSettings` operationId).
+	PutQueueSettings(ctx context.Context, queue string, params *PutQueueSettingsParams, body PutQueueSettingsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// SweepQueueWithBody Sweep stalled jobs
 	//
 	// Takes the active jobs whose lease has lapsed on the Redis server's clock (up to limit). Each one's stalled count goes up by one: a job whose cancel was requested is cancelled; one that reached max_stalled is dead-lettered (last_error "stalled"); any other goes back to the front of pending. The background reaper runs this for every queue; this route runs it now.
@@ -1303,7 +1542,7 @@ func (c *Client) GetQueue(ctx context.Context, queue string, params *GetQueuePar
 
 // ClaimJobsWithBody Claim jobs
 //
-// Leases up to count jobs (priority first, FIFO within a priority), each with its token. Due delayed jobs are moved to pending first. With wait_ms, a claim that finds nothing waits (long poll) and answers as soon as a job comes, or with an empty list when wait_ms passes. A paused queue answers an empty list.
+// Leases up to count jobs (priority first, FIFO within a priority), each with its token. Due delayed jobs are moved to pending first. With wait_ms, a claim that finds nothing waits (long poll) and answers as soon as a job comes, or with an empty list when wait_ms passes. A paused queue answers an empty list. Under the queue's flow control settings a claim takes turns over the groups and answers only the jobs the limits let start; when that is fewer than count it says which limit held it back (held_by) and when a claim could start one (retry_after_ms), and a long poll waits until then or until a slot frees.
 //
 // Takes any type of body and a specified content type.
 //
@@ -1322,7 +1561,7 @@ func (c *Client) ClaimJobsWithBody(ctx context.Context, queue string, params *Cl
 
 // ClaimJobs Claim jobs
 //
-// Leases up to count jobs (priority first, FIFO within a priority), each with its token. Due delayed jobs are moved to pending first. With wait_ms, a claim that finds nothing waits (long poll) and answers as soon as a job comes, or with an empty list when wait_ms passes. A paused queue answers an empty list.
+// Leases up to count jobs (priority first, FIFO within a priority), each with its token. Due delayed jobs are moved to pending first. With wait_ms, a claim that finds nothing waits (long poll) and answers as soon as a job comes, or with an empty list when wait_ms passes. A paused queue answers an empty list. Under the queue's flow control settings a claim takes turns over the groups and answers only the jobs the limits let start; when that is fewer than count it says which limit held it back (held_by) and when a claim could start one (retry_after_ms), and a long poll waits until then or until a slot frees.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -1401,6 +1640,57 @@ func (c *Client) DrainQueue(ctx context.Context, queue string, params *DrainQueu
 // Corresponds with GET /queues/{queue}/events (the `StreamEvents` operationId).
 func (c *Client) StreamEvents(ctx context.Context, queue string, params *StreamEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewStreamEventsRequest(c.Server, queue, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListGroups List a queue's groups
+//
+// A page of the queue's groups by name: every group with jobs pending, active or delayed, and every paused one. Pass next_cursor back as cursor until it is null.
+//
+// Corresponds with GET /queues/{queue}/groups (the `ListGroups` operationId).
+func (c *Client) ListGroups(ctx context.Context, queue string, params *ListGroupsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListGroupsRequest(c.Server, queue, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PauseGroup Pause a group
+//
+// The group's jobs are not claimed while it is paused; its active jobs run on. Pausing a group that has no jobs yet lists it, so that its first jobs wait. Pausing a paused group changes nothing.
+//
+// Corresponds with POST /queues/{queue}/groups/{group}/pause (the `PauseGroup` operationId).
+func (c *Client) PauseGroup(ctx context.Context, queue string, group string, params *PauseGroupParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPauseGroupRequest(c.Server, queue, group, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ResumeGroup Resume a group
+//
+// The group's jobs are claimed again, in their turn; waiting long polls are woken. Resuming a group that is not paused changes nothing.
+//
+// Corresponds with POST /queues/{queue}/groups/{group}/resume (the `ResumeGroup` operationId).
+func (c *Client) ResumeGroup(ctx context.Context, queue string, group string, params *ResumeGroupParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewResumeGroupRequest(c.Server, queue, group, params)
 	if err != nil {
 		return nil, err
 	}
@@ -1765,6 +2055,61 @@ func (c *Client) PauseQueue(ctx context.Context, queue string, params *PauseQueu
 // Corresponds with POST /queues/{queue}/resume (the `ResumeQueue` operationId).
 func (c *Client) ResumeQueue(ctx context.Context, queue string, params *ResumeQueueParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewResumeQueueRequest(c.Server, queue, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetQueueSettings Read a queue's flow control settings
+//
+// The limits the queue has; an absent field is no limit, and a queue that never had settings answers {}.
+//
+// Corresponds with GET /queues/{queue}/settings (the `GetQueueSettings` operationId).
+func (c *Client) GetQueueSettings(ctx context.Context, queue string, params *GetQueueSettingsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetQueueSettingsRequest(c.Server, queue, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PutQueueSettingsWithBody Set a queue's flow control settings
+//
+// Replaces the settings whole: an absent or null field is no limit, {} removes every limit. Takes effect at the next claim, on every service replica; jobs already active run on (a lowered limit holds new claims back until enough finish). Audited as a settings event.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PUT /queues/{queue}/settings (the `PutQueueSettings` operationId).
+func (c *Client) PutQueueSettingsWithBody(ctx context.Context, queue string, params *PutQueueSettingsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPutQueueSettingsRequestWithBody(c.Server, queue, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PutQueueSettings Set a queue's flow control settings
+//
+// Replaces the settings whole: an absent or null field is no limit, {} removes every limit. Takes effect at the next claim, on every service replica; jobs already active run on (a lowered limit holds new claims back until enough finish). Audited as a settings event.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PUT /queues/{queue}/settings (the `PutQueueSettings` operationId).
+func (c *Client) PutQueueSettings(ctx context.Context, queue string, params *PutQueueSettingsParams, body PutQueueSettingsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPutQueueSettingsRequest(c.Server, queue, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -2528,6 +2873,239 @@ func NewStreamEventsRequest(server string, queue string, params *StreamEventsPar
 			}
 
 			req.Header.Set("X-EMQ-Signature", headerParam2)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewListGroupsRequest constructs an http.Request for the ListGroups method
+func NewListGroupsRequest(server string, queue string, params *ListGroupsParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "queue", queue, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/queues/%s/groups", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.XEMQTimestamp != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-EMQ-Timestamp", *params.XEMQTimestamp, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-EMQ-Timestamp", headerParam0)
+		}
+
+		if params.XEMQSignature != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "X-EMQ-Signature", *params.XEMQSignature, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-EMQ-Signature", headerParam1)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewPauseGroupRequest constructs an http.Request for the PauseGroup method
+func NewPauseGroupRequest(server string, queue string, group string, params *PauseGroupParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "queue", queue, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "group", group, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/queues/%s/groups/%s/pause", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.XEMQTimestamp != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-EMQ-Timestamp", *params.XEMQTimestamp, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-EMQ-Timestamp", headerParam0)
+		}
+
+		if params.XEMQSignature != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "X-EMQ-Signature", *params.XEMQSignature, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-EMQ-Signature", headerParam1)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewResumeGroupRequest constructs an http.Request for the ResumeGroup method
+func NewResumeGroupRequest(server string, queue string, group string, params *ResumeGroupParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "queue", queue, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "group", group, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/queues/%s/groups/%s/resume", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.XEMQTimestamp != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-EMQ-Timestamp", *params.XEMQTimestamp, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-EMQ-Timestamp", headerParam0)
+		}
+
+		if params.XEMQSignature != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "X-EMQ-Signature", *params.XEMQSignature, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-EMQ-Signature", headerParam1)
 		}
 
 	}
@@ -3613,6 +4191,139 @@ func NewResumeQueueRequest(server string, queue string, params *ResumeQueueParam
 	return req, nil
 }
 
+// NewGetQueueSettingsRequest constructs an http.Request for the GetQueueSettings method
+func NewGetQueueSettingsRequest(server string, queue string, params *GetQueueSettingsParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "queue", queue, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/queues/%s/settings", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.XEMQTimestamp != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-EMQ-Timestamp", *params.XEMQTimestamp, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-EMQ-Timestamp", headerParam0)
+		}
+
+		if params.XEMQSignature != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "X-EMQ-Signature", *params.XEMQSignature, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-EMQ-Signature", headerParam1)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewPutQueueSettingsRequest calls the generic PutQueueSettings builder with application/json body
+func NewPutQueueSettingsRequest(server string, queue string, params *PutQueueSettingsParams, body PutQueueSettingsJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewPutQueueSettingsRequestWithBody(server, queue, params, "application/json", bodyReader)
+}
+
+// NewPutQueueSettingsRequestWithBody constructs an http.Request for the PutQueueSettings method, with any body, and a specified content type
+func NewPutQueueSettingsRequestWithBody(server string, queue string, params *PutQueueSettingsParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "queue", queue, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/queues/%s/settings", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPut, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.XEMQTimestamp != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-EMQ-Timestamp", *params.XEMQTimestamp, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-EMQ-Timestamp", headerParam0)
+		}
+
+		if params.XEMQSignature != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "X-EMQ-Signature", *params.XEMQSignature, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-EMQ-Signature", headerParam1)
+		}
+
+	}
+
+	return req, nil
+}
+
 // NewSweepQueueRequest calls the generic SweepQueue builder with application/json body
 func NewSweepQueueRequest(server string, queue string, params *SweepQueueParams, body SweepQueueJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
@@ -3866,7 +4577,7 @@ type ClientWithResponsesInterface interface {
 
 	// ClaimJobsWithBodyWithResponse Claim jobs
 	//
-	// Leases up to count jobs (priority first, FIFO within a priority), each with its token. Due delayed jobs are moved to pending first. With wait_ms, a claim that finds nothing waits (long poll) and answers as soon as a job comes, or with an empty list when wait_ms passes. A paused queue answers an empty list.
+	// Leases up to count jobs (priority first, FIFO within a priority), each with its token. Due delayed jobs are moved to pending first. With wait_ms, a claim that finds nothing waits (long poll) and answers as soon as a job comes, or with an empty list when wait_ms passes. A paused queue answers an empty list. Under the queue's flow control settings a claim takes turns over the groups and answers only the jobs the limits let start; when that is fewer than count it says which limit held it back (held_by) and when a claim could start one (retry_after_ms), and a long poll waits until then or until a slot frees.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -3875,7 +4586,7 @@ type ClientWithResponsesInterface interface {
 
 	// ClaimJobsWithResponse Claim jobs
 	//
-	// Leases up to count jobs (priority first, FIFO within a priority), each with its token. Due delayed jobs are moved to pending first. With wait_ms, a claim that finds nothing waits (long poll) and answers as soon as a job comes, or with an empty list when wait_ms passes. A paused queue answers an empty list.
+	// Leases up to count jobs (priority first, FIFO within a priority), each with its token. Due delayed jobs are moved to pending first. With wait_ms, a claim that finds nothing waits (long poll) and answers as soon as a job comes, or with an empty list when wait_ms passes. A paused queue answers an empty list. Under the queue's flow control settings a claim takes turns over the groups and answers only the jobs the limits let start; when that is fewer than count it says which limit held it back (held_by) and when a claim could start one (retry_after_ms), and a long poll waits until then or until a slot frees.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -3917,6 +4628,33 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /queues/{queue}/events (the `StreamEvents` operationId).
 	StreamEventsWithResponse(ctx context.Context, queue string, params *StreamEventsParams, reqEditors ...RequestEditorFn) (*StreamEventsResponse, error)
+
+	// ListGroupsWithResponse List a queue's groups
+	//
+	// A page of the queue's groups by name: every group with jobs pending, active or delayed, and every paused one. Pass next_cursor back as cursor until it is null.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /queues/{queue}/groups (the `ListGroups` operationId).
+	ListGroupsWithResponse(ctx context.Context, queue string, params *ListGroupsParams, reqEditors ...RequestEditorFn) (*ListGroupsResponse, error)
+
+	// PauseGroupWithResponse Pause a group
+	//
+	// The group's jobs are not claimed while it is paused; its active jobs run on. Pausing a group that has no jobs yet lists it, so that its first jobs wait. Pausing a paused group changes nothing.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /queues/{queue}/groups/{group}/pause (the `PauseGroup` operationId).
+	PauseGroupWithResponse(ctx context.Context, queue string, group string, params *PauseGroupParams, reqEditors ...RequestEditorFn) (*PauseGroupResponse, error)
+
+	// ResumeGroupWithResponse Resume a group
+	//
+	// The group's jobs are claimed again, in their turn; waiting long polls are woken. Resuming a group that is not paused changes nothing.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /queues/{queue}/groups/{group}/resume (the `ResumeGroup` operationId).
+	ResumeGroupWithResponse(ctx context.Context, queue string, group string, params *ResumeGroupParams, reqEditors ...RequestEditorFn) (*ResumeGroupResponse, error)
 
 	// ListJobsWithResponse List jobs
 	//
@@ -4097,6 +4835,33 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /queues/{queue}/resume (the `ResumeQueue` operationId).
 	ResumeQueueWithResponse(ctx context.Context, queue string, params *ResumeQueueParams, reqEditors ...RequestEditorFn) (*ResumeQueueResponse, error)
+
+	// GetQueueSettingsWithResponse Read a queue's flow control settings
+	//
+	// The limits the queue has; an absent field is no limit, and a queue that never had settings answers {}.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /queues/{queue}/settings (the `GetQueueSettings` operationId).
+	GetQueueSettingsWithResponse(ctx context.Context, queue string, params *GetQueueSettingsParams, reqEditors ...RequestEditorFn) (*GetQueueSettingsResponse, error)
+
+	// PutQueueSettingsWithBodyWithResponse Set a queue's flow control settings
+	//
+	// Replaces the settings whole: an absent or null field is no limit, {} removes every limit. Takes effect at the next claim, on every service replica; jobs already active run on (a lowered limit holds new claims back until enough finish). Audited as a settings event.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /queues/{queue}/settings (the `PutQueueSettings` operationId).
+	PutQueueSettingsWithBodyWithResponse(ctx context.Context, queue string, params *PutQueueSettingsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PutQueueSettingsResponse, error)
+
+	// PutQueueSettingsWithResponse Set a queue's flow control settings
+	//
+	// Replaces the settings whole: an absent or null field is no limit, {} removes every limit. Takes effect at the next claim, on every service replica; jobs already active run on (a lowered limit holds new claims back until enough finish). Audited as a settings event.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /queues/{queue}/settings (the `PutQueueSettings` operationId).
+	PutQueueSettingsWithResponse(ctx context.Context, queue string, params *PutQueueSettingsParams, body PutQueueSettingsJSONRequestBody, reqEditors ...RequestEditorFn) (*PutQueueSettingsResponse, error)
 
 	// SweepQueueWithBodyWithResponse Sweep stalled jobs
 	//
@@ -4612,7 +5377,7 @@ type ClaimJobsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *JobList
+	JSON200 *ClaimResponse
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationproblemJSON400 *Problem
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
@@ -4634,7 +5399,7 @@ type ClaimJobsResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r ClaimJobsResponse) GetJSON200() *JobList {
+func (r ClaimJobsResponse) GetJSON200() *ClaimResponse {
 	return r.JSON200
 }
 
@@ -4966,6 +5731,276 @@ func (r StreamEventsResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r StreamEventsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListGroupsResponse401Headers the declared response headers of an HTTP 401 response for ListGroups
+type ListGroupsResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// ListGroupsResponse503Headers the declared response headers of an HTTP 503 response for ListGroups
+type ListGroupsResponse503Headers struct {
+	RetryAfter *int
+}
+
+type ListGroupsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *GroupPage
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Problem
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListGroupsResponse401Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListGroupsResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListGroupsResponse) GetJSON200() *GroupPage {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ListGroupsResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ListGroupsResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r ListGroupsResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r ListGroupsResponse) GetApplicationproblemJSON500() *Problem {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ListGroupsResponse) GetApplicationproblemJSON503() *Problem {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListGroupsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListGroupsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListGroupsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListGroupsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// PauseGroupResponse401Headers the declared response headers of an HTTP 401 response for PauseGroup
+type PauseGroupResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// PauseGroupResponse503Headers the declared response headers of an HTTP 503 response for PauseGroup
+type PauseGroupResponse503Headers struct {
+	RetryAfter *int
+}
+
+type PauseGroupResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Group
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Problem
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *PauseGroupResponse401Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *PauseGroupResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r PauseGroupResponse) GetJSON200() *Group {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r PauseGroupResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r PauseGroupResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r PauseGroupResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r PauseGroupResponse) GetApplicationproblemJSON500() *Problem {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r PauseGroupResponse) GetApplicationproblemJSON503() *Problem {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r PauseGroupResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PauseGroupResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PauseGroupResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PauseGroupResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ResumeGroupResponse401Headers the declared response headers of an HTTP 401 response for ResumeGroup
+type ResumeGroupResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// ResumeGroupResponse503Headers the declared response headers of an HTTP 503 response for ResumeGroup
+type ResumeGroupResponse503Headers struct {
+	RetryAfter *int
+}
+
+type ResumeGroupResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Group
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Problem
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ResumeGroupResponse401Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ResumeGroupResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ResumeGroupResponse) GetJSON200() *Group {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ResumeGroupResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ResumeGroupResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r ResumeGroupResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r ResumeGroupResponse) GetApplicationproblemJSON500() *Problem {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ResumeGroupResponse) GetApplicationproblemJSON503() *Problem {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ResumeGroupResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ResumeGroupResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ResumeGroupResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ResumeGroupResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -6435,6 +7470,200 @@ func (r ResumeQueueResponse) ContentType() string {
 	return ""
 }
 
+// GetQueueSettingsResponse401Headers the declared response headers of an HTTP 401 response for GetQueueSettings
+type GetQueueSettingsResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// GetQueueSettingsResponse503Headers the declared response headers of an HTTP 503 response for GetQueueSettings
+type GetQueueSettingsResponse503Headers struct {
+	RetryAfter *int
+}
+
+type GetQueueSettingsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *QueueSettings
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Problem
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetQueueSettingsResponse401Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetQueueSettingsResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetQueueSettingsResponse) GetJSON200() *QueueSettings {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r GetQueueSettingsResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r GetQueueSettingsResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r GetQueueSettingsResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r GetQueueSettingsResponse) GetApplicationproblemJSON500() *Problem {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r GetQueueSettingsResponse) GetApplicationproblemJSON503() *Problem {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetQueueSettingsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetQueueSettingsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetQueueSettingsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetQueueSettingsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// PutQueueSettingsResponse401Headers the declared response headers of an HTTP 401 response for PutQueueSettings
+type PutQueueSettingsResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// PutQueueSettingsResponse503Headers the declared response headers of an HTTP 503 response for PutQueueSettings
+type PutQueueSettingsResponse503Headers struct {
+	RetryAfter *int
+}
+
+type PutQueueSettingsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *QueueSettings
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *Problem
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *Problem
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Problem
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *PutQueueSettingsResponse401Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *PutQueueSettingsResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r PutQueueSettingsResponse) GetJSON200() *QueueSettings {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r PutQueueSettingsResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r PutQueueSettingsResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r PutQueueSettingsResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r PutQueueSettingsResponse) GetApplicationproblemJSON413() *Problem {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r PutQueueSettingsResponse) GetApplicationproblemJSON415() *Problem {
+	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r PutQueueSettingsResponse) GetApplicationproblemJSON500() *Problem {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r PutQueueSettingsResponse) GetApplicationproblemJSON503() *Problem {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r PutQueueSettingsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PutQueueSettingsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PutQueueSettingsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PutQueueSettingsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // SweepQueueResponse401Headers the declared response headers of an HTTP 401 response for SweepQueue
 type SweepQueueResponse401Headers struct {
 	WWWAuthenticate *string
@@ -6769,7 +7998,7 @@ func (c *ClientWithResponses) GetQueueWithResponse(ctx context.Context, queue st
 
 // ClaimJobsWithBodyWithResponse Claim jobs
 //
-// Leases up to count jobs (priority first, FIFO within a priority), each with its token. Due delayed jobs are moved to pending first. With wait_ms, a claim that finds nothing waits (long poll) and answers as soon as a job comes, or with an empty list when wait_ms passes. A paused queue answers an empty list.
+// Leases up to count jobs (priority first, FIFO within a priority), each with its token. Due delayed jobs are moved to pending first. With wait_ms, a claim that finds nothing waits (long poll) and answers as soon as a job comes, or with an empty list when wait_ms passes. A paused queue answers an empty list. Under the queue's flow control settings a claim takes turns over the groups and answers only the jobs the limits let start; when that is fewer than count it says which limit held it back (held_by) and when a claim could start one (retry_after_ms), and a long poll waits until then or until a slot frees.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -6784,7 +8013,7 @@ func (c *ClientWithResponses) ClaimJobsWithBodyWithResponse(ctx context.Context,
 
 // ClaimJobsWithResponse Claim jobs
 //
-// Leases up to count jobs (priority first, FIFO within a priority), each with its token. Due delayed jobs are moved to pending first. With wait_ms, a claim that finds nothing waits (long poll) and answers as soon as a job comes, or with an empty list when wait_ms passes. A paused queue answers an empty list.
+// Leases up to count jobs (priority first, FIFO within a priority), each with its token. Due delayed jobs are moved to pending first. With wait_ms, a claim that finds nothing waits (long poll) and answers as soon as a job comes, or with an empty list when wait_ms passes. A paused queue answers an empty list. Under the queue's flow control settings a claim takes turns over the groups and answers only the jobs the limits let start; when that is fewer than count it says which limit held it back (held_by) and when a claim could start one (retry_after_ms), and a long poll waits until then or until a slot frees.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -6855,6 +8084,51 @@ func (c *ClientWithResponses) StreamEventsWithResponse(ctx context.Context, queu
 		return nil, err
 	}
 	return ParseStreamEventsResponse(rsp)
+}
+
+// ListGroupsWithResponse List a queue's groups
+//
+// A page of the queue's groups by name: every group with jobs pending, active or delayed, and every paused one. Pass next_cursor back as cursor until it is null.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /queues/{queue}/groups (the `ListGroups` operationId).
+func (c *ClientWithResponses) ListGroupsWithResponse(ctx context.Context, queue string, params *ListGroupsParams, reqEditors ...RequestEditorFn) (*ListGroupsResponse, error) {
+	rsp, err := c.ListGroups(ctx, queue, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListGroupsResponse(rsp)
+}
+
+// PauseGroupWithResponse Pause a group
+//
+// The group's jobs are not claimed while it is paused; its active jobs run on. Pausing a group that has no jobs yet lists it, so that its first jobs wait. Pausing a paused group changes nothing.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /queues/{queue}/groups/{group}/pause (the `PauseGroup` operationId).
+func (c *ClientWithResponses) PauseGroupWithResponse(ctx context.Context, queue string, group string, params *PauseGroupParams, reqEditors ...RequestEditorFn) (*PauseGroupResponse, error) {
+	rsp, err := c.PauseGroup(ctx, queue, group, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePauseGroupResponse(rsp)
+}
+
+// ResumeGroupWithResponse Resume a group
+//
+// The group's jobs are claimed again, in their turn; waiting long polls are woken. Resuming a group that is not paused changes nothing.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /queues/{queue}/groups/{group}/resume (the `ResumeGroup` operationId).
+func (c *ClientWithResponses) ResumeGroupWithResponse(ctx context.Context, queue string, group string, params *ResumeGroupParams, reqEditors ...RequestEditorFn) (*ResumeGroupResponse, error) {
+	rsp, err := c.ResumeGroup(ctx, queue, group, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseResumeGroupResponse(rsp)
 }
 
 // ListJobsWithResponse List jobs
@@ -7155,6 +8429,51 @@ func (c *ClientWithResponses) ResumeQueueWithResponse(ctx context.Context, queue
 		return nil, err
 	}
 	return ParseResumeQueueResponse(rsp)
+}
+
+// GetQueueSettingsWithResponse Read a queue's flow control settings
+//
+// The limits the queue has; an absent field is no limit, and a queue that never had settings answers {}.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /queues/{queue}/settings (the `GetQueueSettings` operationId).
+func (c *ClientWithResponses) GetQueueSettingsWithResponse(ctx context.Context, queue string, params *GetQueueSettingsParams, reqEditors ...RequestEditorFn) (*GetQueueSettingsResponse, error) {
+	rsp, err := c.GetQueueSettings(ctx, queue, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetQueueSettingsResponse(rsp)
+}
+
+// PutQueueSettingsWithBodyWithResponse Set a queue's flow control settings
+//
+// Replaces the settings whole: an absent or null field is no limit, {} removes every limit. Takes effect at the next claim, on every service replica; jobs already active run on (a lowered limit holds new claims back until enough finish). Audited as a settings event.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /queues/{queue}/settings (the `PutQueueSettings` operationId).
+func (c *ClientWithResponses) PutQueueSettingsWithBodyWithResponse(ctx context.Context, queue string, params *PutQueueSettingsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PutQueueSettingsResponse, error) {
+	rsp, err := c.PutQueueSettingsWithBody(ctx, queue, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePutQueueSettingsResponse(rsp)
+}
+
+// PutQueueSettingsWithResponse Set a queue's flow control settings
+//
+// Replaces the settings whole: an absent or null field is no limit, {} removes every limit. Takes effect at the next claim, on every service replica; jobs already active run on (a lowered limit holds new claims back until enough finish). Audited as a settings event.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /queues/{queue}/settings (the `PutQueueSettings` operationId).
+func (c *ClientWithResponses) PutQueueSettingsWithResponse(ctx context.Context, queue string, params *PutQueueSettingsParams, body PutQueueSettingsJSONRequestBody, reqEditors ...RequestEditorFn) (*PutQueueSettingsResponse, error) {
+	rsp, err := c.PutQueueSettings(ctx, queue, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePutQueueSettingsResponse(rsp)
 }
 
 // SweepQueueWithBodyWithResponse Sweep stalled jobs
@@ -7650,7 +8969,7 @@ func ParseClaimJobsResponse(rsp *http.Response) (*ClaimJobsResponse, error) {
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest JobList
+		var dest ClaimResponse
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -7972,6 +9291,258 @@ func ParseStreamEventsResponse(rsp *http.Response) (*StreamEventsResponse, error
 		response.Headers401 = &headers
 	case rsp.StatusCode == 503:
 		var headers StreamEventsResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListGroupsResponse parses an HTTP response from a ListGroupsWithResponse call
+func ParseListGroupsResponse(rsp *http.Response) (*ListGroupsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListGroupsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest GroupPage
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ListGroupsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListGroupsResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParsePauseGroupResponse parses an HTTP response from a PauseGroupWithResponse call
+func ParsePauseGroupResponse(rsp *http.Response) (*PauseGroupResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PauseGroupResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Group
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers PauseGroupResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 503:
+		var headers PauseGroupResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseResumeGroupResponse parses an HTTP response from a ResumeGroupWithResponse call
+func ParseResumeGroupResponse(rsp *http.Response) (*ResumeGroupResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ResumeGroupResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Group
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ResumeGroupResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 503:
+		var headers ResumeGroupResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -9351,6 +10922,188 @@ func ParseResumeQueueResponse(rsp *http.Response) (*ResumeQueueResponse, error) 
 		response.Headers401 = &headers
 	case rsp.StatusCode == 503:
 		var headers ResumeQueueResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetQueueSettingsResponse parses an HTTP response from a GetQueueSettingsWithResponse call
+func ParseGetQueueSettingsResponse(rsp *http.Response) (*GetQueueSettingsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetQueueSettingsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest QueueSettings
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GetQueueSettingsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetQueueSettingsResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParsePutQueueSettingsResponse parses an HTTP response from a PutQueueSettingsWithResponse call
+func ParsePutQueueSettingsResponse(rsp *http.Response) (*PutQueueSettingsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PutQueueSettingsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest QueueSettings
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers PutQueueSettingsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 503:
+		var headers PutQueueSettingsResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {

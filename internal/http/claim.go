@@ -24,10 +24,22 @@ type ClaimRequest struct {
 	Worker string `json:"worker,omitempty" validate:"max=200" example:"worker-1"`
 } // @name ClaimRequest
 
+// ClaimResponse is the jobs a claim leased, each with its token, and, when
+// a flow control limit of the queue let fewer than count start, which
+// limit and when a claim could start one.
+type ClaimResponse struct {
+	Jobs []Job `json:"jobs" binding:"required"`
+	// In how many ms a claim could start a job, when a limit held this one
+	// back (a long poll waits for it by itself). Absent when none did.
+	RetryAfterMs int64 `json:"retry_after_ms,omitempty" format:"int64" example:"250"`
+	// The limit that held the claim back. Absent when none did.
+	HeldBy string `json:"held_by,omitempty" enums:"concurrency,rate_limit,group_concurrency,group_rate_limit,group_order,group_paused" example:"rate_limit"`
+} // @name ClaimResponse
+
 // handleClaim godoc
 //
 //	@Summary		Claim jobs
-//	@Description	Leases up to count jobs (priority first, FIFO within a priority), each with its token. Due delayed jobs are moved to pending first. With wait_ms, a claim that finds nothing waits (long poll) and answers as soon as a job comes, or with an empty list when wait_ms passes. A paused queue answers an empty list.
+//	@Description	Leases up to count jobs (priority first, FIFO within a priority), each with its token. Due delayed jobs are moved to pending first. With wait_ms, a claim that finds nothing waits (long poll) and answers as soon as a job comes, or with an empty list when wait_ms passes. A paused queue answers an empty list. Under the queue's flow control settings a claim takes turns over the groups and answers only the jobs the limits let start; when that is fewer than count it says which limit held it back (held_by) and when a claim could start one (retry_after_ms), and a long poll waits until then or until a slot frees.
 //	@ID				claimJobs
 //	@Tags			worker
 //	@Security		BearerAuth
@@ -41,7 +53,7 @@ type ClaimRequest struct {
 //	@Failure		503	{object}	Problem	"EMQUNAVAILABLE, or EMQBUSY: too many claims are waiting"
 //	@Header		503	{integer}	Retry-After	"seconds to wait before trying again"
 //	@Produce		json
-//	@Success		200	{object}	JobList	"the claimed jobs, with their tokens; empty when none"
+//	@Success		200	{object}	ClaimResponse	"the claimed jobs, with their tokens; empty when none"
 //	@Router			/queues/{queue}/claim [post]
 func (s *server) handleClaim(w http.ResponseWriter, r *http.Request) {
 	queue, err := queueParam(r)
@@ -74,7 +86,10 @@ func (s *server) handleClaim(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.transition(queue, "claimed", len(claimed.Jobs))
-	writeJobList(w, claimed.Jobs, true)
+	if claimed.Held != "" && s.cfg.Metrics != nil {
+		s.cfg.Metrics.ClaimHeld(queue, claimed.Held)
+	}
+	writeClaimed(w, claimed)
 }
 
 // minRecheck is the shortest a long poll sleeps before it looks again;
@@ -87,8 +102,9 @@ const (
 )
 
 // claimWaiting claims, and when nothing is there waits up to wait for a
-// wake from the queue's wake channel, or for the earliest delayed job to
-// come due, and claims again. Waiting holds no Redis connection. It answers
+// wake from the queue's wake channel (a job came, or a slot freed), for the
+// earliest delayed job to come due, or for the time a flow control limit
+// named, and claims again. Waiting holds no Redis connection. It answers
 // empty when wait passes, the client goes away or the service stops.
 func (s *server) claimWaiting(r *http.Request, queue string, p lease.ClaimParams, wait time.Duration) (lease.Claimed, error) {
 	deadline := time.Now().Add(wait)
@@ -109,11 +125,11 @@ func (s *server) claimWaiting(r *http.Request, queue string, p lease.ClaimParams
 			return claimed, err
 		}
 		wakeAt := deadline
-		if claimed.DueIn >= 0 {
+		for _, in := range []time.Duration{claimed.DueIn, claimed.RetryAfter} {
 			// At least a few ms: a due job that a claim could not move yet
 			// (a very long delayed backlog) must not make the loop spin.
-			if due := time.Now().Add(max(claimed.DueIn, minRecheck)); due.Before(wakeAt) {
-				wakeAt = due
+			if at := time.Now().Add(max(in, minRecheck)); in >= 0 && at.Before(wakeAt) {
+				wakeAt = at
 			}
 		}
 		awake := s.sleep(r, waiter.C, wakeAt)

@@ -34,6 +34,9 @@ func newValidator() *validator.Validate {
 	_ = v.RegisterValidation("jobid", func(fl validator.FieldLevel) bool {
 		return keyspace.ValidJobID(fl.Field().String())
 	})
+	_ = v.RegisterValidation("groupname", func(fl validator.FieldLevel) bool {
+		return keyspace.ValidGroupName(fl.Field().String())
+	})
 	return v
 }
 
@@ -222,6 +225,8 @@ func fieldMessage(fe validator.FieldError) string {
 		return "must be at least " + snakeCase(fe.Param())
 	case "jobid":
 		return `must be 1 to 128 characters of A-Z a-z 0-9 . _ : - and not "batch"`
+	case "groupname":
+		return "must be 1 to 128 characters of A-Z a-z 0-9 . _ : -, not only dots"
 	default:
 		return "fails " + fe.Tag()
 	}
@@ -235,6 +240,16 @@ func queueParam(r *http.Request) (string, error) {
 			Message: "must be 1 to 100 characters of A-Z a-z 0-9 . _ -"})
 	}
 	return queue, nil
+}
+
+// groupParam reads and validates the {group} path parameter.
+func groupParam(r *http.Request) (string, error) {
+	group := pathParam(r, "group")
+	if !keyspace.ValidGroupName(group) {
+		return "", invalid("invalid group name", FieldError{Field: "group",
+			Message: "must be 1 to 128 characters of A-Z a-z 0-9 . _ : -, not only dots"})
+	}
+	return group, nil
 }
 
 // pathParam is the path parameter name, percent-decoded: chi matches the

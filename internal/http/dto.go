@@ -35,13 +35,13 @@ type Job struct {
 	CancelReason    string          `json:"cancel_reason,omitempty"`
 	Worker          string          `json:"worker,omitempty" example:"worker-1"`
 	// The job's group, when its enqueue named one (flow control).
-	Group string `json:"group,omitempty" example:"tenant-42"`
-	Token           int64           `json:"token,omitempty" format:"int64" example:"42"`
-	CreatedAt       string          `json:"created_at,omitempty" format:"date-time" binding:"required" example:"2026-11-29T19:06:37.123Z"`
-	RunAt           string          `json:"run_at,omitempty" format:"date-time"`
-	StartedAt       string          `json:"started_at,omitempty" format:"date-time"`
-	LeaseExpiresAt  string          `json:"lease_expires_at,omitempty" format:"date-time"`
-	FinishedAt      string          `json:"finished_at,omitempty" format:"date-time"`
+	Group          string `json:"group,omitempty" example:"tenant-42"`
+	Token          int64  `json:"token,omitempty" format:"int64" example:"42"`
+	CreatedAt      string `json:"created_at,omitempty" format:"date-time" binding:"required" example:"2026-11-29T19:06:37.123Z"`
+	RunAt          string `json:"run_at,omitempty" format:"date-time"`
+	StartedAt      string `json:"started_at,omitempty" format:"date-time"`
+	LeaseExpiresAt string `json:"lease_expires_at,omitempty" format:"date-time"`
+	FinishedAt     string `json:"finished_at,omitempty" format:"date-time"`
 } // @name Job
 
 // stamp formats t as RFC 3339 UTC with milliseconds, "" for the zero time.

@@ -298,6 +298,7 @@ type jobView struct {
 	LastError       string          `json:"last_error"`
 	CancelRequested bool            `json:"cancel_requested"`
 	CancelReason    string          `json:"cancel_reason"`
+	Group           string          `json:"group"`
 	Token           int64           `json:"token"`
 	CreatedAt       string          `json:"created_at"`
 	RunAt           string          `json:"run_at"`

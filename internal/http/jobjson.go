@@ -44,6 +44,20 @@ func writeJobList(w http.ResponseWriter, jobs []job.Job, claimed bool) {
 	writeBuf(w, http.StatusOK, b)
 }
 
+// writeClaimed answers a claim as a ClaimResponse: the jobs with their
+// tokens, and retry_after_ms and held_by when a limit held it back.
+func writeClaimed(w http.ResponseWriter, c lease.Claimed) {
+	b := getBuf(sizeOf(c.Jobs...) + 64)
+	*b = append(*b, `{"jobs":`...)
+	*b = appendJobs(*b, c.Jobs, true)
+	if c.Held != "" {
+		*b = strconv.AppendInt(append(*b, `,"retry_after_ms":`...), max(c.RetryAfter.Milliseconds(), 1), 10)
+		*b = appendString(append(*b, `,"held_by":`...), c.Held)
+	}
+	*b = append(*b, '}')
+	writeBuf(w, http.StatusOK, b)
+}
+
 // writeJobPage answers a page of a job listing as a JobPage: next_cursor
 // null when next is "".
 func writeJobPage(w http.ResponseWriter, jobs []job.Job, next string) {

@@ -28,6 +28,10 @@ type EnqueueRequest struct {
 	// The retry delay after a failed attempt; when absent, exponential from
 	// 1000 ms, capped at one hour.
 	Backoff *BackoffRequest `json:"backoff,omitempty"`
+	// The job's group (flow control): claims take turns over the groups
+	// that have a claimable job, and the queue's group limits apply to each
+	// group. Default none.
+	Group *string `json:"group,omitempty" validate:"omitnil,groupname" minLength:"1" maxLength:"128" example:"tenant-42"`
 } // @name EnqueueRequest
 
 // BackoffRequest is the retry delay after a failed attempt: delay_ms,
@@ -55,6 +59,9 @@ func (s *server) newJob(field valueField, req EnqueueRequest) (lease.NewJob, err
 	}
 	nj := lease.NewJob{ID: req.ID, Payload: payload, Priority: req.Priority,
 		Delay: time.Duration(req.DelayMs) * time.Millisecond}
+	if req.Group != nil {
+		nj.Group = *req.Group
+	}
 	if req.MaxAttempts != nil {
 		nj.MaxAttempts = *req.MaxAttempts
 	}

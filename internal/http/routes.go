@@ -28,6 +28,8 @@ func (s *server) apiRoutes() []route {
 		{"GET", q + "/jobs", auth.Reader, s.handleJobList},
 		{"GET", job, auth.Reader, s.handleJobGet},
 		{"GET", q + "/events", auth.Reader, s.handleEvents(s.cfg.Events)},
+		{"GET", q + "/settings", auth.Reader, s.handleSettingsGet},
+		{"GET", q + "/groups", auth.Reader, s.handleGroupList},
 		{"GET", "/events", auth.Reader, s.handleAllEvents(s.cfg.Events)},
 
 		{"POST", q + "/jobs", auth.Worker, s.handleEnqueue},
@@ -44,6 +46,9 @@ func (s *server) apiRoutes() []route {
 		{"POST", q + "/pause", auth.Admin, s.handleQueuePause},
 		{"POST", q + "/resume", auth.Admin, s.handleQueueResume},
 		{"POST", q + "/drain", auth.Admin, s.handleQueueDrain},
+		{"PUT", q + "/settings", auth.Admin, s.handleSettingsPut},
+		{"POST", q + "/groups/{group}/pause", auth.Admin, s.handleGroupPause},
+		{"POST", q + "/groups/{group}/resume", auth.Admin, s.handleGroupResume},
 		{"DELETE", q, auth.Admin, s.handleQueueObliterate},
 		{"POST", job + "/retry", auth.Admin, s.handleJobRetry},
 		{"POST", job + "/promote", auth.Admin, s.handleJobPromote},

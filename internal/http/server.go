@@ -39,6 +39,7 @@ import (
 	"github.com/echo-mq/echo_mq/internal/admin"
 	"github.com/echo-mq/echo_mq/internal/auth"
 	"github.com/echo-mq/echo_mq/internal/events"
+	"github.com/echo-mq/echo_mq/internal/flow"
 	"github.com/echo-mq/echo_mq/internal/job"
 	"github.com/echo-mq/echo_mq/internal/lease"
 	"github.com/echo-mq/echo_mq/internal/stall"
@@ -91,6 +92,10 @@ type jobAdmin interface {
 	SetPaused(ctx context.Context, queue string, paused bool, by admin.Actor) (admin.QueueInfo, error)
 	Drain(ctx context.Context, queue string, by admin.Actor) (int, error)
 	Obliterate(ctx context.Context, queue string, force bool) (int, error)
+	Settings(ctx context.Context, queue string) (flow.Settings, error)
+	SetSettings(ctx context.Context, queue string, set flow.Settings, asJSON string, by admin.Actor) error
+	Groups(ctx context.Context, queue, cursor string, limit int) ([]flow.Group, string, error)
+	SetGroupPaused(ctx context.Context, queue, group string, paused bool, by admin.Actor) (flow.Group, error)
 }
 
 // sweeper runs the stalled sweep (*stall.Service).
@@ -110,6 +115,7 @@ type observer interface {
 	Transition(queue, kind string, n int)
 	StaleRefusal(queue string)
 	Swept(queue string, recovered, dead, cancelled int)
+	ClaimHeld(queue, reason string)
 	RedisError()
 }
 

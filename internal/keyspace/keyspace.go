@@ -27,6 +27,12 @@ func ValidJobID(id string) bool {
 	return id != "batch" && validName(id, 128, true) && !onlyDots(id)
 }
 
+// ValidGroupName reports whether g may name a job's group (flow control):
+// 1 to 128 of [A-Za-z0-9._:-], not only dots (it is a path segment).
+func ValidGroupName(g string) bool {
+	return validName(g, 128, true) && !onlyDots(g)
+}
+
 // validName reports whether s is 1 to most bytes of [A-Za-z0-9._-], and
 // ':' too when colon is set. (A loop, not a regexp: it runs for every id
 // of every batch.)

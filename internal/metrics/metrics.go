@@ -29,6 +29,7 @@ type Metrics struct {
 	transitions *prometheus.CounterVec
 	stale       *prometheus.CounterVec
 	swept       *prometheus.CounterVec
+	held        *prometheus.CounterVec
 	redisErrors prometheus.Counter
 }
 
@@ -60,6 +61,10 @@ func New(depth DepthFunc) *Metrics {
 			Name: "emq_sweep_jobs_total",
 			Help: "Lapsed jobs taken by the stalled sweep, by queue and outcome (recovered, dead, cancelled).",
 		}, []string{"queue", "outcome"}),
+		held: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "emq_claims_held_total",
+			Help: "Claims that a flow control limit cut short, by queue and the limit (concurrency, rate_limit, group_concurrency, group_rate_limit, group_order, group_paused).",
+		}, []string{"queue", "reason"}),
 		redisErrors: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "emq_redis_errors_total",
 			Help: "Redis calls that failed.",
@@ -68,7 +73,7 @@ func New(depth DepthFunc) *Metrics {
 	m.registry.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		m.requests, m.durations, m.transitions, m.stale, m.swept, m.redisErrors,
+		m.requests, m.durations, m.transitions, m.stale, m.swept, m.held, m.redisErrors,
 	)
 	if depth != nil {
 		m.registry.MustRegister(newDepthCollector(depth, m.redisErrors))
@@ -137,6 +142,12 @@ func (m *Metrics) Swept(queue string, recovered, dead, cancelled int) {
 			m.swept.WithLabelValues(queue, o.outcome).Add(float64(o.n))
 		}
 	}
+}
+
+// ClaimHeld counts one claim of queue that the flow control limit reason
+// (a flow.Held* word) cut short.
+func (m *Metrics) ClaimHeld(queue, reason string) {
+	m.held.WithLabelValues(queue, reason).Inc()
 }
 
 // RedisError counts one failed Redis call.

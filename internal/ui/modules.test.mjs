@@ -220,3 +220,14 @@ test("EventFeed retries after 1 s, 2 s, 4 s while refused, stops on a 401, and r
     mock.timers.reset();
   }
 });
+
+test("the flow control panel says the settings in words and reads its form", async () => {
+  const { describeSettings, settingsOfForm } = await import("./static/flow.js");
+  assert.match(describeSettings({}), /^No limits/);
+  const all = describeSettings({ concurrency: 20, rate_limit: { limit: 100, window_ms: 1000 }, group_concurrency: 2, group_order: "fifo" });
+  assert.match(all, /Queue: at most 20 jobs active at once; at most 100 claims starting per 1,000 ms\./);
+  assert.match(all, /Each group: at most 2 active; one job at a time/);
+  assert.deepEqual(settingsOfForm({ concurrency: "", rate_limit: "5", rate_window_ms: "1000", group_concurrency: "3", group_order: "on" }),
+    { rate_limit: { limit: 5, window_ms: 1000 }, group_concurrency: 3, group_order: "fifo" });
+  assert.deepEqual(settingsOfForm({ concurrency: "", rate_limit: "", rate_window_ms: "" }), {});
+});

@@ -119,7 +119,7 @@ export interface paths {
         put?: never;
         /**
          * Claim jobs
-         * @description Leases up to count jobs (priority first, FIFO within a priority), each with its token. Due delayed jobs are moved to pending first. With wait_ms, a claim that finds nothing waits (long poll) and answers as soon as a job comes, or with an empty list when wait_ms passes. A paused queue answers an empty list.
+         * @description Leases up to count jobs (priority first, FIFO within a priority), each with its token. Due delayed jobs are moved to pending first. With wait_ms, a claim that finds nothing waits (long poll) and answers as soon as a job comes, or with an empty list when wait_ms passes. A paused queue answers an empty list. Under the queue's flow control settings a claim takes turns over the groups and answers only the jobs the limits let start; when that is fewer than count it says which limit held it back (held_by) and when a claim could start one (retry_after_ms), and a long poll waits until then or until a slot frees.
          */
         post: operations["claimJobs"];
         delete?: never;
@@ -182,6 +182,66 @@ export interface paths {
         get: operations["streamEvents"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/queues/{queue}/groups": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List a queue's groups
+         * @description A page of the queue's groups by name: every group with jobs pending, active or delayed, and every paused one. Pass next_cursor back as cursor until it is null.
+         */
+        get: operations["listGroups"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/queues/{queue}/groups/{group}/pause": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Pause a group
+         * @description The group's jobs are not claimed while it is paused; its active jobs run on. Pausing a group that has no jobs yet lists it, so that its first jobs wait. Pausing a paused group changes nothing.
+         */
+        post: operations["pauseGroup"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/queues/{queue}/groups/{group}/resume": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Resume a group
+         * @description The group's jobs are claimed again, in their turn; waiting long polls are woken. Resuming a group that is not paused changes nothing.
+         */
+        post: operations["resumeGroup"];
         delete?: never;
         options?: never;
         head?: never;
@@ -436,6 +496,30 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/queues/{queue}/settings": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read a queue's flow control settings
+         * @description The limits the queue has; an absent field is no limit, and a queue that never had settings answers {}.
+         */
+        get: operations["getQueueSettings"];
+        /**
+         * Set a queue's flow control settings
+         * @description Replaces the settings whole: an absent or null field is no limit, {} removes every limit. Takes effect at the next claim, on every service replica; jobs already active run on (a lowered limit holds new claims back until enough finish). Audited as a settings event.
+         */
+        put: operations["putQueueSettings"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/queues/{queue}/sweep": {
         parameters: {
             query?: never;
@@ -576,6 +660,22 @@ export interface components {
              */
             worker?: string;
         };
+        ClaimResponse: {
+            /**
+             * @description The limit that held the claim back. Absent when none did.
+             * @example rate_limit
+             * @enum {string}
+             */
+            held_by?: "concurrency" | "rate_limit" | "group_concurrency" | "group_rate_limit" | "group_order" | "group_paused";
+            jobs: components["schemas"]["Job"][];
+            /**
+             * Format: int64
+             * @description In how many ms a claim could start a job, when a limit held this one
+             *     back (a long poll waits for it by itself). Absent when none did.
+             * @example 250
+             */
+            retry_after_ms?: number;
+        };
         CompleteBatchRequest: {
             claim?: components["schemas"]["ClaimNext"];
             jobs: components["schemas"]["CompleteItem"][];
@@ -640,6 +740,13 @@ export interface components {
              */
             delay_ms?: number;
             /**
+             * @description The job's group (flow control): claims take turns over the groups
+             *     that have a claimable job, and the queue's group limits apply to each
+             *     group. Default none.
+             * @example tenant-42
+             */
+            group?: string;
+            /**
              * @description The client's idempotency key; made by the server (UUIDv7) when absent.
              * @example order-1234
              */
@@ -680,19 +787,26 @@ export interface components {
             count?: number;
             /** @example smtp: connection refused */
             error?: string;
+            /**
+             * @description The group a group_paused or group_resumed event is about.
+             * @example tenant-42
+             */
+            group?: string;
             /** @example 0190f8a2-7c4e-7d2a-9b1e-3f5c2a1b0c9d */
             job_id?: string;
             /**
              * @example completed
              * @enum {string}
              */
-            kind: "enqueued" | "claimed" | "progress" | "completed" | "failed" | "dead" | "cancel_requested" | "cancelled" | "recovered" | "retried" | "promoted" | "due" | "removed" | "paused" | "resumed" | "drained";
+            kind: "enqueued" | "claimed" | "progress" | "completed" | "failed" | "dead" | "cancel_requested" | "cancelled" | "recovered" | "retried" | "promoted" | "due" | "removed" | "paused" | "resumed" | "drained" | "settings" | "group_paused" | "group_resumed";
             /** @example emails */
             queue: string;
             /** @example superseded */
             reason?: string;
             /** @example admin */
             role?: string;
+            /** @description The new settings of a settings event. */
+            settings?: components["schemas"]["QueueSettings"];
             /** @example completed */
             state?: components["schemas"]["JobState"];
         };
@@ -750,6 +864,25 @@ export interface components {
             /** @example must be at least 100 */
             message: string;
         };
+        Group: {
+            counts: components["schemas"]["GroupCounts"];
+            /** @example tenant-42 */
+            name: string;
+            paused: boolean;
+        };
+        GroupCounts: {
+            /** Format: int64 */
+            active: number;
+            /** Format: int64 */
+            delayed: number;
+            /** Format: int64 */
+            pending: number;
+        };
+        GroupPage: {
+            groups: components["schemas"]["Group"][];
+            /** @description Fetches the next page; null on the last one. */
+            next_cursor: string | null;
+        };
         Health: {
             /** @example ok */
             status: string;
@@ -766,6 +899,11 @@ export interface components {
             created_at: string;
             /** Format: date-time */
             finished_at?: string;
+            /**
+             * @description The job's group, when its enqueue named one (flow control).
+             * @example tenant-42
+             */
+            group?: string;
             /** @example 0190f8a2-7c4e-7d2a-9b1e-3f5c2a1b0c9d */
             id: string;
             last_error?: string;
@@ -859,6 +997,40 @@ export interface components {
             /** @description Fetches the next page; null on the last one. */
             next_cursor: string | null;
             queues: components["schemas"]["Queue"][];
+        };
+        QueueSettings: {
+            /**
+             * @description At most this many of the queue's jobs active at once, across every
+             *     worker and service replica.
+             * @example 20
+             */
+            concurrency?: number;
+            /**
+             * @description At most this many active jobs per group.
+             * @example 2
+             */
+            group_concurrency?: number;
+            /**
+             * @description "fifo": at most one job per group in flight (active, or delayed for
+             *     its retry), and a group's next job starts only when that one has
+             *     finished; a retried job keeps its group's head.
+             * @example fifo
+             * @enum {string}
+             */
+            group_order?: "fifo";
+            /** @description At most limit claims start in any window_ms, per group. */
+            group_rate_limit?: components["schemas"]["RateLimit"];
+            /** @description At most limit claims start in any window_ms, for the whole queue. */
+            rate_limit?: components["schemas"]["RateLimit"];
+        };
+        RateLimit: {
+            /** @example 100 */
+            limit: number;
+            /**
+             * Format: int64
+             * @example 1000
+             */
+            window_ms: number;
         };
         Removed: {
             /** @example 1 */
@@ -1369,11 +1541,13 @@ export interface operations {
                 content: {
                     /**
                      * @example {
+                     *       "held_by": "rate_limit",
                      *       "jobs": [
                      *         {
                      *           "attempts": 1,
                      *           "cancel_requested": false,
                      *           "created_at": "2026-11-29T19:06:37.123Z",
+                     *           "group": "tenant-42",
                      *           "id": "0190f8a2-7c4e-7d2a-9b1e-3f5c2a1b0c9d",
                      *           "max_attempts": 3,
                      *           "payload": {
@@ -1392,10 +1566,11 @@ export interface operations {
                      *           "token": 42,
                      *           "worker": "worker-1"
                      *         }
-                     *       ]
+                     *       ],
+                     *       "retry_after_ms": 250
                      *     }
                      */
-                    "application/json": components["schemas"]["JobList"];
+                    "application/json": components["schemas"]["ClaimResponse"];
                 };
             };
             /** @description EMQINVALID */
@@ -1515,6 +1690,7 @@ export interface operations {
                      *           "attempts": 1,
                      *           "cancel_requested": false,
                      *           "created_at": "2026-11-29T19:06:37.123Z",
+                     *           "group": "tenant-42",
                      *           "id": "0190f8a2-7c4e-7d2a-9b1e-3f5c2a1b0c9d",
                      *           "max_attempts": 3,
                      *           "payload": {
@@ -1765,6 +1941,284 @@ export interface operations {
             };
         };
     };
+    listGroups: {
+        parameters: {
+            query?: {
+                /** @description groups per page */
+                limit?: number;
+                /** @description next_cursor of the previous page */
+                cursor?: string;
+            };
+            header?: {
+                /** @description With X-EMQ-Signature, instead of a bearer key: the Unix time in seconds at which the request was signed, within 5 minutes of the service's clock. */
+                "X-EMQ-Timestamp"?: components["parameters"]["SignatureTimestamp"];
+                /** @description Instead of a bearer key: sha256= and the hex HMAC-SHA256, under a key of EMQ_API_KEYS, of "<X-EMQ-Timestamp>.<METHOD>.<path and query>.<body>". Each signature is accepted once: a sender that retries signs again. */
+                "X-EMQ-Signature"?: components["parameters"]["Signature"];
+            };
+            path: {
+                /** @description queue name: 1 to 100 of A-Z a-z 0-9 . _ -, not only dots */
+                queue: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "groups": [
+                     *         {
+                     *           "counts": {
+                     *             "active": 1,
+                     *             "delayed": 1,
+                     *             "pending": 1
+                     *           },
+                     *           "name": "tenant-42",
+                     *           "paused": false
+                     *         }
+                     *       ],
+                     *       "next_cursor": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["GroupPage"];
+                };
+            };
+            /** @description EMQINVALID */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQUNAUTHORIZED: no key, a wrong one, or a bad signature */
+            401: {
+                headers: {
+                    /** @description the Bearer scheme, realm echo_mq */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQFORBIDDEN: the key's role may not do this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQINTERNAL: a bug, logged with the request id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQUNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    pauseGroup: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description With X-EMQ-Signature, instead of a bearer key: the Unix time in seconds at which the request was signed, within 5 minutes of the service's clock. */
+                "X-EMQ-Timestamp"?: components["parameters"]["SignatureTimestamp"];
+                /** @description Instead of a bearer key: sha256= and the hex HMAC-SHA256, under a key of EMQ_API_KEYS, of "<X-EMQ-Timestamp>.<METHOD>.<path and query>.<body>". Each signature is accepted once: a sender that retries signs again. */
+                "X-EMQ-Signature"?: components["parameters"]["Signature"];
+            };
+            path: {
+                /** @description queue name: 1 to 100 of A-Z a-z 0-9 . _ -, not only dots */
+                queue: string;
+                /** @description group name: 1 to 128 of A-Z a-z 0-9 . _ : -, not only dots */
+                group: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "counts": {
+                     *         "active": 1,
+                     *         "delayed": 1,
+                     *         "pending": 1
+                     *       },
+                     *       "name": "tenant-42",
+                     *       "paused": false
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Group"];
+                };
+            };
+            /** @description EMQINVALID */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQUNAUTHORIZED: no key, a wrong one, or a bad signature */
+            401: {
+                headers: {
+                    /** @description the Bearer scheme, realm echo_mq */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQFORBIDDEN: the key's role may not do this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQINTERNAL: a bug, logged with the request id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQUNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    resumeGroup: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description With X-EMQ-Signature, instead of a bearer key: the Unix time in seconds at which the request was signed, within 5 minutes of the service's clock. */
+                "X-EMQ-Timestamp"?: components["parameters"]["SignatureTimestamp"];
+                /** @description Instead of a bearer key: sha256= and the hex HMAC-SHA256, under a key of EMQ_API_KEYS, of "<X-EMQ-Timestamp>.<METHOD>.<path and query>.<body>". Each signature is accepted once: a sender that retries signs again. */
+                "X-EMQ-Signature"?: components["parameters"]["Signature"];
+            };
+            path: {
+                /** @description queue name: 1 to 100 of A-Z a-z 0-9 . _ -, not only dots */
+                queue: string;
+                /** @description group name: 1 to 128 of A-Z a-z 0-9 . _ : -, not only dots */
+                group: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "counts": {
+                     *         "active": 1,
+                     *         "delayed": 1,
+                     *         "pending": 1
+                     *       },
+                     *       "name": "tenant-42",
+                     *       "paused": false
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Group"];
+                };
+            };
+            /** @description EMQINVALID */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQUNAUTHORIZED: no key, a wrong one, or a bad signature */
+            401: {
+                headers: {
+                    /** @description the Bearer scheme, realm echo_mq */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQFORBIDDEN: the key's role may not do this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQINTERNAL: a bug, logged with the request id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQUNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     listJobs: {
         parameters: {
             query: {
@@ -1802,6 +2256,7 @@ export interface operations {
                      *           "attempts": 1,
                      *           "cancel_requested": false,
                      *           "created_at": "2026-11-29T19:06:37.123Z",
+                     *           "group": "tenant-42",
                      *           "id": "0190f8a2-7c4e-7d2a-9b1e-3f5c2a1b0c9d",
                      *           "max_attempts": 3,
                      *           "payload": {
@@ -1890,6 +2345,7 @@ export interface operations {
                 /**
                  * @example {
                  *       "delay_ms": 0,
+                 *       "group": "tenant-42",
                  *       "id": "order-1234",
                  *       "max_attempts": 3,
                  *       "payload": {
@@ -1913,6 +2369,7 @@ export interface operations {
                      *       "attempts": 1,
                      *       "cancel_requested": false,
                      *       "created_at": "2026-11-29T19:06:37.123Z",
+                     *       "group": "tenant-42",
                      *       "id": "0190f8a2-7c4e-7d2a-9b1e-3f5c2a1b0c9d",
                      *       "max_attempts": 3,
                      *       "payload": {
@@ -1946,6 +2403,7 @@ export interface operations {
                      *       "attempts": 1,
                      *       "cancel_requested": false,
                      *       "created_at": "2026-11-29T19:06:37.123Z",
+                     *       "group": "tenant-42",
                      *       "id": "0190f8a2-7c4e-7d2a-9b1e-3f5c2a1b0c9d",
                      *       "max_attempts": 3,
                      *       "payload": {
@@ -2067,6 +2525,7 @@ export interface operations {
                      *       "attempts": 1,
                      *       "cancel_requested": false,
                      *       "created_at": "2026-11-29T19:06:37.123Z",
+                     *       "group": "tenant-42",
                      *       "id": "0190f8a2-7c4e-7d2a-9b1e-3f5c2a1b0c9d",
                      *       "max_attempts": 3,
                      *       "payload": {
@@ -2286,6 +2745,7 @@ export interface operations {
                      *       "attempts": 1,
                      *       "cancel_requested": false,
                      *       "created_at": "2026-11-29T19:06:37.123Z",
+                     *       "group": "tenant-42",
                      *       "id": "0190f8a2-7c4e-7d2a-9b1e-3f5c2a1b0c9d",
                      *       "max_attempts": 3,
                      *       "payload": {
@@ -2319,6 +2779,7 @@ export interface operations {
                      *       "attempts": 1,
                      *       "cancel_requested": false,
                      *       "created_at": "2026-11-29T19:06:37.123Z",
+                     *       "group": "tenant-42",
                      *       "id": "0190f8a2-7c4e-7d2a-9b1e-3f5c2a1b0c9d",
                      *       "max_attempts": 3,
                      *       "payload": {
@@ -2577,6 +3038,7 @@ export interface operations {
                      *       "attempts": 1,
                      *       "cancel_requested": false,
                      *       "created_at": "2026-11-29T19:06:37.123Z",
+                     *       "group": "tenant-42",
                      *       "id": "0190f8a2-7c4e-7d2a-9b1e-3f5c2a1b0c9d",
                      *       "max_attempts": 3,
                      *       "payload": {
@@ -2728,6 +3190,7 @@ export interface operations {
                      *       "attempts": 1,
                      *       "cancel_requested": false,
                      *       "created_at": "2026-11-29T19:06:37.123Z",
+                     *       "group": "tenant-42",
                      *       "id": "0190f8a2-7c4e-7d2a-9b1e-3f5c2a1b0c9d",
                      *       "max_attempts": 3,
                      *       "payload": {
@@ -3003,6 +3466,7 @@ export interface operations {
                      *       "attempts": 1,
                      *       "cancel_requested": false,
                      *       "created_at": "2026-11-29T19:06:37.123Z",
+                     *       "group": "tenant-42",
                      *       "id": "0190f8a2-7c4e-7d2a-9b1e-3f5c2a1b0c9d",
                      *       "max_attempts": 3,
                      *       "payload": {
@@ -3124,6 +3588,7 @@ export interface operations {
                      *       "attempts": 1,
                      *       "cancel_requested": false,
                      *       "created_at": "2026-11-29T19:06:37.123Z",
+                     *       "group": "tenant-42",
                      *       "id": "0190f8a2-7c4e-7d2a-9b1e-3f5c2a1b0c9d",
                      *       "max_attempts": 3,
                      *       "payload": {
@@ -3238,6 +3703,7 @@ export interface operations {
                  *       "jobs": [
                  *         {
                  *           "delay_ms": 0,
+                 *           "group": "tenant-42",
                  *           "id": "order-1234",
                  *           "max_attempts": 3,
                  *           "payload": {
@@ -3265,6 +3731,7 @@ export interface operations {
                      *           "attempts": 1,
                      *           "cancel_requested": false,
                      *           "created_at": "2026-11-29T19:06:37.123Z",
+                     *           "group": "tenant-42",
                      *           "id": "0190f8a2-7c4e-7d2a-9b1e-3f5c2a1b0c9d",
                      *           "max_attempts": 3,
                      *           "payload": {
@@ -3497,6 +3964,204 @@ export interface operations {
             };
             /** @description EMQFORBIDDEN: the key's role may not do this */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQINTERNAL: a bug, logged with the request id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQUNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getQueueSettings: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description With X-EMQ-Signature, instead of a bearer key: the Unix time in seconds at which the request was signed, within 5 minutes of the service's clock. */
+                "X-EMQ-Timestamp"?: components["parameters"]["SignatureTimestamp"];
+                /** @description Instead of a bearer key: sha256= and the hex HMAC-SHA256, under a key of EMQ_API_KEYS, of "<X-EMQ-Timestamp>.<METHOD>.<path and query>.<body>". Each signature is accepted once: a sender that retries signs again. */
+                "X-EMQ-Signature"?: components["parameters"]["Signature"];
+            };
+            path: {
+                /** @description queue name: 1 to 100 of A-Z a-z 0-9 . _ -, not only dots */
+                queue: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "concurrency": 20,
+                     *       "group_concurrency": 2,
+                     *       "group_order": "fifo"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["QueueSettings"];
+                };
+            };
+            /** @description EMQINVALID */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQUNAUTHORIZED: no key, a wrong one, or a bad signature */
+            401: {
+                headers: {
+                    /** @description the Bearer scheme, realm echo_mq */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQFORBIDDEN: the key's role may not do this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQINTERNAL: a bug, logged with the request id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQUNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    putQueueSettings: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description With X-EMQ-Signature, instead of a bearer key: the Unix time in seconds at which the request was signed, within 5 minutes of the service's clock. */
+                "X-EMQ-Timestamp"?: components["parameters"]["SignatureTimestamp"];
+                /** @description Instead of a bearer key: sha256= and the hex HMAC-SHA256, under a key of EMQ_API_KEYS, of "<X-EMQ-Timestamp>.<METHOD>.<path and query>.<body>". Each signature is accepted once: a sender that retries signs again. */
+                "X-EMQ-Signature"?: components["parameters"]["Signature"];
+            };
+            path: {
+                /** @description queue name: 1 to 100 of A-Z a-z 0-9 . _ -, not only dots */
+                queue: string;
+            };
+            cookie?: never;
+        };
+        /** @description the settings */
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "concurrency": 20,
+                 *       "group_concurrency": 2,
+                 *       "group_order": "fifo"
+                 *     }
+                 */
+                "application/json": components["schemas"]["QueueSettings"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "concurrency": 20,
+                     *       "group_concurrency": 2,
+                     *       "group_order": "fifo"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["QueueSettings"];
+                };
+            };
+            /** @description EMQINVALID */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQUNAUTHORIZED: no key, a wrong one, or a bad signature */
+            401: {
+                headers: {
+                    /** @description the Bearer scheme, realm echo_mq */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQFORBIDDEN: the key's role may not do this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQTOOLARGE */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQMEDIATYPE */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };

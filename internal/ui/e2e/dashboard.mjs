@@ -277,6 +277,35 @@ async function reconnects(page) {
   console.log(`reconnected after ${refused} refused attempts at the stream`);
 }
 
+/**
+ * The flow control panel: a job enqueued in a group lists the group, whose
+ * Pause and Resume buttons pause it for the API too; the settings form
+ * saves a limit, which the summary and the API then say.
+ */
+async function controlTheFlow(page) {
+  await page.goto(`${base}/ui/#/queues/${encodeURIComponent(queue)}/pending`);
+  const panel = page.getByRole("region", { name: "Flow control" });
+  await panel.waitFor();
+  await apiCall("POST", `/queues/${encodeURIComponent(queue)}/jobs`, { payload: { n: "grouped" }, group: "tenant-a" });
+  const groupPaused = async () => (await apiCall("GET", `/queues/${encodeURIComponent(queue)}/groups`)).groups[0].paused;
+  await panel.getByRole("button", { name: "Pause group tenant-a", exact: true }).click();
+  await until("group tenant-a shown as paused", async () =>
+    (await panel.getByRole("button", { name: "Resume group tenant-a", exact: true }).count()) === 1);
+  assert.equal(await groupPaused(), true, "the API says tenant-a is paused after Pause");
+  await panel.getByRole("button", { name: "Resume group tenant-a", exact: true }).click();
+  await until("group tenant-a shown as not paused", async () =>
+    (await panel.getByRole("button", { name: "Pause group tenant-a", exact: true }).count()) === 1);
+  assert.equal(await groupPaused(), false, "the API says tenant-a is not paused after Resume");
+
+  await panel.getByLabel("Most active jobs", { exact: true }).fill("5");
+  await panel.getByRole("button", { name: "Save settings", exact: true }).click();
+  await until("the summary to say the limit", async () => /at most 5 jobs active at once/.test(await panel.innerText()));
+  const settings = await apiCall("GET", `/queues/${encodeURIComponent(queue)}/settings`);
+  assert.deepEqual(settings, { concurrency: 5 }, "the API's settings after Save");
+  await fitsAPhone(page, "the flow control panel");
+  await apiCall("PUT", `/queues/${encodeURIComponent(queue)}/settings`, {});
+}
+
 /** The browser's console lines for the stream requests reconnects() refuses on purpose. */
 const refusedStream = [/^console error: Failed to load resource: net::ERR_CONNECTION_REFUSED/];
 
@@ -319,6 +348,7 @@ async function main() {
     await seeChangesLive(page);
     await cancelAnActiveJob(page);
     await tableFollowsEvents(page);
+    await controlTheFlow(page);
     await reconnects(page);
   }, refusedStream);
   console.log(`dashboard ok: queue ${queue} with ${pending} pending and ${dead} dead, paused and resumed; ` +

@@ -129,6 +129,7 @@ export class JobView {
       ["Attempts", `${job.attempts ?? 0} of ${job.max_attempts ?? "—"}`],
       ["Times stalled", String(job.stalled ?? 0)], // its lease ran out while a worker held it
       ["Priority", String(job.priority ?? 0)],
+      ["Group", job.group || "none"],
       ["Last error", lastError(job)],
       ["Cancel requested", job.cancel_requested ? `yes${job.cancel_reason ? `: ${job.cancel_reason}` : ""}` : "no"],
       ["Created", when(job.created_at)],

@@ -1,11 +1,12 @@
 // queue.js: one queue's page. Links to its jobs per state (with counts), a
 // form to open a job by id, the dead letters panel when the queue has dead
-// jobs, a table of the jobs in the chosen state, a page at a time, and the
+// jobs, the flow control panel (settings and groups), a table of the jobs in the chosen state, a page at a time, and the
 // queue's recent changes. The page reads itself again when the event feed
 // tells it the queue changed, at most once a second.
 
 import { Problem, call, jobPath, jobsPage, queuePath } from "./api.js";
 import { DeadLetters } from "./deadletters.js";
+import { FlowPanel } from "./flow.js";
 import { button, h, keepFocus, tabStopWhenScrolling, when } from "./dom.js";
 import { throttle } from "./live.js";
 import { finishedStates, jobHref, queueHref, states } from "./routes.js";
@@ -78,6 +79,7 @@ export class QueueView {
       await this.load();
       (this.dead.panel.hidden ? this.heading : this.dead.heading).focus();
     });
+    this.flow = new FlowPanel(ctx, () => this.load());
   }
 
   show(route) {
@@ -161,6 +163,7 @@ export class QueueView {
       h("p", {}, button("Refresh", `Refresh queue ${q}`, () => this.load())),
       this.paused,
       this.dead.panel,
+      this.flow.panel,
       h("nav", { "aria-label": `Job states of queue ${q}` }, this.tabs),
       find,
       this.findMessage,
@@ -185,6 +188,7 @@ export class QueueView {
       }
       this.showQueue(queue);
       await this.dead.load(this.queue, (queue.counts && queue.counts.dead) || 0, () => this.shown === shown);
+      await this.flow.load(this.queue, () => this.shown === shown);
       await this.page(this.cursors.length - 1);
     } catch (err) {
       if (this.shown === shown) {

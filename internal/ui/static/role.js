@@ -5,7 +5,7 @@
 
 import { whoami } from "./api.js";
 
-/** The least role each action needs: cancel is a worker-plane verb, the rest are the operator's. */
+/** The least role each action needs: cancel is a worker-plane verb, the rest are the operator's (pause also pauses a group). */
 const needs = {
   pause: "admin",
   resume: "admin",
@@ -14,6 +14,7 @@ const needs = {
   retry: "admin",
   promote: "admin",
   remove: "admin",
+  settings: "admin",
   cancel: "worker",
 };
 
