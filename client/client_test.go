@@ -83,13 +83,13 @@ func TestEnqueueBatchKeepsOrder(t *testing.T) {
 func TestClaimExtendComplete(t *testing.T) {
 	t.Parallel()
 	c, q, ctx := newClient(t), redistest.Queue(t), context.Background()
-	enqueue(t, c, q, client.EnqueueRequest{ID: "j1", Payload: "work"})
+	enqueue(t, c, q, client.EnqueueRequest{ID: "j1", Payload: "work", Group: "tenant-1"})
 	jobs, err := c.Claim(ctx, q, client.ClaimRequest{Lease: 5 * time.Second, Worker: "w1"})
 	if err != nil || len(jobs) != 1 {
 		t.Fatalf("claim: %v, %v; want one job", jobs, err)
 	}
 	job := jobs[0]
-	if job.ID != "j1" || job.State != client.StateActive || job.Token <= 0 || job.Worker != "w1" ||
+	if job.ID != "j1" || job.State != client.StateActive || job.Token <= 0 || job.Worker != "w1" || job.Group != "tenant-1" ||
 		job.Attempts != 1 || job.StartedAt.IsZero() || job.LeaseExpiresAt.IsZero() {
 		t.Fatalf("claimed %+v", job)
 	}

@@ -41,6 +41,8 @@ type Job struct {
 	CancelReason    string `json:"cancel_reason,omitempty"`
 	// Worker is the name the last claimer gave.
 	Worker string `json:"worker,omitempty"`
+	// Group is the job's group, when its enqueue named one.
+	Group string `json:"group,omitempty"`
 	// Token fences every call on a claimed job (extend, complete, fail,
 	// cancellation check). Only a claim's answer carries it; it is 0
 	// anywhere else. Treat it as opaque.

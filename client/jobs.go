@@ -27,6 +27,10 @@ type EnqueueRequest struct {
 	// Backoff is the wait before each retry after a failure; nil leaves
 	// the service's default (exponential from 1 s, capped at 1 hour).
 	Backoff *Backoff
+	// Group is the job's group for flow control (docs/flow-control.md):
+	// claims take turns over the groups, and the queue's group limits
+	// apply to each. Empty: none.
+	Group string
 }
 
 // Backoff is the wait before a failed job's next attempt: Delay, doubled
@@ -46,6 +50,7 @@ type enqueueBody struct {
 	DelayMs     int64           `json:"delay_ms,omitempty"`
 	MaxAttempts int             `json:"max_attempts,omitempty"`
 	Backoff     *backoffBody    `json:"backoff,omitempty"`
+	Group       string          `json:"group,omitempty"`
 }
 
 type backoffBody struct {
@@ -63,7 +68,7 @@ func (r EnqueueRequest) body() (enqueueBody, error) {
 		payload = json.RawMessage("null")
 	}
 	b := enqueueBody{ID: r.ID, Payload: payload, Priority: r.Priority,
-		DelayMs: millis(r.Delay), MaxAttempts: r.MaxAttempts}
+		DelayMs: millis(r.Delay), MaxAttempts: r.MaxAttempts, Group: r.Group}
 	if r.Backoff != nil {
 		b.Backoff = &backoffBody{Type: "exponential", DelayMs: millis(r.Backoff.Delay),
 			MaxDelayMs: millis(r.Backoff.MaxDelay)}

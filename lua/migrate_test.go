@@ -2,6 +2,7 @@ package lua
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -161,4 +162,82 @@ func TestScriptsStopWholeWhileTheirSlotMigrates(t *testing.T) {
 	if n := rdb.ZCard(ctx, q.Set("active")).Val(); n != 3 {
 		t.Errorf("after the slot moved: %d active, want 3", n)
 	}
+}
+
+// TestFlowControlStopsWholeWhileItsSlotMigrates moves the slot of a queue
+// with groups: while this node moves a slot, a claim and a complete of a
+// grouped job answer TRYAGAIN (flow.lua's flow_here) having written
+// nothing, since the flow control keys they would touch are not declared;
+// once the slot has moved they run on the node that took it.
+func TestFlowControlStopsWholeWhileItsSlotMigrates(t *testing.T) {
+	t.Parallel()
+	cluster := redistest.StartCluster(t, 3, 0)
+	rdb := cluster.Client(t)
+	run := NewRunner(rdb)
+	ctx := context.Background()
+	q := keyspace.NewQueue("migrate", redistest.Queue(t))
+	jobs := []NewJob{{ID: "a", Payload: "1", Group: "g"}, {ID: "b", Payload: "2", Group: "g"}}
+	if err := run.Run(ctx, EnqueueArgs{Jobs: jobs}.Call(q)).Err(); err != nil {
+		t.Fatal(err)
+	}
+	got, err := run.Run(ctx, ClaimArgs{Count: 1, LeaseMS: 60000}.Call(q)).Slice()
+	if err != nil {
+		t.Fatal(err)
+	}
+	held := got[1].([]any)[0].([]any)
+	token := ""
+	for i := 1; i+1 < len(held); i += 2 {
+		if held[i] == "token" {
+			token = held[i+1].(string)
+		}
+	}
+	snapshot := func() string {
+		var b strings.Builder
+		for _, key := range append(q.Keys(), q.Job("a"), q.Job("b")) {
+			dump, _ := rdb.Dump(ctx, key).Result()
+			b.WriteString(key + "=" + dump + ";")
+		}
+		return b.String()
+	}
+	before := snapshot()
+
+	m := startMigration(t, cluster, q.Meta())
+	for _, c := range []Call{
+		ClaimArgs{Count: 1, LeaseMS: 60000}.Call(q),
+		CompleteArgs{ID: "a", Token: mustInt(t, token)}.Call(q),
+	} {
+		// The claim's declared keys all exist, so only flow_here stops it;
+		// the complete may be stopped by Redis first (its completed set
+		// does not exist yet): TRYAGAIN either way.
+		err := run.Run(ctx, c).Err()
+		if !redis.HasErrorPrefix(err, "TRYAGAIN") || (c.Script() == Claim && !strings.Contains(err.Error(), "flow control")) {
+			t.Fatalf("%s while the slot migrates answered %v, want TRYAGAIN", c.Script().Name(), err)
+		}
+	}
+	if after := snapshot(); after != before {
+		t.Fatal("a refused call changed the queue's keys")
+	}
+	var keys []string
+	for _, key := range append(q.Keys(), q.Job("a"), q.Job("b")) {
+		if rdb.Exists(ctx, key).Val() == 1 {
+			keys = append(keys, key)
+		}
+	}
+	m.move(keys...)
+	m.finish()
+	if err := run.Run(ctx, CompleteArgs{ID: "a", Token: mustInt(t, token)}.Call(q)).Err(); err != nil {
+		t.Fatalf("complete once the slot moved: %v", err)
+	}
+	if n := rdb.HGet(ctx, q.Flow(), "a:g").Val(); n != "0" {
+		t.Fatalf("group g's active count after its job completed: %q, want 0", n)
+	}
+}
+
+func mustInt(t *testing.T, s string) int64 {
+	t.Helper()
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }

@@ -90,12 +90,27 @@ func (q Queue) Set(state string) string { return q.base + state }
 func (q Queue) WakeChannel() string { return WakeChannelPrefix(q.prefix) + q.name }
 
 // Keys are every key of the queue but its job rows: the meta hash, the six
-// state sets and the event stream.
+// state sets, the event stream and the flow control keys.
 func (q Queue) Keys() []string {
-	return []string{
+	return append([]string{
 		q.Meta(), q.Set("pending"), q.Set("active"), q.Set("delayed"),
 		q.Set("completed"), q.Set("dead"), q.Set("cancelled"), q.Events(),
-	}
+	}, q.FlowKeys()...)
+}
+
+// Flow is the key of the queue's flow control hash (lua/flow.lua): its
+// groups' counters and flags and the rotation's turn.
+func (q Queue) Flow() string { return q.base + "flow" }
+
+// GroupPending is the key of the queue's grouped pending jobs, by group
+// (lua/flow.lua).
+func (q Queue) GroupPending() string { return q.base + "gpending" }
+
+// FlowKeys are the keys a queue has once it uses flow control
+// (docs/design.md#flow-control); lua/flow.lua's FLOW_KEYS names the same.
+func (q Queue) FlowKeys() []string {
+	return []string{q.GroupPending(), q.base + "rotation", q.base + "parked", q.base + "groups",
+		q.base + "starts", q.Flow()}
 }
 
 // QueuesKey is the key of the set of known queue names. It has no hash tag:

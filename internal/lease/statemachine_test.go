@@ -19,6 +19,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/echo-mq/echo_mq/internal/admin"
+	"github.com/echo-mq/echo_mq/internal/flow"
 	"github.com/echo-mq/echo_mq/internal/job"
 	"github.com/echo-mq/echo_mq/internal/keyspace"
 	"github.com/echo-mq/echo_mq/internal/lease"
@@ -43,7 +44,13 @@ import (
 //     finished; no set holds an id without a row; the token counter never
 //     goes back and every claim's token is above every earlier one, across
 //     removals and an obliterate too; counts match the sets and the meta
-//     totals match what the verbs did.
+//     totals match what the verbs did;
+//   - flow control (docs/design.md#flow-control): once a program sets the
+//     queue's settings, jobs j1 and j2 are enqueued in group "a" and j3 in
+//     "b"; a claim never takes the queue past its concurrency or a group
+//     past its group_concurrency, a fifo group never has two jobs in
+//     flight, and the groups' counters, their index of pending jobs and
+//     their fifo holders always agree with the rows.
 //
 // No execution sleeps: a lease lapses by the "lapse" verb, which sets the
 // job's deadline in the active set to the past. Each byte pair of the input
@@ -100,7 +107,7 @@ const (
 	smOpDrain
 	smOpCancellation
 	smOpCompleteBatch
-	smOpMisc // promote due jobs, or obliterate the queue
+	smOpMisc // promote due jobs, set the flow control settings, or obliterate the queue
 	smVerbs
 )
 
@@ -112,11 +119,14 @@ type smServices struct {
 }
 
 // smSnapshot is a queue as Redis holds it: its six sets, its job rows (of
-// the pool's ids) and its meta hash.
+// the pool's ids), its meta hash, and its flow control hash and index of
+// grouped pending jobs.
 type smSnapshot struct {
-	sets map[string]map[string]float64 // state -> id -> score
-	rows map[string]map[string]string  // id -> row; existing rows only
-	meta map[string]string
+	sets     map[string]map[string]float64 // state -> id -> score
+	rows     map[string]map[string]string  // id -> row; existing rows only
+	meta     map[string]string
+	flow     map[string]string
+	gpending []string
 }
 
 func (s smSnapshot) row(id string) (map[string]string, bool) {
@@ -156,7 +166,10 @@ type smMachine struct {
 	reported map[string]map[int64]string
 	// The meta totals the verbs so far must have left.
 	enqueued, completed, failed int64
-	log                         []string
+	// grouping is set once the program set flow control settings: from
+	// then on enqueues put jobs in groups (smGroupOf).
+	grouping bool
+	log      []string
 }
 
 func newSMMachine(t *testing.T, svc smServices) *smMachine {
@@ -192,7 +205,8 @@ func (m *smMachine) read() smSnapshot {
 	m.t.Helper()
 	var sets []*redis.ZSliceCmd
 	var rows []*redis.MapStringStringCmd
-	var meta *redis.MapStringStringCmd
+	var meta, flowHash *redis.MapStringStringCmd
+	var gpending *redis.StringSliceCmd
 	_, err := m.svc.rdb.Pipelined(m.ctx, func(p redis.Pipeliner) error {
 		for _, state := range admin.States {
 			sets = append(sets, p.ZRangeWithScores(m.ctx, m.keys.Set(state), 0, -1))
@@ -201,12 +215,15 @@ func (m *smMachine) read() smSnapshot {
 			rows = append(rows, p.HGetAll(m.ctx, m.keys.Job(id)))
 		}
 		meta = p.HGetAll(m.ctx, m.keys.Meta())
+		flowHash = p.HGetAll(m.ctx, m.keys.Flow())
+		gpending = p.ZRange(m.ctx, m.keys.GroupPending(), 0, -1)
 		return nil
 	})
 	if err != nil {
 		m.fatalf("read: %v", err)
 	}
-	s := smSnapshot{sets: map[string]map[string]float64{}, rows: map[string]map[string]string{}, meta: meta.Val()}
+	s := smSnapshot{sets: map[string]map[string]float64{}, rows: map[string]map[string]string{}, meta: meta.Val(),
+		flow: flowHash.Val(), gpending: gpending.Val()}
 	for i, state := range admin.States {
 		s.sets[state] = map[string]float64{}
 		for _, z := range sets[i].Val() {
@@ -270,10 +287,13 @@ func (m *smMachine) step(a, b byte) {
 	case smOpCompleteBatch:
 		m.completeBatch(w, v)
 	case smOpMisc:
-		if v%4 == 3 {
+		switch v % 4 {
+		case 3:
 			m.obliterate(v)
-		} else {
+		case 0:
 			m.promoteDue()
+		default:
+			m.setFlow(v)
 		}
 	}
 	if !m.fresh { // the verb did not read the queue itself
@@ -420,6 +440,9 @@ func smMaxAttempts(row map[string]string) int64 {
 func (m *smMachine) enqueue(id string, v int) {
 	m.t.Helper()
 	nj := lease.NewJob{ID: id, Payload: []byte(fmt.Sprintf(`{"v":%d}`, v))}
+	if m.grouping {
+		nj.Group = smGroupOf[id]
+	}
 	switch v % 6 {
 	case 1:
 		nj.Delay = time.Hour
@@ -495,13 +518,22 @@ func (m *smMachine) checkClaimed(w int, what string, before smSnapshot, count in
 		got = append(got, j.ID)
 		m.logf("  w%d holds %s under token %d", w, j.ID, j.Token)
 	}
+	flowing := before.meta["flow"] != "" || before.meta["grouped"] != ""
+	if flowing {
+		lo = 0 // a limit may hold the claim back; checkLimits says whether it held
+	}
 	if len(jobs) < lo || len(jobs) > hi {
 		m.fatalf("%s gave %v, want %d to %d jobs (pending %v, %d delayed, paused %q)", what, got, lo, hi, pending, delayed, before.meta["paused"])
 	}
-	if delayed == 0 && !slices.Equal(got, pending[:len(jobs)]) {
+	if flowing {
+		m.checkLimits(what, before, after, jobs)
+	} else if delayed == 0 && !slices.Equal(got, pending[:len(jobs)]) {
 		m.fatalf("%s gave %v, want the first of pending in claim order %v", what, got, pending)
 	}
 	for _, j := range jobs { // priority first: no waiting job of a lower priority number is passed over
+		if flowing {
+			break // groups take turns: priority holds within a group only
+		}
 		for _, id := range pending {
 			if left, _ := after.row(id); left["state"] == job.StatePending && smNum(left, "priority") < int64(j.Priority) {
 				m.fatalf("%s gave %s of priority %d, passing over %s of priority %s", what, j.ID, j.Priority, id, left["priority"])
@@ -1021,6 +1053,125 @@ func (m *smMachine) obliterate(v int) {
 	m.enqueued, m.completed, m.failed = 0, 0, 0
 }
 
+// smGroupOf is each id's group once a program uses flow control.
+var smGroupOf = map[string]string{"j0": "", "j1": "a", "j2": "a", "j3": "b"}
+
+// smSettings are the flow control settings a program may set, by variant.
+var smSettings = []flow.Settings{
+	{},
+	{Concurrency: intp(1)},
+	{Concurrency: intp(2)},
+	{GroupConcurrency: intp(1)},
+	{FIFO: true},
+	{Concurrency: intp(2), GroupConcurrency: intp(1), FIFO: true},
+}
+
+// setFlow puts one of smSettings on the queue, and from then on jobs are
+// enqueued in groups.
+func (m *smMachine) setFlow(v int) {
+	m.t.Helper()
+	s := smSettings[(v/4)%len(smSettings)]
+	err := m.svc.admin.SetSettings(m.ctx, m.queue, s, "{}", admin.Actor{Name: "fuzz", Role: "admin"})
+	m.want(fmt.Sprintf("settings %q", s.Encode()), err, smOK)
+	m.grouping = true
+	if got := m.after().meta["flow"]; got != s.Encode() {
+		m.fatalf("after settings %q meta flow is %q", s.Encode(), got)
+	}
+}
+
+// smInFlight counts the jobs of group g in after that hold its place: active,
+// or delayed for a retry (an attempt made).
+func smInFlight(after smSnapshot, g string) (active, inFlight int) {
+	for _, row := range after.rows {
+		if row["group"] != g {
+			continue
+		}
+		switch {
+		case row["state"] == job.StateActive:
+			active++
+			inFlight++
+		case row["state"] == job.StateDelayed && smNum(row, "attempts") > 0:
+			inFlight++
+		}
+	}
+	return active, inFlight
+}
+
+// checkLimits checks that a claim under flow control kept the limits of the
+// settings it ran under: the queue's concurrency, and for each group it
+// took a job of, its group_concurrency and fifo order.
+func (m *smMachine) checkLimits(what string, before, after smSnapshot, jobs []job.Job) {
+	m.t.Helper()
+	if len(jobs) == 0 {
+		return
+	}
+	s, err := flow.Decode(before.meta["flow"])
+	if err != nil {
+		m.fatalf("meta flow %q: %v", before.meta["flow"], err)
+	}
+	if s.Concurrency != nil && len(after.sets[job.StateActive]) > *s.Concurrency {
+		m.fatalf("%s left %d jobs active, concurrency %d", what, len(after.sets[job.StateActive]), *s.Concurrency)
+	}
+	for _, j := range jobs {
+		if j.Group == "" {
+			continue
+		}
+		active, inFlight := smInFlight(after, j.Group)
+		if s.GroupConcurrency != nil && active > *s.GroupConcurrency {
+			m.fatalf("%s left %d jobs of group %s active, group_concurrency %d", what, active, j.Group, *s.GroupConcurrency)
+		}
+		if s.FIFO && inFlight > 1 {
+			m.fatalf("%s started %s while group %s, fifo, had another job in flight (%d in all)", what, j.ID, j.Group, inFlight)
+		}
+	}
+}
+
+// checkFlow checks that the flow control bookkeeping agrees with the rows:
+// each group's active and delayed counters, the index of grouped pending
+// jobs, and that a fifo holder is a job of its group not yet finished.
+func (m *smMachine) checkFlow(s smSnapshot) {
+	m.t.Helper()
+	var indexed []string
+	for _, member := range s.gpending {
+		parts := strings.Split(member, "|")
+		indexed = append(indexed, parts[len(parts)-1])
+	}
+	var pendingGrouped []string
+	counts := map[string]int64{}
+	for id, row := range s.rows {
+		g := row["group"]
+		if g == "" {
+			continue
+		}
+		switch row["state"] {
+		case job.StatePending:
+			pendingGrouped = append(pendingGrouped, id)
+		case job.StateActive:
+			counts["a:"+g]++
+		case job.StateDelayed:
+			counts["d:"+g]++
+		}
+	}
+	slices.Sort(indexed)
+	slices.Sort(pendingGrouped)
+	if !slices.Equal(indexed, pendingGrouped) {
+		m.fatalf("the group index holds %v, the grouped pending jobs are %v", s.gpending, pendingGrouped)
+	}
+	for _, g := range []string{"a", "b"} {
+		for _, c := range []string{"a:", "d:"} {
+			if got := smNum(s.flow, c+g); got != counts[c+g] {
+				m.fatalf("flow %s%s = %d, the rows say %d (flow %v)", c, g, got, counts[c+g], s.flow)
+			}
+		}
+		if holder, has := s.flow["h:"+g]; has {
+			row, exists := s.row(holder)
+			if !exists || row["group"] != g || smFinished[row["state"]] {
+				m.fatalf("group %s is held by %s, which is %v", g, holder, row)
+			}
+		}
+	}
+}
+
 var smFinished = map[string]bool{job.StateCompleted: true, job.StateDead: true, job.StateCancelled: true}
 
 // checkInvariants checks what must hold after every verb.
@@ -1096,6 +1247,7 @@ func (m *smMachine) checkInvariants(before, s smSnapshot) {
 	if info.Paused != (s.meta["paused"] != "") {
 		m.fatalf("Queue paused = %v, meta %v", info.Paused, s.meta)
 	}
+	m.checkFlow(s)
 }
 
 // smProgram spells a seed: each op is a verb, a worker, a job (0-3) and a
@@ -1167,6 +1319,18 @@ var smSeeds = [][]byte{
 		[4]int{smOpClaim, 1, 0, 0}, [4]int{smOpFail, 1, 0, 0}, [4]int{smOpFail, 0, 0, 0},
 		[4]int{smOpClaim, 2, 0, 0}, [4]int{smOpComplete, 2, 0, 0}, [4]int{smOpFail, 1, 0, 0},
 		[4]int{smOpFail, 0, 0, 0}),
+	// Flow control: fifo with group limits, grouped jobs claimed, failed
+	// to a retry (the holder keeps its group), swept, cancelled, removed,
+	// drained; then other settings and claim-next under them.
+	smProgram(
+		[4]int{smOpMisc, 0, 0, 21}, [4]int{smOpEnqueue, 0, 1, 0}, [4]int{smOpEnqueue, 0, 2, 0},
+		[4]int{smOpEnqueue, 0, 3, 4}, [4]int{smOpEnqueue, 0, 0, 0}, [4]int{smOpClaim, 0, 0, 1},
+		[4]int{smOpClaim, 1, 0, 1}, [4]int{smOpFail, 0, 1, 0}, [4]int{smOpClaim, 2, 0, 1},
+		[4]int{smOpLapse, 0, 1, 0}, [4]int{smOpSweep, 0, 0, 1}, [4]int{smOpClaim, 0, 0, 1},
+		[4]int{smOpCancel, 1, 2, 0}, [4]int{smOpComplete, 0, 1, 10}, [4]int{smOpRemove, 0, 3, 1},
+		[4]int{smOpMisc, 0, 0, 13}, [4]int{smOpEnqueue, 0, 2, 1}, [4]int{smOpDrain, 0, 0, 0},
+		[4]int{smOpEnqueue, 0, 2, 0}, [4]int{smOpEnqueue, 0, 3, 0}, [4]int{smOpClaim, 1, 0, 1},
+		[4]int{smOpCompleteBatch, 1, 0, 1}, [4]int{smOpMisc, 0, 0, 3}, [4]int{smOpEnqueue, 0, 1, 0}),
 	// Raw bytes, for the mutator to start from.
 	[]byte("\x00\x00\x01\x00\x02\x01\x03\x05\x04\x02\x05\x03\x06\x07\x07\x01\x08\x02\x09\x03\x0a\x00\x0b\x00\x0c\x00\x0d\x01\x0e\x03\x0f\x0f"),
 }
