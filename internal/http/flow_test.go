@@ -221,3 +221,59 @@ func TestBadGroupNamesAreRefused(t *testing.T) {
 		t.Fatalf("refused requests left %d keys", n)
 	}
 }
+
+func TestGroupLimitsHoldOnEveryBackend(t *testing.T) {
+	t.Parallel()
+	forEachBackend(t, func(t *testing.T, h *harness) {
+		q := redistest.Queue(t)
+		h.putSettings(t, q, `{"group_concurrency":1,"group_rate_limit":{"limit":2,"window_ms":60000}}`)
+		h.addIn(t, q, "a", "a1", "a2", "a3")
+		h.addIn(t, q, "b", "b1")
+		c := must[claimView](t, h.do(t, "POST", "/queues/"+q+"/claim", `{"count":5}`), http.StatusOK)
+		if got := ids(c.Jobs); fmt.Sprint(got) != "[a1 b1]" || c.HeldBy != "group_concurrency" {
+			t.Fatalf("claim answered %v held by %q, want [a1 b1] held by group_concurrency", got, c.HeldBy)
+		}
+		must[jobView](t, h.complete(t, q, "a1", c.Jobs[0].Token, ""), http.StatusOK)
+		a2 := must[claimView](t, h.do(t, "POST", "/queues/"+q+"/claim", `{"count":5}`), http.StatusOK)
+		if got := ids(a2.Jobs); fmt.Sprint(got) != "[a2]" {
+			t.Fatalf("after a1 completed a claim got %v, want [a2]", got)
+		}
+		must[jobView](t, h.complete(t, q, "a2", a2.Jobs[0].Token, ""), http.StatusOK)
+		// Two of group a started in the minute: a3 waits for the window.
+		held := must[claimView](t, h.do(t, "POST", "/queues/"+q+"/claim", `{"count":5}`), http.StatusOK)
+		if len(held.Jobs) != 0 || held.HeldBy != "group_rate_limit" || held.RetryAfterMs == nil || *held.RetryAfterMs < 50_000 {
+			t.Fatalf("a claim over group a's rate answered %+v, want none, held by group_rate_limit for about a minute", held)
+		}
+	}, withMetrics())
+}
+
+func TestFIFOGroupsRunInOrderOnEveryBackend(t *testing.T) {
+	t.Parallel()
+	forEachBackend(t, func(t *testing.T, h *harness) {
+		q := redistest.Queue(t)
+		h.putSettings(t, q, `{"group_order":"fifo"}`)
+		h.addIn(t, q, "a", "a1", "a2")
+		h.addIn(t, q, "b", "b1", "b2")
+		c := must[claimView](t, h.do(t, "POST", "/queues/"+q+"/claim", `{"count":4}`), http.StatusOK)
+		if got := ids(c.Jobs); fmt.Sprint(got) != "[a1 b1]" || c.HeldBy != "group_order" {
+			t.Fatalf("claim answered %v held by %q, want [a1 b1] held by group_order", got, c.HeldBy)
+		}
+		// a1 fails to a retry: it keeps group a's head, a2 waits.
+		failed := must[jobView](t, h.fail(t, q, "a1", c.Jobs[0].Token, `,"error":"x","retry_in_ms":0`), http.StatusOK)
+		if failed.State != "pending" {
+			t.Fatalf("a1 after its fail: %+v", failed)
+		}
+		next := must[claimView](t, h.do(t, "POST", "/queues/"+q+"/claim", `{"count":4}`), http.StatusOK)
+		if got := ids(next.Jobs); fmt.Sprint(got) != "[a1]" {
+			t.Fatalf("after a1's fail a claim got %v, want a1 again", got)
+		}
+		must[jobView](t, h.complete(t, q, "a1", next.Jobs[0].Token, ""), http.StatusOK)
+		if got := ids(h.claim(t, q, `{"count":4}`)); fmt.Sprint(got) != "[a2]" {
+			t.Fatalf("after a1 completed a claim got %v, want a2", got)
+		}
+		held := metricSeries(h.scrapeMetrics(t), "emq_claims_held_total")
+		if held["queue="+q+",reason=group_order"] < 1 {
+			t.Fatalf("emq_claims_held_total = %v, want a group_order series for %s", held, q)
+		}
+	}, withMetrics())
+}
