@@ -82,7 +82,12 @@ elseif ARGV[7] == '1' or attempts >= max_attempts then
 else
   local state = 'pending'
   if delay <= 0 then
-    push_pending(id, row, false)
+    if row.group then
+      group_pending(id, row)
+    else
+      add_pending(id, tonumber(row.priority or '0'), false)
+    end
+    del_fields(id, row, { 'run_at' })
     place('pending')
   else
     state = 'delayed'

@@ -335,16 +335,19 @@ local function take_head(g, s, now)
   local flow = fkey('flow')
   local f = redis.call('HMGET', flow, 'p:' .. g, 'h:' .. g, 'a:' .. g)
   local member, id
+  local lo, hi = group_range(g)
   if s.fifo and f[2] then
     -- A fifo group's holder is its only job that may start: when it is
     -- pending again (a retry, a stall), it starts before any other.
     if not redis.call('ZSCORE', PENDING, f[2]) then
+      if not redis.call('ZRANGEBYLEX', fkey('gpending'), lo, hi, 'LIMIT', '0', '1')[1] then
+        return nil, 'empty' -- nothing waits behind the holder
+      end
       return nil, 'group_order', '+inf'
     end
     id = f[2]
     member = pending_member(g, id)
   else
-    local lo, hi = group_range(g)
     while true do
       member = redis.call('ZRANGEBYLEX', fkey('gpending'), lo, hi, 'LIMIT', '0', '1')[1]
       if not member then
@@ -368,7 +371,6 @@ local function take_head(g, s, now)
     if room < 1 then
       return nil, 'group_rate_limit', int(now + wait)
     end
-    rate_add(g, 1, now, id)
   end
   redis.call('ZREM', fkey('gpending'), member)
   redis.call('ZREM', PENDING, id)
@@ -399,7 +401,11 @@ local function take_rotating(s, want, now)
     local id, why, until_ms = take_head(g, s, now)
     if id then
       ids[#ids + 1] = id
-      redis.call('ZADD', rotation, next_turn(), g)
+      local turn = next_turn()
+      redis.call('ZADD', rotation, turn, g)
+      if s.grl then
+        rate_add(g, 1, now, turn) -- the turn makes the entry unique
+      end
     elseif why ~= 'empty' then
       redis.call('ZREM', rotation, g)
       redis.call('ZADD', parked, until_ms, g)
@@ -447,21 +453,21 @@ local function flow_take(s, grouped, count, now)
     local room, wait = rate_room(QUEUE_SCOPE, s.rl, s.rw, now, want)
     cut(room, 'rate_limit', wait)
   end
-  if want == 0 then
-    return {}, held, retry
-  end
   local ids = {}
-  if grouped then
+  if want > 0 and grouped then
     local why, wait
     ids, why, wait = take_rotating(s, want, now)
     if why and not held then
       held, retry = why, wait
     end
-  else
+  elseif want > 0 then
     local popped = redis.call('ZPOPMIN', PENDING, want)
     for i = 1, #popped, 2 do
       ids[#ids + 1] = popped[i]
     end
+  end
+  if held and redis.call('ZCARD', PENDING) == 0 then
+    held, retry = nil, -1 -- nothing was held back: nothing else waits
   end
   return ids, held, retry
 end

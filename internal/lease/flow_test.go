@@ -273,3 +273,17 @@ func TestEverySlotIsFreedWhenItsJobLeaves(t *testing.T) {
 		})
 	}
 }
+
+func TestAClaimWithNothingWaitingIsNotHeld(t *testing.T) {
+	f := newFixture(t)
+	f.setSettings(t, flow.Settings{Concurrency: intp(1), FIFO: true})
+	f.enqueueGroup(t, "A", 1)
+	if c := f.claim(t, 1); len(c.Jobs) != 1 {
+		t.Fatalf("claim got %d jobs", len(c.Jobs))
+	}
+	// The queue is at its concurrency and group A's holder is active, but
+	// no job waits: the claim is empty, not held back.
+	if c := f.claim(t, 1); len(c.Jobs) != 0 || c.Held != "" || c.RetryAfter != -1 {
+		t.Fatalf("claim = %d jobs, held %q, retry %v; want none, not held", len(c.Jobs), c.Held, c.RetryAfter)
+	}
+}
