@@ -71,12 +71,17 @@ type EnqueueArgs struct{ Jobs []NewJob }
 // Call is the call of enqueue.lua on q.
 func (a EnqueueArgs) Call(q keyspace.Queue) Call {
 	ids := make([]string, len(a.Jobs))
-	args := make([]any, 0, 1+7*len(a.Jobs))
+	args := make([]any, 0, 2+6*len(a.Jobs))
 	args = append(args, len(a.Jobs))
+	var groups []any // place, group: only for the jobs that have one
 	for i, j := range a.Jobs {
 		ids[i] = j.ID
-		args = append(args, j.ID, j.Payload, j.Priority, j.DelayMS, j.MaxAttempts, j.Backoff, j.Group)
+		args = append(args, j.ID, j.Payload, j.Priority, j.DelayMS, j.MaxAttempts, j.Backoff)
+		if j.Group != "" {
+			groups = append(groups, i, j.Group)
+		}
 	}
+	args = append(append(args, len(groups)/2), groups...)
 	return Enqueue.call(q, "", "", ids, args...)
 }
 

@@ -118,21 +118,28 @@ local function plan_claim(delayed, now, count)
   return plan
 end
 
--- lease leases the jobs of ids (their rows in rows, false for a row lost
--- outside a migration: dropped) for lease_ms, each under a fresh fencing
--- token (next_tokens), and returns their replies and the first token.
--- extra is a field and value every leased row gets, or nil.
+-- lease leases the jobs of list (every step-th item is an id: step 2 for
+-- a ZPOPMIN reply of ids and scores, 1 for a list of ids) for lease_ms,
+-- each under a fresh fencing token (next_tokens), and returns their
+-- replies and the first token. rows holds their rows: false for a row lost
+-- outside a migration (dropped); nil for a popped job plan_claim did not
+-- read (never so, but should it be, it goes back to pending with its
+-- score rather than be lost). extra is a field every leased row gets set
+-- to "1", or nil.
 -- Per job: one HSET (one HDEL if the last attempt left a cancel request or
 -- a worker), one event; per call: one token draw and one ZADD. Keep it so:
 -- this runs for every job the service hands out.
-local function lease(ids, rows, now, lease_ms, worker, extra)
+local function lease(list, step, rows, now, lease_ms, worker, extra)
   local jobs, leased = {}, {}
-  local token = next_tokens(#ids)
+  local token = next_tokens(#list / step)
   local first = token
   local deadline, started = int(now + lease_ms), int(now)
-  for _, id in ipairs(ids) do
+  for i = 1, #list, step do
+    local id = list[i]
     local row = rows[id]
-    if row then
+    if row == nil and step == 2 then
+      redis.call('ZADD', PENDING, list[i + 1], id)
+    elseif row then
       -- The last attempt's cancel request and worker go (a new worker name
       -- is written over the old one).
       del_fields(id, row, worker == '' and { 'cancel_requested', 'cancel_reason', 'worker' }
@@ -169,7 +176,7 @@ local function flow_claim(plan, now, count, lease_ms, worker)
   for _, id in ipairs(ids) do
     rows[id] = row_here(id) or false
   end
-  local jobs, token = lease(ids, rows, now, lease_ms, worker, 'flow')
+  local jobs, token = lease(ids, 1, rows, now, lease_ms, worker, 'flow')
   if plan.flow.rl then
     rate_add(QUEUE_SCOPE, #ids, now, int(token))
   end
@@ -191,19 +198,7 @@ local function claim(plan, now, count, lease_ms, worker)
   if #popped == 0 then
     return {}
   end
-  local ids = {}
-  for i = 1, #popped, 2 do
-    local id = popped[i]
-    if plan.rows[id] == nil then
-      -- Not among the jobs plan_claim read: never so (the first count
-      -- after promote are among them), but should it be, the job keeps
-      -- its place rather than be lost.
-      redis.call('ZADD', PENDING, popped[i + 1], id)
-    else
-      ids[#ids + 1] = id
-    end
-  end
-  return (lease(ids, plan.rows, now, lease_ms, worker))
+  return (lease(popped, 2, plan.rows, now, lease_ms, worker))
 end
 
 -- flow_reply is what claim.lua adds to its reply under flow control: how

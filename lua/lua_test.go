@@ -23,7 +23,8 @@ func TestBuildersMatchHeaders(t *testing.T) {
 		call Call
 		argc int // the ARGV the call must carry
 	}{
-		{EnqueueArgs{Jobs: two}.Call(q), 3 + 7*2},
+		{EnqueueArgs{Jobs: two}.Call(q), 3 + 6*2 + 1},
+		{EnqueueArgs{Jobs: []NewJob{{ID: "a", Group: "g"}, {ID: "b"}}}.Call(q), 3 + 6*2 + 1 + 2},
 		{ClaimArgs{}.Call(q), Claim.argc},
 		{ExtendArgs{ID: "a"}.Call(q), Extend.argc},
 		{CancellationArgs{ID: "a"}.Call(q), Cancellation.argc},
