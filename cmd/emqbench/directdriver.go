@@ -18,16 +18,19 @@ import (
 type directDriver struct {
 	leases *lease.Service
 	admin  *admin.Service
+	groups groupNames
 }
 
-func newDirectDriver(rdb redis.UniversalClient, prefix string) *directDriver {
-	return &directDriver{leases: lease.NewService(rdb, prefix), admin: admin.NewService(rdb, prefix)}
+func newDirectDriver(rdb redis.UniversalClient, prefix string, groups int) *directDriver {
+	return &directDriver{leases: lease.NewService(rdb, prefix), admin: admin.NewService(rdb, prefix),
+		groups: groupNames{n: groups}}
 }
 
 func (d *directDriver) enqueue(ctx context.Context, queue string, n int) error {
 	jobs := make([]lease.NewJob, n)
 	for i := range jobs {
 		jobs[i].Payload = payload
+		jobs[i].Group = d.groups.next()
 	}
 	_, err := d.leases.Enqueue(ctx, queue, jobs)
 	return err

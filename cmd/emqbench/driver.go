@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"strconv"
+	"sync/atomic"
 	"time"
 )
 
@@ -31,6 +33,30 @@ type driver interface {
 	extend(ctx context.Context, queue string, t ticket, lease time.Duration) error
 	// cleanup deletes the queue and every key it made.
 	cleanup(ctx context.Context, queue string) error
+}
+
+// groupNames hands out the groups of the bench's jobs in turn, g0 to
+// g<n-1>, from every producer at once; with n 0, none.
+type groupNames struct {
+	n    int
+	turn atomic.Uint64
+}
+
+// next is the next job's group, "" when the jobs have none.
+func (g *groupNames) next() string {
+	if g.n == 0 {
+		return ""
+	}
+	return "g" + strconv.FormatUint(g.turn.Add(1)%uint64(g.n), 10)
+}
+
+// appendTo appends the next job's "group" member to an enqueue body's
+// open object, nothing when the jobs have none.
+func (g *groupNames) appendTo(body []byte) []byte {
+	if group := g.next(); group != "" {
+		body = append(append(append(body, `,"group":"`...), group...), '"')
+	}
+	return body
 }
 
 // payload is the bench job's payload: 100 bytes of JSON, the size the

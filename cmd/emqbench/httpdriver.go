@@ -18,11 +18,12 @@ type httpDriver struct {
 	base   string // e.g. http://127.0.0.1:8080
 	key    string // a bearer key with the admin role, or empty
 	client *http.Client
+	groups groupNames
 }
 
-func newHTTPDriver(base, key string, conns int) *httpDriver {
+func newHTTPDriver(base, key string, conns, groups int) *httpDriver {
 	transport := &http.Transport{MaxIdleConns: conns, MaxIdleConnsPerHost: conns, IdleConnTimeout: time.Minute}
-	return &httpDriver{base: base, key: key, client: &http.Client{Transport: transport}}
+	return &httpDriver{base: base, key: key, client: &http.Client{Transport: transport}, groups: groupNames{n: groups}}
 }
 
 func (d *httpDriver) queueURL(queue string) string {
@@ -60,15 +61,15 @@ func (d *httpDriver) call(ctx context.Context, method, target string, body []byt
 
 func (d *httpDriver) enqueue(ctx context.Context, queue string, n int) error {
 	if n == 1 {
-		body := append(append([]byte(`{"payload":`), payload...), '}')
-		return d.call(ctx, "POST", d.queueURL(queue)+"/jobs", body, nil)
+		body := d.groups.appendTo(append([]byte(`{"payload":`), payload...))
+		return d.call(ctx, "POST", d.queueURL(queue)+"/jobs", append(body, '}'), nil)
 	}
 	body := []byte(`{"jobs":[`)
 	for i := range n {
 		if i > 0 {
 			body = append(body, ',')
 		}
-		body = append(append(append(body, `{"payload":`...), payload...), '}')
+		body = append(d.groups.appendTo(append(append(body, `{"payload":`...), payload...)), '}')
 	}
 	body = append(body, "]}"...)
 	return d.call(ctx, "POST", d.queueURL(queue)+"/jobs/batch", body, nil)

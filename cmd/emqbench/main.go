@@ -22,6 +22,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
@@ -45,6 +46,8 @@ type options struct {
 	extend                     extendLoad
 	servicePID                 int
 	queues                     int
+	groups                     int    // jobs spread over this many groups (0: none)
+	flowSettings               string // flow control settings put on each queue (JSON), or ""
 }
 
 func parseFlags(args []string) (options, error) {
@@ -61,6 +64,8 @@ func parseFlags(args []string) (options, error) {
 	fs.IntVar(&o.set.enqueueBatch, "batch", 100, "jobs per enqueue request in the batch shape")
 	fs.IntVar(&o.set.claimCount, "claim", 16, "jobs per claim in the batch shape")
 	fs.Int64Var(&o.set.backlog, "backlog", 2000, "producers wait while this many jobs are enqueued and not completed, in all: each queue holds an even share (backlog/queues)")
+	fs.IntVar(&o.groups, "groups", 0, "spread each queue's jobs over this many groups, in turn (flow control; 0: no groups)")
+	fs.StringVar(&o.flowSettings, "settings", "", `flow control settings to put on each queue before its run, as the API's JSON, e.g. '{"concurrency":40}' (HTTP only)`)
 	fs.IntVar(&o.queues, "queues", 1, "queues each run spreads its load over: producers take them in turn, worker i serves queue i mod queues (with fewer workers than queues, several each)")
 	fs.DurationVar(&o.set.warmup, "warmup", 2*time.Second, "time before measuring, per run")
 	fs.DurationVar(&o.set.duration, "duration", 10*time.Second, "time measured, per run")
@@ -75,6 +80,12 @@ func parseFlags(args []string) (options, error) {
 	o.extend.warmup, o.extend.duration = o.set.warmup, o.set.duration
 	if o.set.producers < 1 || o.set.workers < 1 || o.set.enqueueBatch < 1 || o.set.claimCount < 1 || o.extend.goroutines < 1 || o.extend.rate <= 0 || o.queues < 1 {
 		return o, fmt.Errorf("producers, workers, batch, claim, extend-goroutines, extend-rate and queues must be positive")
+	}
+	if o.groups < 0 {
+		return o, fmt.Errorf("groups must not be negative")
+	}
+	if o.flowSettings != "" && strings.Contains(o.via, "direct") {
+		return o, fmt.Errorf("-settings is put through the API: run it with -via http")
 	}
 	if o.extend.jobs < o.extend.goroutines {
 		return o, fmt.Errorf("extend-jobs must be at least extend-goroutines: each renews jobs of its own")
@@ -108,7 +119,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	conns := max(o.set.producers+o.set.workers, o.extend.goroutines)
 	var drivers []via
 	if strings.Contains(o.via, "http") {
-		drivers = append(drivers, via{"http", newHTTPDriver(strings.TrimRight(o.url, "/"), o.key, conns)})
+		drivers = append(drivers, via{"http", newHTTPDriver(strings.TrimRight(o.url, "/"), o.key, conns, o.groups)})
 	}
 	var rdb redis.UniversalClient
 	if o.redisURL != "" {
@@ -117,14 +128,18 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		}
 		defer rdb.Close()
 		if strings.Contains(o.via, "direct") {
-			drivers = append(drivers, via{"direct", newDirectDriver(rdb, o.prefix)})
+			drivers = append(drivers, via{"direct", newDirectDriver(rdb, o.prefix, o.groups)})
 		}
 	}
 	if len(drivers) == 0 {
 		return fmt.Errorf("-via %q runs nothing (http, direct with -redis)", o.via)
 	}
-	fmt.Fprintf(stdout, "emqbench: %s, producers %d, workers %d, queues %d, batch %d, claim %d, warmup %s, measured %s per run\n\n",
+	fmt.Fprintf(stdout, "emqbench: %s, producers %d, workers %d, queues %d, batch %d, claim %d, warmup %s, measured %s per run\n",
 		o.url, o.set.producers, o.set.workers, o.queues, o.set.enqueueBatch, o.set.claimCount, o.set.warmup, o.set.duration)
+	if o.groups > 0 || o.flowSettings != "" {
+		fmt.Fprintf(stdout, "flow control: %d groups, settings %s\n", o.groups, cmp.Or(o.flowSettings, "none"))
+	}
+	fmt.Fprintln(stdout)
 	table := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(table, "shape\tvia\tjobs/s\tredis cpu µs/job\troute\tcalls/s\tp50 ms\tp99 ms\terrors\t")
 	var spreads []string
@@ -134,6 +149,9 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		perVia := map[string]float64{}
 		for _, v := range drivers {
 			queues := queueNames(name, v.name, o.queues)
+			if err := putSettings(ctx, v.d, queues, o.flowSettings); err != nil {
+				return err
+			}
 			busy := redisCPU(ctx, rdb)
 			out, err := runOne(ctx, v.d, queues, name, o)
 			if before, after := busy, redisCPU(ctx, rdb); before >= 0 && after >= 0 && out.total > 0 {
@@ -171,6 +189,24 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	if o.summary != "" {
 		if err := os.WriteFile(o.summary, []byte(strings.Join(summary, "")), 0o644); err != nil {
 			return fmt.Errorf("-summary: %w", err)
+		}
+	}
+	return nil
+}
+
+// putSettings puts the flow control settings (JSON, "" for none) on
+// each of a run's queues before it starts.
+func putSettings(ctx context.Context, d driver, queues []string, settings string) error {
+	if settings == "" {
+		return nil
+	}
+	h, ok := d.(*httpDriver)
+	if !ok {
+		return fmt.Errorf("-settings is put through the API: run it with -via http")
+	}
+	for _, q := range queues {
+		if err := h.call(ctx, "PUT", h.queueURL(q)+"/settings", []byte(settings), nil); err != nil {
+			return fmt.Errorf("-settings on %s: %w", q, err)
 		}
 	}
 	return nil
