@@ -23,6 +23,8 @@
 --   starts    ZSET  the rate limits' log of claim starts, score 0, by
 --                   member "<scope>|<ms, 14 digits>|<tag>|<n>", scope a
 --                   group or QUEUE_SCOPE
+--   held      STRING set for 2 s (PX) whenever a limit holds a claim back:
+--                   while it is, each freed slot wakes a waiting claimer
 --   flow      HASH  turn (the rotation's counter); per group g: a:g its
 --                   active jobs, d:g its delayed ones, h:g the job that
 --                   holds a fifo group, p:g "1" when paused, w:g why it is
@@ -192,7 +194,11 @@ local function group_tidy(g)
 end
 
 -- FLOW_KEYS are the flow control keys' names, for obliterate.
-local FLOW_KEYS = { 'gpending', 'rotation', 'parked', 'groups', 'starts', 'flow' }
+local FLOW_KEYS = { 'gpending', 'rotation', 'parked', 'groups', 'starts', 'flow', 'held' }
+
+-- HELD_MS is how long after a claim was held back a freed slot still wakes
+-- a waiting claimer (a waiter looks again within a second by itself).
+local HELD_MS = '2000'
 
 -- flow_drained puts the groups right after a drain deleted their pending
 -- and delayed jobs: the group index is made again from what is left
@@ -234,15 +240,25 @@ local function flow_drained()
   end
 end
 
+-- wake_held wakes one waiting claimer while claims are being held back
+-- (the held key): a slot freed, or a fifo group may go on.
+local function wake_held()
+  if redis.call('EXISTS', fkey('held')) == 1 then
+    wake(1)
+  end
+end
+
 -- flow_left is told that job id (row), claimed under flow control, left
 -- the active set: its group's slot is free, and a claimer waiting on a
--- limit may go on. It needs flow_check first.
+-- limit may go on (woken only while claims are being held back, so that a
+-- queue whose limits do not bind publishes nothing). It needs flow_check
+-- first.
 local function flow_left(id, row)
   if row.group then
     group_count(row.group, 'a', -1)
     unpark(row.group)
   end
-  wake(1)
+  wake_held()
 end
 
 -- flow_finished is told that grouped job id (row) is done for good
@@ -256,7 +272,7 @@ local function flow_finished(id, row)
   if redis.call('HGET', fkey('flow'), 'h:' .. g) == id then
     redis.call('HDEL', fkey('flow'), 'h:' .. g)
     unpark(g)
-    wake(1)
+    wake_held()
   end
   group_tidy(g)
 end
@@ -468,6 +484,9 @@ local function flow_take(s, grouped, count, now)
   end
   if held and redis.call('ZCARD', PENDING) == 0 then
     held, retry = nil, -1 -- nothing was held back: nothing else waits
+  end
+  if held then
+    redis.call('SET', fkey('held'), '1', 'PX', HELD_MS)
   end
   return ids, held, retry
 end

@@ -25,10 +25,20 @@ end
 -- path, and it fails closed: when CLUSTER NODES is refused (an ACL without
 -- +cluster|nodes) a missing row is taken for one on its way, never for a
 -- lost one, so that no job is dropped that a migration would bring.
+--
+-- A server outside a Cluster is remembered as one (the library's state
+-- lives as long as the server does, and a server does not join a Cluster
+-- without a restart), so that flow control, which asks on every call, asks
+-- it once.
+local not_cluster = false
 local function slot_migrating()
+  if not_cluster then
+    return false
+  end
   local nodes = redis.pcall('CLUSTER', 'NODES')
   if type(nodes) == 'table' and nodes.err then
-    return not string.find(nodes.err, 'cluster support disabled', 1, true)
+    not_cluster = string.find(nodes.err, 'cluster support disabled', 1, true) ~= nil
+    return not not_cluster
   end
   local mine = string.match(nodes, '[^\n]*myself[^\n]*') or ''
   return string.find(mine, '[', 1, true) ~= nil

@@ -110,7 +110,7 @@ func (q Queue) GroupPending() string { return q.base + "gpending" }
 // (docs/design.md#flow-control); lua/flow.lua's FLOW_KEYS names the same.
 func (q Queue) FlowKeys() []string {
 	return []string{q.GroupPending(), q.base + "rotation", q.base + "parked", q.base + "groups",
-		q.base + "starts", q.Flow()}
+		q.base + "starts", q.Flow(), q.base + "held"}
 }
 
 // QueuesKey is the key of the set of known queue names. It has no hash tag:
