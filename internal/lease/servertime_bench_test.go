@@ -12,6 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/echo-mq/echo_mq/internal/flow"
 	"github.com/echo-mq/echo_mq/internal/job"
 	"github.com/echo-mq/echo_mq/internal/lease"
 	"github.com/echo-mq/echo_mq/internal/redistest"
@@ -47,6 +48,29 @@ func BenchmarkServerTime(b *testing.B) {
 		}},
 		{"claim", 1, func(b *testing.B, f fixture, n int) func(int) {
 			f.fill(b, n+100, nil)
+			return func(int) {
+				_, err := f.leases.Claim(ctx, f.queue, lease.ClaimParams{Count: 1, Lease: time.Hour})
+				must(b, err)
+			}
+		}},
+		// Flow control (docs/flow-control.md): limits that do not bind, and
+		// a claim over 10 or 10,000 groups, which costs O(log groups).
+		{"claim-limits", 1, func(b *testing.B, f fixture, n int) func(int) {
+			f.flowFill(b, n+100, 0, flow.Settings{Concurrency: intp(1_000_000), RateLimit: &flow.Rate{Limit: 1_000_000, WindowMS: 1000}})
+			return func(int) {
+				_, err := f.leases.Claim(ctx, f.queue, lease.ClaimParams{Count: 1, Lease: time.Hour})
+				must(b, err)
+			}
+		}},
+		{"claim-groups-10", 1, func(b *testing.B, f fixture, n int) func(int) {
+			f.flowFill(b, n+100, 10, flow.Settings{})
+			return func(int) {
+				_, err := f.leases.Claim(ctx, f.queue, lease.ClaimParams{Count: 1, Lease: time.Hour})
+				must(b, err)
+			}
+		}},
+		{"claim-groups-10000", 1, func(b *testing.B, f fixture, n int) func(int) {
+			f.flowFill(b, n+10_000, 10_000, flow.Settings{})
 			return func(int) {
 				_, err := f.leases.Claim(ctx, f.queue, lease.ClaimParams{Count: 1, Lease: time.Hour})
 				must(b, err)
