@@ -277,3 +277,31 @@ func TestFIFOGroupsRunInOrderOnEveryBackend(t *testing.T) {
 		}
 	}, withMetrics())
 }
+
+func TestASmallGroupStartsAmongTheFirstClaimsOnEveryBackend(t *testing.T) {
+	t.Parallel()
+	forEachBackend(t, func(t *testing.T, h *harness) {
+		q := redistest.Queue(t)
+		for batch := 0; batch < 10; batch++ {
+			items := make([]string, 1000)
+			for i := range items {
+				items[i] = fmt.Sprintf(`{"id":"a-%d","payload":{},"group":"A"}`, batch*1000+i)
+			}
+			must[jobList](t, h.do(t, "POST", jobsPath(q)+"/batch", `{"jobs":[`+strings.Join(items, ",")+`]}`), http.StatusOK)
+		}
+		for i := 0; i < 10; i++ {
+			h.addIn(t, q, "B", fmt.Sprintf("b-%d", i))
+		}
+		fromB := 0
+		for i := 0; i < 30; i++ {
+			for _, j := range h.claim(t, q, nil) {
+				if j.Group == "B" {
+					fromB++
+				}
+			}
+		}
+		if fromB != 10 {
+			t.Fatalf("%d of group B's 10 jobs started among the first 30 claims, behind group A's 10,000", fromB)
+		}
+	})
+}
