@@ -137,11 +137,13 @@ local function group_known(g)
 end
 
 -- group_pending puts grouped job id (row) in pending, at its place in its
--- group, and counts it out of delayed when it came from there. A fifo
+-- group, and counts it out of delayed when it came from there; the group
+-- is listed again if it had left the listing (a dead job retried). A fifo
 -- group's holder pending again (a retry, a stall) lets its group go on.
 local function group_pending(id, row)
   flow_here()
   local g = row.group
+  redis.call('ZADD', fkey('groups'), 'NX', '0', g)
   redis.call('ZADD', PENDING, int(GROUPED + tonumber(row.gseq)), id)
   redis.call('ZADD', fkey('gpending'), '0', member_of(g, row.priority, row.gseq, id))
   if row.state == 'delayed' then

@@ -287,3 +287,26 @@ func TestAClaimWithNothingWaitingIsNotHeld(t *testing.T) {
 		t.Fatalf("claim = %d jobs, held %q, retry %v; want none, not held", len(c.Jobs), c.Held, c.RetryAfter)
 	}
 }
+
+func TestARetriedDeadGroupedJobListsItsGroupAgain(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	f.enqueueGroup(t, "A", 1)
+	c := f.claim(t, 1)
+	if _, err := f.leases.Fail(ctx, f.queue, c.Jobs[0].ID, lease.FailParams{Token: c.Jobs[0].Token, Error: "x", Fatal: true}); err != nil {
+		t.Fatal(err)
+	}
+	if groups, _, _ := f.admin.Groups(ctx, f.queue, "", 10); len(groups) != 0 {
+		t.Fatalf("with its only job dead group A is still listed: %+v", groups)
+	}
+	if _, err := f.admin.Retry(ctx, f.queue, c.Jobs[0].ID, admin.Actor{}); err != nil {
+		t.Fatal(err)
+	}
+	groups, _, err := f.admin.Groups(ctx, f.queue, "", 10)
+	if err != nil || len(groups) != 1 || groups[0].Name != "A" || groups[0].Pending != 1 {
+		t.Fatalf("after the retry the groups are %+v, %v; want A with 1 pending", groups, err)
+	}
+	if again := f.claim(t, 1); len(again.Jobs) != 1 || again.Jobs[0].ID != c.Jobs[0].ID {
+		t.Fatalf("after the retry a claim got %v", again.Jobs)
+	}
+}

@@ -127,6 +127,7 @@ type smSnapshot struct {
 	meta     map[string]string
 	flow     map[string]string
 	gpending []string
+	groups   []string // the groups listed (GET .../groups)
 }
 
 func (s smSnapshot) row(id string) (map[string]string, bool) {
@@ -206,7 +207,7 @@ func (m *smMachine) read() smSnapshot {
 	var sets []*redis.ZSliceCmd
 	var rows []*redis.MapStringStringCmd
 	var meta, flowHash *redis.MapStringStringCmd
-	var gpending *redis.StringSliceCmd
+	var gpending, listed *redis.StringSliceCmd
 	_, err := m.svc.rdb.Pipelined(m.ctx, func(p redis.Pipeliner) error {
 		for _, state := range admin.States {
 			sets = append(sets, p.ZRangeWithScores(m.ctx, m.keys.Set(state), 0, -1))
@@ -217,13 +218,14 @@ func (m *smMachine) read() smSnapshot {
 		meta = p.HGetAll(m.ctx, m.keys.Meta())
 		flowHash = p.HGetAll(m.ctx, m.keys.Flow())
 		gpending = p.ZRange(m.ctx, m.keys.GroupPending(), 0, -1)
+		listed = p.ZRange(m.ctx, m.keys.Base()+"groups", 0, -1)
 		return nil
 	})
 	if err != nil {
 		m.fatalf("read: %v", err)
 	}
 	s := smSnapshot{sets: map[string]map[string]float64{}, rows: map[string]map[string]string{}, meta: meta.Val(),
-		flow: flowHash.Val(), gpending: gpending.Val()}
+		flow: flowHash.Val(), gpending: gpending.Val(), groups: listed.Val()}
 	for i, state := range admin.States {
 		s.sets[state] = map[string]float64{}
 		for _, z := range sets[i].Val() {
@@ -1142,6 +1144,9 @@ func (m *smMachine) checkFlow(s smSnapshot) {
 		g := row["group"]
 		if g == "" {
 			continue
+		}
+		if !smFinished[row["state"]] && !slices.Contains(s.groups, g) {
+			m.fatalf("%s of group %s is %s, but the group is not listed (%v)", id, g, row["state"], s.groups)
 		}
 		switch row["state"] {
 		case job.StatePending:
