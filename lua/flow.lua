@@ -181,9 +181,10 @@ end
 
 -- group_tidy drops group g from the listing when nothing of it is left:
 -- no job pending, active or delayed, no fifo holder, not paused. Its rate
--- log stays until its entries age out.
-local function group_tidy(g)
-  local f = redis.call('HMGET', fkey('flow'), 'a:' .. g, 'd:' .. g, 'h:' .. g, 'p:' .. g)
+-- log stays until its entries age out. f is the group's a, d, h and p
+-- fields of the flow hash when the caller read them, else nil.
+local function group_tidy(g, f)
+  f = f or redis.call('HMGET', fkey('flow'), 'a:' .. g, 'd:' .. g, 'h:' .. g, 'p:' .. g)
   if (tonumber(f[1]) or 0) > 0 or (tonumber(f[2]) or 0) > 0 or f[3] or f[4] then
     return
   end
@@ -271,12 +272,14 @@ local function flow_finished(id, row)
   if not g then
     return
   end
-  if redis.call('HGET', fkey('flow'), 'h:' .. g) == id then
+  local f = redis.call('HMGET', fkey('flow'), 'a:' .. g, 'd:' .. g, 'h:' .. g, 'p:' .. g)
+  if f[3] == id then
     redis.call('HDEL', fkey('flow'), 'h:' .. g)
     unpark(g)
     wake_held()
+    f[3] = false
   end
-  group_tidy(g)
+  group_tidy(g, f)
 end
 
 -- pad writes a time in ms with 14 digits, so that it sorts as text.
@@ -366,17 +369,11 @@ local function take_head(g, s, now)
     id = f[2]
     member = pending_member(g, id)
   else
-    while true do
-      member = redis.call('ZRANGEBYLEX', fkey('gpending'), lo, hi, 'LIMIT', '0', '1')[1]
-      if not member then
-        return nil, 'empty'
-      end
-      id = string.match(member, '|[^|]*|(.*)$')
-      if redis.call('ZSCORE', PENDING, id) then
-        break
-      end
-      redis.call('ZREM', fkey('gpending'), member) -- left pending without its group knowing (a drain)
+    member = redis.call('ZRANGEBYLEX', fkey('gpending'), lo, hi, 'LIMIT', '0', '1')[1]
+    if not member then
+      return nil, 'empty'
     end
+    id = string.match(member, '|[^|]*|(.*)$')
   end
   if f[1] then
     return nil, 'group_paused', '+inf'
@@ -391,7 +388,11 @@ local function take_head(g, s, now)
     end
   end
   redis.call('ZREM', fkey('gpending'), member)
-  redis.call('ZREM', PENDING, id)
+  if redis.call('ZREM', PENDING, id) == 0 then
+    -- It left pending without its group knowing (a drain under way):
+    -- its entry is gone now; the group's next one is looked at.
+    return take_head(g, s, now)
+  end
   group_count(g, 'a', 1)
   if s.fifo then
     redis.call('HSET', flow, 'h:' .. g, id)

@@ -10,7 +10,9 @@ import (
 	"github.com/echo-mq/echo_mq/internal/admin"
 	"github.com/echo-mq/echo_mq/internal/flow"
 	"github.com/echo-mq/echo_mq/internal/job"
+	"github.com/echo-mq/echo_mq/internal/keyspace"
 	"github.com/echo-mq/echo_mq/internal/lease"
+	"github.com/echo-mq/echo_mq/lua"
 )
 
 // setSettings puts s on the fixture's queue.
@@ -308,5 +310,24 @@ func TestARetriedDeadGroupedJobListsItsGroupAgain(t *testing.T) {
 	}
 	if again := f.claim(t, 1); len(again.Jobs) != 1 || again.Jobs[0].ID != c.Jobs[0].ID {
 		t.Fatalf("after the retry a claim got %v", again.Jobs)
+	}
+}
+
+// A drain removes jobs in bounded steps and puts the groups right at its
+// last: a claim between two steps skips what the drain already took.
+func TestAClaimBetweenDrainStepsSkipsWhatTheDrainTook(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	f.enqueueGroup(t, "A", 3)
+	step := lua.DrainArgs{Limit: 1}.Call(keyspace.NewQueue(prefix, f.queue))
+	if err := lua.NewRunner(f.rdb).Run(ctx, step).Err(); err != nil {
+		t.Fatal(err)
+	}
+	c := f.claim(t, 2)
+	if len(c.Jobs) != 2 || c.Jobs[0].ID != "A-1" || c.Jobs[1].ID != "A-2" {
+		t.Fatalf("a claim after one drain step got %v, want A-1 and A-2", c.Jobs)
+	}
+	if n := f.rdb.ZCard(ctx, keyspace.NewQueue(prefix, f.queue).GroupPending()).Val(); n != 0 {
+		t.Fatalf("%d entries left in the group index", n)
 	}
 }
