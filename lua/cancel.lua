@@ -32,6 +32,10 @@ end
 if token ~= '' and (state ~= 'active' or holder ~= token) then
   return error_reply('EMQSTALE', id)
 end
+-- A grouped job that leaves pending or delayed leaves its group too: the
+-- flow control keys are checked before the first write (flow.lua).
+local row = group and state ~= 'active' and read_row(id)
+flow_check(row)
 if reason ~= '' then
   redis.call('HSET', JOB, 'cancel_reason', reason)
 end
@@ -40,8 +44,6 @@ if state == 'active' then
   emit('cancel_requested', id, 'active', 'reason', reason)
   return { 'requested', job_reply(id) }
 end
-local row = group and read_row(id)
-flow_check(row)
 redis.call('ZREM', set_of(state), id)
 redis.call('HDEL', JOB, 'run_at')
 if row then
