@@ -10,8 +10,9 @@
 --
 -- Removes up to limit pending jobs, then delayed ones, rows and all; active
 -- jobs are left to finish. The service calls it until a step removes fewer
--- than limit; that last step emits one "drained" event with the total,
--- and puts the queue's groups right (flow.lua's flow_drained).
+-- than limit; that last step emits one "drained" event with the total.
+-- Each step takes its grouped jobs out of their groups (flow.lua's
+-- flow_dropped), so that a drain stopped half way leaves none behind.
 -- Returns how many jobs this step removed.
 -- Errors: TRYAGAIN (here.lua).
 
@@ -20,11 +21,13 @@ local grouped = redis.call('HGET', META, 'grouped')
 if grouped then
   flow_here()
 end
-local removed = delete_jobs(plan_delete({ PENDING, DELAYED }, limit))
+local plan = plan_delete({ PENDING, DELAYED }, limit)
+local touched = grouped and flow_dropped(plan)
+local removed = delete_jobs(plan)
+for g in pairs(touched or {}) do
+  group_tidy(g)
+end
 if removed < limit then
-  if grouped then
-    flow_drained()
-  end
   emit('drained', nil, nil, 'count', tonumber(ARGV[4]) + removed, 'actor', ARGV[5], 'role', ARGV[6])
 end
 return removed

@@ -203,44 +203,29 @@ local FLOW_KEYS = { 'gpending', 'rotation', 'parked', 'groups', 'starts', 'flow'
 -- a waiting claimer (a waiter looks again within a second by itself).
 local HELD_MS = '2000'
 
--- flow_drained puts the groups right after a drain deleted their pending
--- and delayed jobs: the group index is made again from what is left
--- pending (jobs enqueued while the drain ran), the delayed counts from
--- what is left delayed, a fifo group whose holder went is free, and the
--- groups left with nothing leave the listing. O(groups + jobs left).
-local function flow_drained()
+-- flow_dropped takes the jobs a drain step is about to delete (plan, as
+-- plan_delete read it: pending and delayed ids) out of their groups: a
+-- pending one's index entry, a delayed one's count, a fifo group's holder
+-- (the group may go on). Each step does it for its own jobs, so a drain
+-- stopped half way leaves no group behind. O(jobs of the step).
+local function flow_dropped(plan)
   flow_here()
-  local flow, gpending = fkey('flow'), fkey('gpending')
-  redis.call('DEL', gpending)
-  for _, id in ipairs(redis.call('ZRANGEBYSCORE', PENDING, int(GROUPED), '+inf')) do
-    local f = redis.call('HMGET', job_key(id), 'group', 'priority', 'gseq')
-    if f[1] then
-      redis.call('ZADD', gpending, '0', member_of(f[1], f[2], f[3], id))
-    end
-  end
-  local fields = redis.call('HKEYS', flow)
-  for _, field in ipairs(fields) do
-    local kind = string.sub(field, 1, 2)
-    if kind == 'd:' then
-      redis.call('HDEL', flow, field)
-    elseif kind == 'h:' then
-      local holder = redis.call('HGET', flow, field)
-      local state = redis.call('HGET', job_key(holder), 'state')
-      if state ~= 'active' and state ~= 'pending' then
-        redis.call('HDEL', flow, field)
-        unpark(string.sub(field, 3))
+  local touched = {}
+  for _, step in ipairs(plan) do
+    for _, id in ipairs(step[2]) do
+      local f = redis.call('HMGET', job_key(id), 'group', 'priority', 'gseq', 'state')
+      local g = f[1]
+      if g then
+        flow_unqueued(id, { group = g, priority = f[2] or false, gseq = f[3], state = f[4] })
+        if redis.call('HGET', fkey('flow'), 'h:' .. g) == id then
+          redis.call('HDEL', fkey('flow'), 'h:' .. g)
+          unpark(g)
+        end
+        touched[g] = true
       end
     end
   end
-  for _, id in ipairs(redis.call('ZRANGE', DELAYED, '0', '-1')) do
-    local g = redis.call('HGET', job_key(id), 'group')
-    if g then
-      group_count(g, 'd', 1)
-    end
-  end
-  for _, g in ipairs(redis.call('ZRANGE', fkey('groups'), '0', '-1')) do
-    group_tidy(g)
-  end
+  return touched
 end
 
 -- wake_held wakes one waiting claimer while claims are being held back
@@ -373,7 +358,19 @@ local function take_head(g, s, now)
     if not member then
       return nil, 'empty'
     end
-    id = string.match(member, '|[^|]*|(.*)$')
+    local gseq
+    gseq, id = string.match(member, '|%d(%d+)|(.*)$')
+    if redis.call('ZSCORE', PENDING, id) ~= int(GROUPED + tonumber(gseq)) then
+      -- Not this group's pending job (it left pending without its group
+      -- knowing): the entry goes, and the group's next one is looked at.
+      redis.call('ZREM', fkey('gpending'), member)
+      return take_head(g, s, now)
+    end
+    if s.fifo and (tonumber(f[3]) or 0) > 0 then
+      -- Fifo was turned on while jobs of the group ran: none starts before
+      -- they have finished.
+      return nil, 'group_order', '+inf'
+    end
   end
   if f[1] then
     return nil, 'group_paused', '+inf'
@@ -388,11 +385,7 @@ local function take_head(g, s, now)
     end
   end
   redis.call('ZREM', fkey('gpending'), member)
-  if redis.call('ZREM', PENDING, id) == 0 then
-    -- It left pending without its group knowing (a drain under way):
-    -- its entry is gone now; the group's next one is looked at.
-    return take_head(g, s, now)
-  end
+  redis.call('ZREM', PENDING, id)
   group_count(g, 'a', 1)
   if s.fifo then
     redis.call('HSET', flow, 'h:' .. g, id)
@@ -404,8 +397,9 @@ end
 -- rotation's order: a group that gave a job goes to the back, one with
 -- none leaves the rotation, one a limit holds back is parked. Returns the
 -- ids, and when it took fewer than want because of a group limit, the
--- limit and how many ms until a claim could go on.
-local function take_rotating(s, want, now)
+-- limit and how many ms until a claim could go on. groups gets each id's
+-- group.
+local function take_rotating(s, want, now, groups)
   local rotation, parked = fkey('rotation'), fkey('parked')
   for _, g in ipairs(redis.call('ZRANGEBYSCORE', parked, '-inf', int(now), 'LIMIT', '0', '100')) do
     unpark(g)
@@ -420,6 +414,7 @@ local function take_rotating(s, want, now)
     local id, why, until_ms = take_head(g, s, now)
     if id then
       ids[#ids + 1] = id
+      groups[id] = g
       local turn = next_turn()
       redis.call('ZADD', rotation, turn, g)
       if s.grl then
@@ -457,7 +452,7 @@ end
 -- settings s let start now: within the queue's concurrency and rate
 -- limit, then round the rotation when the queue has groups. Returns the
 -- ids, and when a limit cut them short, which one and how many ms until a
--- claim could go on.
+-- claim could go on; and each id's group (UNGROUPED for none).
 local function flow_take(s, grouped, count, now)
   local want, held, retry = count, nil, -1
   local function cut(room, why, wait)
@@ -472,10 +467,10 @@ local function flow_take(s, grouped, count, now)
     local room, wait = rate_room(QUEUE_SCOPE, s.rl, s.rw, now, want)
     cut(room, 'rate_limit', wait)
   end
-  local ids = {}
+  local ids, groups = {}, {}
   if want > 0 and grouped then
     local why, wait
-    ids, why, wait = take_rotating(s, want, now)
+    ids, why, wait = take_rotating(s, want, now, groups)
     if why and not held then
       held, retry = why, wait
     end
@@ -491,5 +486,18 @@ local function flow_take(s, grouped, count, now)
   if held then
     redis.call('SET', fkey('held'), '1', 'PX', HELD_MS)
   end
-  return ids, held, retry
+  return ids, held, retry, groups
+end
+
+-- flow_untake gives back what take_head counted for job id of group g,
+-- which the claim could not lease after all (its row was lost outside a
+-- migration): its group's active count and fifo hold.
+local function flow_untake(id, g)
+  if g and g ~= UNGROUPED then
+    group_count(g, 'a', -1)
+    if redis.call('HGET', fkey('flow'), 'h:' .. g) == id then
+      redis.call('HDEL', fkey('flow'), 'h:' .. g)
+    end
+    unpark(g)
+  end
 end

@@ -167,7 +167,7 @@ end
 -- jobs; plan.held and plan.retry_after say which limit cut the claim
 -- short, and when it could go on.
 local function flow_claim(plan, now, count, lease_ms, worker)
-  local ids, held, retry = flow_take(plan.flow, plan.grouped, count, now)
+  local ids, held, retry, groups = flow_take(plan.flow, plan.grouped, count, now)
   plan.held, plan.retry_after = held, retry
   if #ids == 0 then
     return {}
@@ -175,6 +175,9 @@ local function flow_claim(plan, now, count, lease_ms, worker)
   local rows = {}
   for _, id in ipairs(ids) do
     rows[id] = row_here(id) or false
+    if not rows[id] then
+      flow_untake(id, groups[id])
+    end
   end
   local jobs, token = lease(ids, 1, rows, now, lease_ms, worker, 'flow')
   if plan.flow.rl then

@@ -24,20 +24,15 @@
 -- Errors: EMQSTATE jobs are active and force is not set; TRYAGAIN (here.lua).
 
 local limit = tonumber(ARGV[3])
-local meta = redis.call('HMGET', META, 'grouped', 'flow')
-if meta[1] or meta[2] then
-  flow_here()
-end
+flow_here() -- it deletes the flow control keys, whether or not the queue uses them now
 if ARGV[4] ~= '1' and redis.call('ZCARD', ACTIVE) > 0 then
   return redis.error_reply('EMQSTATE jobs are active in the queue: obliterate with force to delete them too')
 end
 local removed = delete_jobs(plan_delete({ PENDING, DELAYED, COMPLETED, DEAD, CANCELLED, ACTIVE }, limit))
 if removed < limit then
   redis.call('DEL', META, PENDING, ACTIVE, DELAYED, COMPLETED, DEAD, CANCELLED, EVENTS, REAPER)
-  if meta[1] or meta[2] then
-    for _, name in ipairs(FLOW_KEYS) do
-      redis.call('DEL', fkey(name))
-    end
+  for _, name in ipairs(FLOW_KEYS) do
+    redis.call('DEL', fkey(name))
   end
   return { 1, removed }
 end

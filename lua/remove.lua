@@ -19,21 +19,23 @@
 -- Errors: EMQGONE no such job; EMQSTATE the job is active and force is not set.
 
 local id = ARGV[3]
-local state, group = unpack(redis.call('HMGET', JOB, 'state', 'group'))
+local state, group, flowed = unpack(redis.call('HMGET', JOB, 'state', 'group', 'flow'))
 if not state then
   return error_reply('EMQGONE', id)
 end
 if state == 'active' and ARGV[4] ~= '1' then
   return error_reply('EMQSTATE', id)
 end
-local row = group and read_row(id)
+local row = (group or flowed) and read_row(id)
 flow_check(row)
 redis.call('ZREM', set_of(state), id)
 if row then
   if state == 'active' then
     flow_left(id, row)
   end
-  flow_unqueued(id, row)
+  if group then
+    flow_unqueued(id, row)
+  end
   redis.call('DEL', JOB)
   flow_finished(id, row)
 else

@@ -331,3 +331,126 @@ func TestAClaimBetweenDrainStepsSkipsWhatTheDrainTook(t *testing.T) {
 		t.Fatalf("%d entries left in the group index", n)
 	}
 }
+
+// drainStep runs one bounded step of a drain, as admin.Drain does until a
+// step removes fewer than limit.
+func (f fixture) drainStep(t *testing.T, limit int) {
+	t.Helper()
+	step := lua.DrainArgs{Limit: limit}.Call(keyspace.NewQueue(prefix, f.queue))
+	if err := lua.NewRunner(f.rdb).Run(context.Background(), step).Err(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (f fixture) enqueueOne(t *testing.T, id, group string) {
+	t.Helper()
+	if _, err := f.leases.Enqueue(context.Background(), f.queue, []lease.NewJob{{ID: id, Group: group, Payload: json.RawMessage(`{}`)}}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// An id a drain step deleted and that is enqueued again without a group is
+// not claimed as its old group's job (found by review: the group's
+// counters drifted and a fifo group stuck for good).
+func TestAJobADrainStepDeletedLeavesItsGroupForGood(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	f.setSettings(t, flow.Settings{FIFO: true})
+	f.enqueueOne(t, "U", "")
+	f.enqueueOne(t, "A-0", "A")
+	f.enqueueOne(t, "A-1", "A")
+	f.drainStep(t, 2) // deletes U and A-0, and is not the last step
+	f.enqueueOne(t, "U2", "")
+	f.enqueueOne(t, "A-0", "") // the same id, no group now
+	c := f.claim(t, 3)
+	byID := map[string]job.Job{}
+	for _, j := range c.Jobs {
+		byID[j.ID] = j
+	}
+	if len(c.Jobs) != 3 || byID["A-1"].Group != "A" {
+		t.Fatalf("claim got %v, want U2, A-0 without a group and A-1 of group A", c.Jobs)
+	}
+	for _, j := range c.Jobs {
+		f.complete(t, j)
+	}
+	flowHash := f.rdb.HGetAll(ctx, keyspace.NewQueue(prefix, f.queue).Flow()).Val()
+	if (flowHash["a:A"] != "0" && flowHash["a:A"] != "") || flowHash["h:A"] != "" {
+		t.Fatalf("group A after its jobs completed: %v, want a:A 0 and no holder", flowHash)
+	}
+	f.enqueueOne(t, "A-2", "A")
+	if c = f.claim(t, 1); len(c.Jobs) != 1 || c.Jobs[0].ID != "A-2" {
+		t.Fatalf("group A's next job is not claimed: %v (held %q)", c.Jobs, c.Held)
+	}
+}
+
+// A drain that stops after a step that deleted a fifo group's holder
+// leaves the group free to go on.
+func TestADrainStoppedHalfWayLeavesNoGroupHeld(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	f.setSettings(t, flow.Settings{FIFO: true})
+	f.enqueueGroup(t, "A", 3)
+	c := f.claim(t, 1)
+	zero := time.Duration(0)
+	if _, err := f.leases.Fail(ctx, f.queue, c.Jobs[0].ID, lease.FailParams{Token: c.Jobs[0].Token, Error: "x", RetryIn: &zero}); err != nil {
+		t.Fatal(err)
+	}
+	f.drainStep(t, 1) // deletes A-0, the pending holder; the drain stops here
+	if c = f.claim(t, 1); len(c.Jobs) != 1 || c.Jobs[0].ID != "A-1" {
+		t.Fatalf("after the holder was drained a claim got %v (held %q), want A-1", c.Jobs, c.Held)
+	}
+}
+
+func TestObliterateDeletesTheFlowControlKeysAlways(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	f.setSettings(t, flow.Settings{RateLimit: &flow.Rate{Limit: 5, WindowMS: 60000}})
+	f.enqueueGroup(t, "", 2)
+	for _, j := range f.claim(t, 2).Jobs {
+		f.complete(t, j)
+	}
+	f.setSettings(t, flow.Settings{}) // no settings left, but the rate log is
+	if _, err := f.admin.Obliterate(ctx, f.queue, false); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range keyspace.NewQueue(prefix, f.queue).Keys() {
+		if f.rdb.Exists(ctx, k).Val() == 1 {
+			t.Errorf("%s is left after the obliterate", k)
+		}
+	}
+}
+
+func TestFIFOTurnedOnWaitsForTheGroupsRunningJobs(t *testing.T) {
+	f := newFixture(t)
+	f.enqueueGroup(t, "A", 4)
+	running := f.claim(t, 2)
+	f.setSettings(t, flow.Settings{FIFO: true})
+	if c := f.claim(t, 2); len(c.Jobs) != 0 || c.Held != flow.HeldGroupOrder {
+		t.Fatalf("with two of A running, fifo turned on, a claim got %v (held %q)", c.Jobs, c.Held)
+	}
+	f.complete(t, running.Jobs[0])
+	if c := f.claim(t, 2); len(c.Jobs) != 0 {
+		t.Fatalf("with one of A still running a claim got %v", c.Jobs)
+	}
+	f.complete(t, running.Jobs[1])
+	if c := f.claim(t, 2); len(c.Jobs) != 1 || c.Jobs[0].ID != "A-2" {
+		t.Fatalf("once A's jobs finished a claim got %v, want A-2 alone", c.Jobs)
+	}
+}
+
+// A grouped job whose row was lost (outside any migration: evicted, or
+// deleted by hand) is dropped by the claim that finds it, and gives back
+// its group's slot and fifo hold.
+func TestALostGroupedRowGivesItsSlotBack(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	f.setSettings(t, flow.Settings{FIFO: true, GroupConcurrency: intp(1)})
+	f.enqueueGroup(t, "A", 2)
+	f.rdb.Del(ctx, keyspace.NewQueue(prefix, f.queue).Job("A-0"))
+	if c := f.claim(t, 1); len(c.Jobs) != 0 {
+		t.Fatalf("the claim that found A-0's row lost got %v", c.Jobs)
+	}
+	if c := f.claim(t, 1); len(c.Jobs) != 1 || c.Jobs[0].ID != "A-1" {
+		t.Fatalf("the next claim got %v (held %q), want A-1", c.Jobs, c.Held)
+	}
+}
