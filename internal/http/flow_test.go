@@ -42,6 +42,13 @@ type groupPage struct {
 
 func settingsPath(q string) string { return "/queues/" + q + "/settings" }
 
+// claimAnswer claims on q with body and answers the whole ClaimResponse:
+// the jobs, and what held the claim back.
+func (h *harness) claimAnswer(tb testing.TB, q string, body any) claimView {
+	tb.Helper()
+	return must[claimView](tb, h.do(tb, "POST", "/queues/"+q+"/claim", body), http.StatusOK)
+}
+
 func (h *harness) putSettings(tb testing.TB, q, body string) settingsView {
 	tb.Helper()
 	return must[settingsView](tb, h.do(tb, "PUT", settingsPath(q), body), http.StatusOK)
@@ -117,7 +124,7 @@ func TestAClaimALimitHoldsBackSaysWhichAndWhen(t *testing.T) {
 		q := redistest.Queue(t)
 		h.putSettings(t, q, `{"concurrency":1}`)
 		h.add(t, q, "a", "b")
-		c := must[claimView](t, h.do(t, "POST", "/queues/"+q+"/claim", `{"count":2}`), http.StatusOK)
+		c := h.claimAnswer(t, q, `{"count":2}`)
 		if len(c.Jobs) != 1 || c.Jobs[0].ID != "a" || c.HeldBy != "concurrency" || c.RetryAfterMs == nil || *c.RetryAfterMs < 1 || *c.RetryAfterMs > 1000 {
 			t.Fatalf("claim answered %+v, want a alone, held by concurrency, retry within a second", c)
 		}
@@ -127,7 +134,7 @@ func TestAClaimALimitHoldsBackSaysWhichAndWhen(t *testing.T) {
 			t.Fatalf("complete with claim-next answered %s, want b alone", done.Body)
 		}
 		h.add(t, q, "c")
-		c = must[claimView](t, h.do(t, "POST", "/queues/"+q+"/claim", nil), http.StatusOK)
+		c = h.claimAnswer(t, q, nil)
 		if len(c.Jobs) != 0 || c.HeldBy != "concurrency" {
 			t.Fatalf("a claim at the limit answered %+v", c)
 		}
@@ -182,7 +189,7 @@ func TestGroupsAreListedPausedAndResumed(t *testing.T) {
 		if !paused.Paused || paused.Counts["pending"] != 2 {
 			t.Fatalf("pause answered %+v", paused)
 		}
-		c := must[claimView](t, h.do(t, "POST", "/queues/"+q+"/claim", `{"count":5}`), http.StatusOK)
+		c := h.claimAnswer(t, q, `{"count":5}`)
 		if len(c.Jobs) != 1 || c.Jobs[0].ID != "b1" || c.Jobs[0].Group != "tenant-2" || c.HeldBy != "group_paused" {
 			t.Fatalf("claim with tenant-1 paused answered %+v", c)
 		}
@@ -229,18 +236,18 @@ func TestGroupLimitsHoldOnEveryBackend(t *testing.T) {
 		h.putSettings(t, q, `{"group_concurrency":1,"group_rate_limit":{"limit":2,"window_ms":60000}}`)
 		h.addIn(t, q, "a", "a1", "a2", "a3")
 		h.addIn(t, q, "b", "b1")
-		c := must[claimView](t, h.do(t, "POST", "/queues/"+q+"/claim", `{"count":5}`), http.StatusOK)
+		c := h.claimAnswer(t, q, `{"count":5}`)
 		if got := ids(c.Jobs); fmt.Sprint(got) != "[a1 b1]" || c.HeldBy != "group_concurrency" {
 			t.Fatalf("claim answered %v held by %q, want [a1 b1] held by group_concurrency", got, c.HeldBy)
 		}
 		must[jobView](t, h.complete(t, q, "a1", c.Jobs[0].Token, ""), http.StatusOK)
-		a2 := must[claimView](t, h.do(t, "POST", "/queues/"+q+"/claim", `{"count":5}`), http.StatusOK)
+		a2 := h.claimAnswer(t, q, `{"count":5}`)
 		if got := ids(a2.Jobs); fmt.Sprint(got) != "[a2]" {
 			t.Fatalf("after a1 completed a claim got %v, want [a2]", got)
 		}
 		must[jobView](t, h.complete(t, q, "a2", a2.Jobs[0].Token, ""), http.StatusOK)
 		// Two of group a started in the minute: a3 waits for the window.
-		held := must[claimView](t, h.do(t, "POST", "/queues/"+q+"/claim", `{"count":5}`), http.StatusOK)
+		held := h.claimAnswer(t, q, `{"count":5}`)
 		if len(held.Jobs) != 0 || held.HeldBy != "group_rate_limit" || held.RetryAfterMs == nil || *held.RetryAfterMs < 50_000 {
 			t.Fatalf("a claim over group a's rate answered %+v, want none, held by group_rate_limit for about a minute", held)
 		}
@@ -254,7 +261,7 @@ func TestFIFOGroupsRunInOrderOnEveryBackend(t *testing.T) {
 		h.putSettings(t, q, `{"group_order":"fifo"}`)
 		h.addIn(t, q, "a", "a1", "a2")
 		h.addIn(t, q, "b", "b1", "b2")
-		c := must[claimView](t, h.do(t, "POST", "/queues/"+q+"/claim", `{"count":4}`), http.StatusOK)
+		c := h.claimAnswer(t, q, `{"count":4}`)
 		if got := ids(c.Jobs); fmt.Sprint(got) != "[a1 b1]" || c.HeldBy != "group_order" {
 			t.Fatalf("claim answered %v held by %q, want [a1 b1] held by group_order", got, c.HeldBy)
 		}
@@ -263,7 +270,7 @@ func TestFIFOGroupsRunInOrderOnEveryBackend(t *testing.T) {
 		if failed.State != "pending" {
 			t.Fatalf("a1 after its fail: %+v", failed)
 		}
-		next := must[claimView](t, h.do(t, "POST", "/queues/"+q+"/claim", `{"count":4}`), http.StatusOK)
+		next := h.claimAnswer(t, q, `{"count":4}`)
 		if got := ids(next.Jobs); fmt.Sprint(got) != "[a1]" {
 			t.Fatalf("after a1's fail a claim got %v, want a1 again", got)
 		}

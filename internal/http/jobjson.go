@@ -35,11 +35,12 @@ func writeJob(w http.ResponseWriter, status int, j job.Job) {
 	writeBuf(w, status, b)
 }
 
-// writeJobList answers jobs as a JobList: with their tokens when claimed.
-func writeJobList(w http.ResponseWriter, jobs []job.Job, claimed bool) {
+// writeJobList answers jobs as a JobList, without tokens (a claim's
+// answer, with them, is writeClaimed's).
+func writeJobList(w http.ResponseWriter, jobs []job.Job) {
 	b := getBuf(sizeOf(jobs...))
 	*b = append(*b, `{"jobs":`...)
-	*b = appendJobs(*b, jobs, claimed)
+	*b = appendJobs(*b, jobs, false)
 	*b = append(*b, '}')
 	writeBuf(w, http.StatusOK, b)
 }

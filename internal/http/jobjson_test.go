@@ -125,10 +125,15 @@ func checkJobJSON(t testing.TB, jobs []job.Job, errs []error) {
 			t.Fatalf("appendJob wrote\n%q\nencoding/json\n%q", got, want.Body)
 		}
 	}
-	for _, claimed := range []bool{false, true} {
-		same(t, "list", func(w http.ResponseWriter) { writeJobList(w, jobs, claimed) },
-			func(w http.ResponseWriter) { writeJSON(w, http.StatusOK, jobListOf(jobs, claimed)) })
-	}
+	same(t, "list", func(w http.ResponseWriter) { writeJobList(w, jobs) },
+		func(w http.ResponseWriter) { writeJSON(w, http.StatusOK, jobListOf(jobs, false)) })
+	same(t, "claimed", func(w http.ResponseWriter) { writeClaimed(w, lease.Claimed{Jobs: jobs, RetryAfter: -1}) },
+		func(w http.ResponseWriter) { writeJSON(w, http.StatusOK, jobListOf(jobs, true)) })
+	held := lease.Claimed{Jobs: jobs, Held: "rate_limit", RetryAfter: 250 * time.Millisecond}
+	same(t, "claimed, held", func(w http.ResponseWriter) { writeClaimed(w, held) },
+		func(w http.ResponseWriter) {
+			writeJSON(w, http.StatusOK, ClaimResponse{Jobs: claimedOf(jobs), RetryAfterMs: 250, HeldBy: "rate_limit"})
+		})
 	for _, next := range []string{"", "42", awkward} {
 		same(t, "page", func(w http.ResponseWriter) { writeJobPage(w, jobs, next) },
 			func(w http.ResponseWriter) { writeJSON(w, http.StatusOK, jobPageOf(jobs, next)) })
@@ -403,7 +408,7 @@ func BenchmarkJobJSON(b *testing.B) {
 	w := discard{http.Header{}}
 	b.Run("hand", func(b *testing.B) {
 		for b.Loop() {
-			writeJobList(w, jobs, true)
+			writeClaimed(w, lease.Claimed{Jobs: jobs, RetryAfter: -1})
 		}
 	})
 	b.Run("encoding-json", func(b *testing.B) {
@@ -429,7 +434,7 @@ func TestJobAnswersSayTheirLength(t *testing.T) {
 			Payload: json.RawMessage(`{"pad":"` + strings.Repeat("x", 100) + `"}`), Token: int64(i + 1)}
 	}
 	rec := httptest.NewRecorder()
-	writeJobList(rec, jobs, true)
+	writeClaimed(rec, lease.Claimed{Jobs: jobs, RetryAfter: -1})
 	if got := rec.Header().Get("Content-Length"); got != strconv.Itoa(rec.Body.Len()) || rec.Body.Len() < 5000 {
 		t.Fatalf("Content-Length %q for a body of %d bytes", got, rec.Body.Len())
 	}

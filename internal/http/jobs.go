@@ -169,7 +169,7 @@ func (s *server) handleEnqueueBatch(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	s.transition(queue, "enqueued", created)
-	writeJobList(w, enqueued, false)
+	writeJobList(w, enqueued)
 }
 
 // handleJobGet godoc
