@@ -39,6 +39,12 @@ func (s *Script) call(q keyspace.Queue, id, state string, rows []string, args ..
 			keys = append(keys, q.Job(id))
 		case "reaper":
 			keys = append(keys, q.ReaperTurn())
+		case "schedules":
+			keys = append(keys, q.Schedules())
+		case "schedule_names":
+			keys = append(keys, q.ScheduleNames())
+		case "schedule_due":
+			keys = append(keys, q.ScheduleDue())
 		case "set":
 			keys = append(keys, q.Set(state))
 		case "rows":
@@ -330,6 +336,108 @@ type GroupsArgs struct {
 // Call is the call of groups.lua on q.
 func (a GroupsArgs) Call(q keyspace.Queue) Call {
 	return Groups.call(q, "", "", nil, a.Cursor, a.Limit)
+}
+
+// SchedulePutArgs are schedule_put.lua's arguments.
+type SchedulePutArgs struct {
+	Name       string
+	Definition string // JSON
+	Next       int64  // the next tick, ms since the epoch; 0: none
+	Paused     bool
+	By         Actor
+}
+
+// Call is the call of schedule_put.lua on q.
+func (a SchedulePutArgs) Call(q keyspace.Queue) Call {
+	return SchedulePut.call(q, "", "", nil, a.Name, a.Definition, tick(a.Next), flag(a.Paused), a.By.Name, a.By.Role)
+}
+
+// SchedulePauseArgs are schedule_pause.lua's arguments: on resume, the
+// next tick computed from the schedule at Version.
+type SchedulePauseArgs struct {
+	Name    string
+	Paused  bool
+	Next    int64 // ms; 0: none
+	Version string
+	By      Actor
+}
+
+// Call is the call of schedule_pause.lua on q.
+func (a SchedulePauseArgs) Call(q keyspace.Queue) Call {
+	return SchedulePause.call(q, "", "", nil, a.Name, flag(a.Paused), tick(a.Next), a.Version, a.By.Name, a.By.Role)
+}
+
+// ScheduleDeleteArgs are schedule_delete.lua's arguments.
+type ScheduleDeleteArgs struct {
+	Name string
+	By   Actor
+}
+
+// Call is the call of schedule_delete.lua on q.
+func (a ScheduleDeleteArgs) Call(q keyspace.Queue) Call {
+	return ScheduleDelete.call(q, "", "", nil, a.Name, a.By.Name, a.By.Role)
+}
+
+// ScheduleDueArgs are schedule_due.lua's arguments.
+type ScheduleDueArgs struct{ Limit int }
+
+// Call is the call of schedule_due.lua on q.
+func (a ScheduleDueArgs) Call(q keyspace.Queue) Call {
+	return ScheduleDue.call(q, "", "", nil, a.Limit)
+}
+
+// ScheduleListArgs are schedule_list.lua's arguments: one schedule by
+// Name, or a page after Cursor.
+type ScheduleListArgs struct {
+	Name, Cursor string
+	Limit        int
+}
+
+// Call is the call of schedule_list.lua on q.
+func (a ScheduleListArgs) Call(q keyspace.Queue) Call {
+	return ScheduleList.call(q, "", "", nil, a.Name, a.Cursor, a.Limit)
+}
+
+// Fire is one fire of schedule_fire.lua: a planned tick, or (Tick 0) a
+// run now. Job.ID is the job's id, "" for none (a missed tick); its
+// DelayMS is ignored (a scheduled job is pending at once).
+type Fire struct {
+	Name, Version string
+	Tick          int64 // the tick the fire was planned for, ms; 0: a run now
+	Next          int64 // the tick after it, ms; 0: none
+	Missed        int
+	OverlapSkip   bool
+	Job           NewJob
+}
+
+// ScheduleFireArgs are schedule_fire.lua's arguments.
+type ScheduleFireArgs struct{ Fires []Fire }
+
+// Call is the call of schedule_fire.lua on q.
+func (a ScheduleFireArgs) Call(q keyspace.Queue) Call {
+	var rows []string
+	args := make([]any, 0, 1+12*len(a.Fires))
+	args = append(args, len(a.Fires))
+	for _, f := range a.Fires {
+		if f.Job.ID != "" {
+			rows = append(rows, f.Job.ID)
+		}
+		overlap := "allow"
+		if f.OverlapSkip {
+			overlap = "skip"
+		}
+		args = append(args, f.Name, f.Version, tick(f.Tick), f.Job.ID, tick(f.Next), f.Missed, overlap,
+			f.Job.Payload, f.Job.Priority, f.Job.MaxAttempts, f.Job.Backoff, f.Job.Group)
+	}
+	return ScheduleFire.call(q, "", "", rows, args...)
+}
+
+// tick is a schedule script's tick argument: ms, or "" for none (0).
+func tick(ms int64) string {
+	if ms == 0 {
+		return ""
+	}
+	return strconv.FormatInt(ms, 10)
 }
 
 func flag(b bool) string {

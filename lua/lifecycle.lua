@@ -342,3 +342,112 @@ local function delete_jobs(plan)
   end
   return deleted
 end
+
+-- put_field adds field and value to a row being built, unless value is
+-- false.
+local function put_field(row, field, value)
+  if value then
+    row[#row + 1], row[#row + 2] = field, value
+  end
+end
+
+-- enqueue_jobs adds n jobs, idempotent on id: job i's six fields are
+-- list[first + i * 6 ..] (id, payload, priority, delay_ms, max_attempts,
+-- backoff: enqueue.lua's ARGV per job, for i from 0), groups[i] its group
+-- or nil (groups nil when none has one). The rows of the jobs must be
+-- declared KEYS. Returns {fresh, replies} as enqueue.lua does: fresh is 1
+-- when the queue had enqueued nothing before, replies one {created, job}
+-- per job in order. A caller that writes before it calls flow_here first
+-- when a job has a group. enqueue.lua and schedule_fire.lua call it, so
+-- that a scheduled job is written as any other.
+local function enqueue_jobs(list, first, n, groups)
+  local now = now_ms()
+  -- First the ids that are new: not in Redis, and not an earlier job of this
+  -- batch (a repeated id is the existing job the second time).
+  local new, seen, pending_n, created_n = {}, {}, 0, 0
+  for i = 0, n - 1 do
+    local at = first + i * 6
+    local id = list[at]
+    if not seen[id] and redis.call('EXISTS', job_key(id)) == 0 then
+      new[i] = true
+      created_n = created_n + 1
+      local grouped = groups and groups[i]
+      if tonumber(list[at + 3]) <= 0 or grouped then
+        pending_n = pending_n + 1
+      end
+      if grouped then
+        flow_here()
+      end
+    end
+    seen[id] = true
+  end
+  if created_n == 0 then
+    local replies = {}
+    for i = 0, n - 1 do
+      replies[#replies + 1] = { 0, job_reply(list[first + i * 6]) }
+    end
+    return { 0, replies }
+  end
+
+  -- Then write each new job: one HSET and one event per job; the pending
+  -- order for all of them in one draw, the sets in one ZADD each (a grouped
+  -- job's own, flow.lua).
+  local seq = pending_n > 0 and redis.call('HINCRBY', META, 'seq', pending_n) - pending_n or 0
+  local pending, delayed, rows = {}, {}, {}
+  for i = 0, n - 1 do
+    if new[i] then
+      local at = first + i * 6
+      local id, payload, priority = list[at], list[at + 1], list[at + 2]
+      local delay_ms, max_attempts, backoff = tonumber(list[at + 3]), list[at + 4], list[at + 5]
+      local group = groups and groups[i]
+      -- Only what differs from a default is stored (row.lua), so a small
+      -- row stays one listpack; the row written is the reply.
+      local state = delay_ms > 0 and 'delayed' or 'pending'
+      local row = { 'payload', payload, 'created_at', int(now), 'state', state }
+      put_field(row, 'priority', priority ~= '0' and priority)
+      put_field(row, 'max_attempts', max_attempts ~= '' and max_attempts)
+      put_field(row, 'backoff', backoff ~= '' and backoff)
+      if group then
+        seq = seq + 1
+        put_field(row, 'group', group)
+        put_field(row, 'gseq', int(seq))
+        group_known(group)
+      end
+      if state == 'delayed' then
+        local run_at = int(now + delay_ms)
+        put_field(row, 'run_at', run_at)
+        delayed[#delayed + 1], delayed[#delayed + 2] = run_at, id
+        if group then
+          group_count(group, 'd', 1)
+        end
+      elseif group then
+        redis.call('ZADD', fkey('gpending'), '0', member_of(group, priority, seq, id))
+        pending[#pending + 1], pending[#pending + 2] = int(GROUPED + seq), id
+        group_ready(group)
+      else
+        seq = seq + 1
+        pending[#pending + 1], pending[#pending + 2] = int(tonumber(priority) * BAND + seq), id
+      end
+      redis.call('HSET', job_key(id), unpack(row))
+      emit('enqueued', id, state)
+      table.insert(row, 1, id)
+      rows[i] = row
+    end
+  end
+  each_chunk(pending, 2, function(...) redis.call('ZADD', PENDING, ...) end)
+  each_chunk(delayed, 2, function(...) redis.call('ZADD', DELAYED, ...) end)
+
+  local replies = {}
+  for i = 0, n - 1 do
+    if rows[i] then
+      replies[#replies + 1] = { 1, rows[i] }
+    else
+      replies[#replies + 1] = { 0, job_reply(list[first + i * 6]) }
+    end
+  end
+  -- The counter's first jobs mark a queue the service has not listed yet
+  -- (a queue made by a pause alone is listed again: harmless).
+  local fresh = redis.call('HINCRBY', META, 'enqueued', created_n) == created_n and 1 or 0
+  wake(created_n)
+  return { fresh, replies }
+end

@@ -25,7 +25,7 @@ import (
 var files embed.FS
 
 // shared are the files every script runs after, in this order.
-var shared = []string{"prelude.lua", "row.lua", "here.lua", "events.lua", "fence.lua", "flow.lua", "lifecycle.lua"}
+var shared = []string{"prelude.lua", "row.lua", "here.lua", "events.lua", "fence.lua", "flow.lua", "lifecycle.lua", "schedules.lua"}
 
 // Script is one of echo_mq's scripts.
 type Script struct {
@@ -40,26 +40,32 @@ type Script struct {
 // The scripts. Build a call with the script's XxxArgs (args.go) and run it
 // with a Runner.
 var (
-	Enqueue       = mustScript("enqueue")
-	Claim         = mustScript("claim")
-	Extend        = mustScript("extend")
-	Cancellation  = mustScript("cancellation")
-	Complete      = mustScript("complete")
-	CompleteBatch = mustScript("complete_batch")
-	Fail          = mustScript("fail")
-	Cancel        = mustScript("cancel")
-	Sweep         = mustScript("sweep")
-	PromoteDue    = mustScript("promote_due")
-	Remove        = mustScript("remove")
-	Pause         = mustScript("pause")
-	Drain         = mustScript("drain")
-	Obliterate    = mustScript("obliterate")
-	Retry         = mustScript("retry")
-	Promote       = mustScript("promote")
-	List          = mustScript("list")
-	Settings      = mustScript("settings")
-	GroupPause    = mustScript("group_pause")
-	Groups        = mustScript("groups")
+	Enqueue        = mustScript("enqueue")
+	Claim          = mustScript("claim")
+	Extend         = mustScript("extend")
+	Cancellation   = mustScript("cancellation")
+	Complete       = mustScript("complete")
+	CompleteBatch  = mustScript("complete_batch")
+	Fail           = mustScript("fail")
+	Cancel         = mustScript("cancel")
+	Sweep          = mustScript("sweep")
+	PromoteDue     = mustScript("promote_due")
+	Remove         = mustScript("remove")
+	Pause          = mustScript("pause")
+	Drain          = mustScript("drain")
+	Obliterate     = mustScript("obliterate")
+	Retry          = mustScript("retry")
+	Promote        = mustScript("promote")
+	List           = mustScript("list")
+	Settings       = mustScript("settings")
+	GroupPause     = mustScript("group_pause")
+	Groups         = mustScript("groups")
+	SchedulePut    = mustScript("schedule_put")
+	SchedulePause  = mustScript("schedule_pause")
+	ScheduleDelete = mustScript("schedule_delete")
+	ScheduleDue    = mustScript("schedule_due")
+	ScheduleFire   = mustScript("schedule_fire")
+	ScheduleList   = mustScript("schedule_list")
 )
 
 // All lists every script.
@@ -67,6 +73,7 @@ var All = []*Script{
 	Enqueue, Claim, Extend, Cancellation, Complete, CompleteBatch,
 	Fail, Cancel, Sweep, PromoteDue, Remove, Pause, Drain, Obliterate, Retry, Promote, List,
 	Settings, GroupPause, Groups,
+	SchedulePut, SchedulePause, ScheduleDelete, ScheduleDue, ScheduleFire, ScheduleList,
 }
 
 // library is every script as one Redis Functions library.

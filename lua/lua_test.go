@@ -44,6 +44,12 @@ func TestBuildersMatchHeaders(t *testing.T) {
 		{SettingsArgs{}.Call(q), Settings.argc},
 		{GroupPauseArgs{}.Call(q), GroupPause.argc},
 		{GroupsArgs{}.Call(q), Groups.argc},
+		{SchedulePutArgs{}.Call(q), SchedulePut.argc},
+		{SchedulePauseArgs{}.Call(q), SchedulePause.argc},
+		{ScheduleDeleteArgs{}.Call(q), ScheduleDelete.argc},
+		{ScheduleDueArgs{}.Call(q), ScheduleDue.argc},
+		{ScheduleListArgs{}.Call(q), ScheduleList.argc},
+		{ScheduleFireArgs{Fires: []Fire{{Job: NewJob{ID: "a"}}, {}, {Job: NewJob{ID: "b"}}}}.Call(q), 3 + 12*3},
 	}
 	seen := map[*Script]bool{}
 	for _, c := range calls {

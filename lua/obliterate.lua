@@ -15,7 +15,8 @@
 --
 -- Deletes up to limit jobs, rows and all, from the queue's sets; when none
 -- is left it deletes the sets, the meta hash, the event stream and the
--- reapers' turn (and the flow control keys, flow.lua), so that not one key of the queue remains (a reaper's pass
+-- reapers' turn (and the flow control keys, flow.lua, and the schedules,
+-- schedules.lua), so that not one key of the queue remains (a reaper's pass
 -- under way may take a turn again; it expires within half an interval).
 -- The service calls it until done. Fencing survives: a queue made again
 -- under the same name starts its token counter at the server's time
@@ -24,7 +25,7 @@
 -- Errors: EMQSTATE jobs are active and force is not set; TRYAGAIN (here.lua).
 
 local limit = tonumber(ARGV[3])
-flow_here() -- it deletes the flow control keys, whether or not the queue uses them now
+flow_here() -- it deletes the flow control and schedule keys, whether or not the queue has them now
 if ARGV[4] ~= '1' and redis.call('ZCARD', ACTIVE) > 0 then
   return redis.error_reply('EMQSTATE jobs are active in the queue: obliterate with force to delete them too')
 end
@@ -32,6 +33,9 @@ local removed = delete_jobs(plan_delete({ PENDING, DELAYED, COMPLETED, DEAD, CAN
 if removed < limit then
   redis.call('DEL', META, PENDING, ACTIVE, DELAYED, COMPLETED, DEAD, CANCELLED, EVENTS, REAPER)
   for _, name in ipairs(FLOW_KEYS) do
+    redis.call('DEL', fkey(name))
+  end
+  for _, name in ipairs(SCHEDULE_KEYS) do
     redis.call('DEL', fkey(name))
   end
   return { 1, removed }

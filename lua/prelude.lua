@@ -1,7 +1,7 @@
 -- prelude.lua: the keys and arguments every echo_mq script runs with
 -- (docs/design.md#scripts). lua.go puts the shared files first, in this
 -- order: prelude.lua, row.lua, here.lua, events.lua, fence.lua, flow.lua,
--- lifecycle.lua; then each script, wrapped in a function of its own.
+-- lifecycle.lua, schedules.lua; then each script, wrapped in a function of its own.
 --
 -- A script's header names its KEYS by role, one per line:
 --   meta       HASH  seq (pending order), token (fencing counter), paused,
@@ -16,6 +16,8 @@
 --   job        HASH  the one job row the call is about (row.lua)
 --   reaper     STRING the reapers' turn of the queue
 --   rows       the rows of the jobs the call names, one KEYS each
+--   schedules, schedule_names, schedule_due
+--              the queue's schedules (schedules.lua)
 -- lua.go reads those lines: the Go side builds KEYS in that order from
 -- them, and bind below names this call's keys from them, so header, Go
 -- and script cannot disagree. A key a script does not declare stays nil
@@ -31,6 +33,7 @@
 
 local META, PENDING, ACTIVE, DELAYED, COMPLETED, DEAD, CANCELLED
 local SET, EVENTS, JOB, REAPER
+local SCHEDULES, SCHEDULE_NAMES, SCHEDULE_DUE
 local BASE, WAKE, ARGV
 
 -- FLOW_HERE is true once this call has made sure it may touch the flow
@@ -44,6 +47,7 @@ local FLOW_HERE
 local function bind(keys, argv, roles)
   META, PENDING, ACTIVE, DELAYED, COMPLETED, DEAD, CANCELLED = nil, nil, nil, nil, nil, nil, nil
   SET, EVENTS, JOB, REAPER = nil, nil, nil, nil
+  SCHEDULES, SCHEDULE_NAMES, SCHEDULE_DUE = nil, nil, nil
   FLOW_HERE = nil
   for i = 1, #roles do
     local role, key = roles[i], keys[i]
@@ -58,6 +62,9 @@ local function bind(keys, argv, roles)
     elseif role == 'cancelled' then CANCELLED = key
     elseif role == 'set' then SET = key
     elseif role == 'reaper' then REAPER = key
+    elseif role == 'schedules' then SCHEDULES = key
+    elseif role == 'schedule_names' then SCHEDULE_NAMES = key
+    elseif role == 'schedule_due' then SCHEDULE_DUE = key
     end
   end
   BASE, WAKE, ARGV = argv[1], argv[2], argv

@@ -90,12 +90,31 @@ func (q Queue) Set(state string) string { return q.base + state }
 func (q Queue) WakeChannel() string { return WakeChannelPrefix(q.prefix) + q.name }
 
 // Keys are every key of the queue but its job rows: the meta hash, the six
-// state sets, the event stream and the flow control keys.
+// state sets, the event stream, the flow control keys and the schedule
+// keys.
 func (q Queue) Keys() []string {
 	return append([]string{
 		q.Meta(), q.Set("pending"), q.Set("active"), q.Set("delayed"),
 		q.Set("completed"), q.Set("dead"), q.Set("cancelled"), q.Events(),
-	}, q.FlowKeys()...)
+	}, append(q.FlowKeys(), q.ScheduleKeys()...)...)
+}
+
+// Schedules is the key of the queue's schedules hash (lua/schedules.lua):
+// each schedule's definition and record.
+func (q Queue) Schedules() string { return q.base + "schedules" }
+
+// ScheduleNames is the key of the queue's schedule names, in name order.
+func (q Queue) ScheduleNames() string { return q.base + "schedule_names" }
+
+// ScheduleDue is the key of the queue's schedules that will fire, by next
+// tick.
+func (q Queue) ScheduleDue() string { return q.base + "schedule_due" }
+
+// ScheduleKeys are the keys a queue has once it has a schedule
+// (docs/design.md#schedules); lua/schedules.lua's SCHEDULE_KEYS names the
+// same.
+func (q Queue) ScheduleKeys() []string {
+	return []string{q.Schedules(), q.ScheduleNames(), q.ScheduleDue()}
 }
 
 // Flow is the key of the queue's flow control hash (lua/flow.lua): its
@@ -116,6 +135,16 @@ func (q Queue) FlowKeys() []string {
 // QueuesKey is the key of the set of known queue names. It has no hash tag:
 // it is touched outside any script.
 func QueuesKey(prefix string) string { return prefix + ":queues" }
+
+// SchedulesKey is the key of the set of queues that have (or had)
+// schedules, which every replica's timer watches. No hash tag: it is
+// touched outside any script.
+func SchedulesKey(prefix string) string { return prefix + ":schedules" }
+
+// SchedulesChannel is the pub/sub channel on which a replica that changed
+// a queue's schedules names the queue, so that the other replicas' timers
+// read its next tick again.
+func SchedulesChannel(prefix string) string { return prefix + ":schedules" }
 
 // WakeChannelPrefix is what every queue's wake channel starts with; the
 // queue name follows it.

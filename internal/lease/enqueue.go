@@ -69,7 +69,7 @@ type Enqueued struct {
 func (s *Service) Enqueue(ctx context.Context, queue string, jobs []NewJob) ([]Enqueued, error) {
 	args := lua.EnqueueArgs{Jobs: make([]lua.NewJob, len(jobs))}
 	for i, nj := range jobs {
-		args.Jobs[i] = enqueueArgs(nj)
+		args.Jobs[i] = ScriptJob(nj)
 	}
 	reply, err := s.run(ctx, queue, args)
 	if err != nil {
@@ -103,8 +103,10 @@ func (s *Service) Enqueue(ctx context.Context, queue string, jobs []NewJob) ([]E
 	return out, nil
 }
 
-// enqueueArgs are one job's arguments of enqueue.lua, defaults filled in.
-func enqueueArgs(nj NewJob) lua.NewJob {
+// ScriptJob is nj as the scripts that enqueue take it (enqueue.lua, and
+// schedule_fire.lua for a tick's job), defaults filled in: an empty ID
+// becomes a time-ordered UUIDv7.
+func ScriptJob(nj NewJob) lua.NewJob {
 	if nj.ID == "" {
 		nj.ID = uuid.Must(uuid.NewV7()).String()
 	}
