@@ -74,6 +74,8 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 	go func() { defer close(hubDone); svc.hub.Run(bg) }()
 	reaper := svc.reaper(cfg, log)
 	reaper.Start(bg)
+	timerDone := make(chan struct{})
+	go func() { defer close(timerDone); svc.timer(log).Run(bg) }()
 
 	stopping := make(chan struct{})
 	srv := &http.Server{
@@ -98,6 +100,7 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 	reaper.Stop()
 	stopBackground()
 	<-hubDone
+	<-timerDone
 	log.Info("Stopped")
 	return err
 }

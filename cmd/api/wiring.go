@@ -13,6 +13,7 @@ import (
 	emqhttp "github.com/echo-mq/echo_mq/internal/http"
 	"github.com/echo-mq/echo_mq/internal/lease"
 	"github.com/echo-mq/echo_mq/internal/metrics"
+	"github.com/echo-mq/echo_mq/internal/scheduler"
 	"github.com/echo-mq/echo_mq/internal/stall"
 	"github.com/echo-mq/echo_mq/internal/wake"
 )
@@ -24,6 +25,7 @@ type services struct {
 	sweeper *stall.Service
 	hub     *wake.Hub
 	metrics *metrics.Metrics
+	sched   *scheduler.Service
 }
 
 func newServices(cfg config, rdb redis.UniversalClient, log *slog.Logger) services {
@@ -31,7 +33,16 @@ func newServices(cfg config, rdb redis.UniversalClient, log *slog.Logger) servic
 	m := metrics.New(depthOf(adm))
 	m.SetLogger(log)
 	return services{rdb: rdb, admin: adm, sweeper: stall.NewService(rdb, cfg.Prefix),
-		hub: wake.NewHub(rdb, cfg.Prefix, log), metrics: m}
+		hub: wake.NewHub(rdb, cfg.Prefix, log), metrics: m, sched: scheduler.NewService(rdb, cfg.Prefix)}
+}
+
+// timer fires the schedules' ticks, feeding what it did to the metrics.
+func (s services) timer(log *slog.Logger) *scheduler.Timer {
+	return scheduler.NewTimer(s.sched, scheduler.TimerConfig{Logger: log,
+		OnTicks: func(queue string, t scheduler.Ticks) {
+			s.metrics.ScheduleTicks(queue, t.Fired, t.Skipped, t.Missed, t.Lateness)
+		},
+	})
 }
 
 // reaper is the background sweep, feeding its counts to the metrics.
@@ -49,8 +60,9 @@ func (s services) handler(cfg config, stopping <-chan struct{}, log *slog.Logger
 	hc := emqhttp.Config{
 		Leases: lease.NewService(s.rdb, cfg.Prefix, lease.KeepCompleted(cfg.KeepCompleted),
 			lease.ScriptsVia(workerClient(cfg, s.rdb, log))),
-		Admin:   s.admin,
-		Sweeper: s.sweeper, Waiters: s.hub, Stopping: stopping,
+		Admin:     s.admin,
+		Schedules: s.sched,
+		Sweeper:   s.sweeper, Waiters: s.hub, Stopping: stopping,
 		Events:      events.NewLog(s.rdb, cfg.Prefix),
 		Ready:       func(ctx context.Context) error { return s.rdb.Ping(ctx).Err() },
 		Metrics:     s.metrics,

@@ -23,6 +23,7 @@ import (
 	emqhttp "github.com/echo-mq/echo_mq/internal/http"
 	"github.com/echo-mq/echo_mq/internal/lease"
 	"github.com/echo-mq/echo_mq/internal/redistest"
+	"github.com/echo-mq/echo_mq/internal/scheduler"
 	"github.com/echo-mq/echo_mq/internal/stall"
 	"github.com/echo-mq/echo_mq/internal/wake"
 )
@@ -40,7 +41,7 @@ func service(t *testing.T, prefix string) string {
 	go func() { defer close(done); hub.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
 	srv := httptest.NewServer(emqhttp.NewHandler(emqhttp.Config{
-		Leases: lease.NewService(rdb, prefix), Admin: admin.NewService(rdb, prefix),
+		Leases: lease.NewService(rdb, prefix), Admin: admin.NewService(rdb, prefix), Schedules: scheduler.NewService(rdb, prefix),
 		Sweeper: stall.NewService(rdb, prefix), Waiters: hub, Events: events.NewLog(rdb, prefix),
 	}))
 	t.Cleanup(srv.Close)

@@ -15,6 +15,7 @@ import (
 	"github.com/echo-mq/echo_mq/internal/events"
 	"github.com/echo-mq/echo_mq/internal/lease"
 	"github.com/echo-mq/echo_mq/internal/redistest"
+	"github.com/echo-mq/echo_mq/internal/scheduler"
 	"github.com/echo-mq/echo_mq/internal/stall"
 	"github.com/echo-mq/echo_mq/internal/wake"
 )
@@ -35,7 +36,7 @@ func keyedHandler(t *testing.T) (http.Handler, string) {
 		t.Fatal(err)
 	}
 	return NewHandler(Config{
-		Leases: lease.NewService(rdb, prefix), Admin: admin.NewService(rdb, prefix),
+		Leases: lease.NewService(rdb, prefix), Admin: admin.NewService(rdb, prefix), Schedules: scheduler.NewService(rdb, prefix),
 		Sweeper: stall.NewService(rdb, prefix), Waiters: wake.NewHub(rdb, prefix, nil),
 		Events: events.NewLog(rdb, prefix), Keys: kr, Replays: auth.NewRedisReplays(rdb, prefix),
 		MetricsHandler: textMetrics, MetricsRole: auth.Reader,

@@ -15,6 +15,7 @@ import (
 	emqhttp "github.com/echo-mq/echo_mq/internal/http"
 	"github.com/echo-mq/echo_mq/internal/lease"
 	"github.com/echo-mq/echo_mq/internal/redistest"
+	"github.com/echo-mq/echo_mq/internal/scheduler"
 	"github.com/echo-mq/echo_mq/internal/stall"
 	"github.com/echo-mq/echo_mq/internal/wake"
 )
@@ -89,12 +90,13 @@ func downHandler(t *testing.T) *harness {
 	const prefix = "emqt-down"
 	logger := slog.New(slog.DiscardHandler)
 	return &harness{rdb: rdb, prefix: prefix, handler: emqhttp.NewHandler(emqhttp.Config{
-		Leases:  lease.NewService(rdb, prefix),
-		Admin:   admin.NewService(rdb, prefix),
-		Sweeper: stall.NewService(rdb, prefix),
-		Waiters: wake.NewHub(rdb, prefix, logger),
-		Ready:   func(ctx context.Context) error { return rdb.Ping(ctx).Err() },
-		Logger:  logger,
+		Leases:    lease.NewService(rdb, prefix),
+		Admin:     admin.NewService(rdb, prefix),
+		Schedules: scheduler.NewService(rdb, prefix),
+		Sweeper:   stall.NewService(rdb, prefix),
+		Waiters:   wake.NewHub(rdb, prefix, logger),
+		Ready:     func(ctx context.Context) error { return rdb.Ping(ctx).Err() },
+		Logger:    logger,
 	})}
 }
 

@@ -27,7 +27,7 @@ const (
 // Event is the data of one Server-Sent Event of GET /queues/{queue}/events
 // and GET /events: one state change of a queue or of one of its jobs.
 type Event struct {
-	Kind   string `json:"kind" binding:"required" enums:"enqueued,claimed,progress,completed,failed,dead,cancel_requested,cancelled,recovered,retried,promoted,due,removed,paused,resumed,drained,settings,group_paused,group_resumed" example:"completed"`
+	Kind   string `json:"kind" binding:"required" enums:"enqueued,claimed,progress,completed,failed,dead,cancel_requested,cancelled,recovered,retried,promoted,due,removed,paused,resumed,drained,settings,group_paused,group_resumed,schedule_set,schedule_paused,schedule_resumed,schedule_deleted" example:"completed"`
 	Queue  string `json:"queue" binding:"required" example:"emails"`
 	JobID  string `json:"job_id,omitempty" example:"0190f8a2-7c4e-7d2a-9b1e-3f5c2a1b0c9d"`
 	State  string `json:"state,omitempty" enums:"pending,active,delayed,completed,dead,cancelled" example:"completed"`
@@ -39,6 +39,8 @@ type Event struct {
 	Count  *int64 `json:"count,omitempty" format:"int64" example:"12"`
 	// The group a group_paused or group_resumed event is about.
 	Group string `json:"group,omitempty" example:"tenant-42"`
+	// The schedule a schedule_* event is about.
+	Schedule string `json:"schedule,omitempty" example:"nightly-report"`
 	// The new settings of a settings event.
 	Settings *QueueSettings `json:"settings,omitempty"`
 } // @name Event
@@ -243,7 +245,7 @@ func eventOf(queue string, e events.Entry) Event {
 	if n, err := strconv.ParseInt(e.Field("count"), 10, 64); err == nil {
 		ev.Count = &n
 	}
-	ev.Group = e.Field("group")
+	ev.Group, ev.Schedule = e.Field("group"), e.Field("schedule")
 	if text := e.Field("settings"); text != "" {
 		var s QueueSettings
 		if json.Unmarshal([]byte(text), &s) == nil {

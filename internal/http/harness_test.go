@@ -26,6 +26,7 @@ import (
 	"github.com/echo-mq/echo_mq/internal/lease"
 	"github.com/echo-mq/echo_mq/internal/metrics"
 	"github.com/echo-mq/echo_mq/internal/redistest"
+	"github.com/echo-mq/echo_mq/internal/scheduler"
 	"github.com/echo-mq/echo_mq/internal/stall"
 	"github.com/echo-mq/echo_mq/internal/wake"
 )
@@ -67,12 +68,16 @@ func closeLater(tb testing.TB, c redis.UniversalClient) redis.UniversalClient {
 }
 
 // option tunes the Redis client, the lease service or the handler's Config
-// of a harness.
+// of a harness, or runs a schedule timer in each replica.
 type option struct {
 	client func(*redis.Options)
 	config func(*emqhttp.Config)
 	lease  []lease.Option
+	timers bool
 }
+
+// withTimers runs a schedule timer in each replica, as cmd/api does.
+func withTimers() option { return option{timers: true} }
 
 func withClient(f func(*redis.Options)) option  { return option{client: f} }
 func withConfig(f func(*emqhttp.Config)) option { return option{config: f} }
@@ -199,16 +204,23 @@ func (h *harness) replica(tb testing.TB, rdb redis.UniversalClient, opts []optio
 	var leaseOpts []lease.Option
 	for _, o := range opts {
 		leaseOpts = append(leaseOpts, o.lease...)
+		if o.timers {
+			timer := scheduler.NewTimer(scheduler.NewService(rdb, h.prefix), scheduler.TimerConfig{Logger: logger})
+			timerDone := make(chan struct{})
+			go func() { defer close(timerDone); timer.Run(ctx) }()
+			tb.Cleanup(func() { cancel(); <-timerDone })
+		}
 	}
 	cfg := emqhttp.Config{
-		Leases:   lease.NewService(rdb, h.prefix, leaseOpts...),
-		Admin:    admin.NewService(rdb, h.prefix),
-		Sweeper:  stall.NewService(rdb, h.prefix),
-		Waiters:  hub,
-		Events:   events.NewLog(rdb, h.prefix),
-		Ready:    func(ctx context.Context) error { return rdb.Ping(ctx).Err() },
-		Stopping: h.stopping,
-		Logger:   logger,
+		Leases:    lease.NewService(rdb, h.prefix, leaseOpts...),
+		Admin:     admin.NewService(rdb, h.prefix),
+		Schedules: scheduler.NewService(rdb, h.prefix),
+		Sweeper:   stall.NewService(rdb, h.prefix),
+		Waiters:   hub,
+		Events:    events.NewLog(rdb, h.prefix),
+		Ready:     func(ctx context.Context) error { return rdb.Ping(ctx).Err() },
+		Stopping:  h.stopping,
+		Logger:    logger,
 	}
 	for _, o := range opts {
 		if o.config != nil {

@@ -20,7 +20,7 @@ type route struct {
 // apiRoutes is every route of the queue API, in one table, so that who may
 // call what can be read in one place.
 func (s *server) apiRoutes() []route {
-	const q, job = "/queues/{queue}", "/queues/{queue}/jobs/{id}"
+	const q, job, schedule = "/queues/{queue}", "/queues/{queue}/jobs/{id}", "/queues/{queue}/schedules/{name}"
 	return []route{
 		{"GET", "/whoami", auth.Reader, s.handleWhoAmI},
 		{"GET", "/queues", auth.Reader, s.handleQueueList},
@@ -31,6 +31,8 @@ func (s *server) apiRoutes() []route {
 		{"GET", q + "/settings", auth.Reader, s.handleSettingsGet},
 		{"GET", q + "/groups", auth.Reader, s.handleGroupList},
 		{"GET", "/events", auth.Reader, s.handleAllEvents(s.cfg.Events)},
+		{"GET", q + "/schedules", auth.Reader, s.handleScheduleList},
+		{"GET", schedule, auth.Reader, s.handleScheduleGet},
 
 		{"POST", q + "/jobs", auth.Worker, s.handleEnqueue},
 		{"POST", q + "/jobs/batch", auth.Worker, s.handleEnqueueBatch},
@@ -53,6 +55,11 @@ func (s *server) apiRoutes() []route {
 		{"POST", job + "/retry", auth.Admin, s.handleJobRetry},
 		{"POST", job + "/promote", auth.Admin, s.handleJobPromote},
 		{"DELETE", job, auth.Admin, s.handleJobRemove},
+		{"PUT", schedule, auth.Admin, s.handleSchedulePut},
+		{"DELETE", schedule, auth.Admin, s.handleScheduleDelete},
+		{"POST", schedule + "/pause", auth.Admin, s.handleSchedulePause},
+		{"POST", schedule + "/resume", auth.Admin, s.handleScheduleResume},
+		{"POST", schedule + "/run", auth.Admin, s.handleScheduleRun},
 	}
 }
 

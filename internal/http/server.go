@@ -18,6 +18,8 @@
 //	@tag.description			Producing, reading, cancelling and removing jobs.
 //	@tag.name					operator
 //	@tag.description			Operating queues.
+//	@tag.name					schedules
+//	@tag.description			Cron and fixed-interval schedules of a queue, kept in Redis: each tick enqueues one job, fired by whichever service replica is up.
 //	@tag.name					service
 //	@tag.description			Health of the service.
 package http
@@ -126,6 +128,8 @@ type Config struct {
 	Sweeper sweeper     // *stall.Service
 	Waiters waiters     // *wake.Hub
 	Events  *events.Log // each queue's event stream, and all of them merged
+	// Schedules keeps the queues' schedules (*scheduler.Service).
+	Schedules schedules
 	// Metrics records requests and job transitions; nil records nothing.
 	Metrics observer
 	// MetricsHandler serves GET /metrics; nil serves no such route.
@@ -190,7 +194,7 @@ func (s *server) routes() http.Handler {
 	if len(s.cfg.CORSOrigins) > 0 {
 		r.Use(cors.Handler(cors.Options{
 			AllowedOrigins: s.cfg.CORSOrigins,
-			AllowedMethods: []string{http.MethodGet, http.MethodPost, http.MethodDelete},
+			AllowedMethods: []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodDelete},
 			AllowedHeaders: []string{"Authorization", "Content-Type", "Last-Event-ID"},
 			ExposedHeaders: []string{"Retry-After"},
 			MaxAge:         600,

@@ -30,6 +30,8 @@ type Metrics struct {
 	stale       *prometheus.CounterVec
 	swept       *prometheus.CounterVec
 	held        *prometheus.CounterVec
+	ticks       *prometheus.CounterVec
+	lateness    prometheus.Histogram
 	redisErrors prometheus.Counter
 }
 
@@ -65,6 +67,15 @@ func New(depth DepthFunc) *Metrics {
 			Name: "emq_claims_held_total",
 			Help: "Claims that a flow control limit cut short, by queue and the limit (concurrency, rate_limit, group_concurrency, group_rate_limit, group_order, group_paused).",
 		}, []string{"queue", "reason"}),
+		ticks: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "emq_schedule_ticks_total",
+			Help: "Schedule ticks, by queue and outcome: fired (a job enqueued), skipped (overlap skip: the previous job had not finished), missed (no replica ran at the tick; misfire decided).",
+		}, []string{"queue", "outcome"}),
+		lateness: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "emq_schedule_tick_lateness_seconds",
+			Help:    "How long after its tick a fired tick's job was enqueued, on the Redis server's clock.",
+			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
+		}),
 		redisErrors: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "emq_redis_errors_total",
 			Help: "Redis calls that failed.",
@@ -73,7 +84,7 @@ func New(depth DepthFunc) *Metrics {
 	m.registry.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		m.requests, m.durations, m.transitions, m.stale, m.swept, m.held, m.redisErrors,
+		m.requests, m.durations, m.transitions, m.stale, m.swept, m.held, m.ticks, m.lateness, m.redisErrors,
 	)
 	if depth != nil {
 		m.registry.MustRegister(newDepthCollector(depth, m.redisErrors))
@@ -148,6 +159,22 @@ func (m *Metrics) Swept(queue string, recovered, dead, cancelled int) {
 // (a flow.Held* word) cut short.
 func (m *Metrics) ClaimHeld(queue, reason string) {
 	m.held.WithLabelValues(queue, reason).Inc()
+}
+
+// ScheduleTicks counts what one fire of queue's due ticks did, and how
+// late each fired tick was.
+func (m *Metrics) ScheduleTicks(queue string, fired, skipped, missed int, lateness []time.Duration) {
+	for _, o := range []struct {
+		outcome string
+		n       int
+	}{{"fired", fired}, {"skipped", skipped}, {"missed", missed}} {
+		if o.n > 0 {
+			m.ticks.WithLabelValues(queue, o.outcome).Add(float64(o.n))
+		}
+	}
+	for _, late := range lateness {
+		m.lateness.Observe(late.Seconds())
+	}
 }
 
 // RedisError counts one failed Redis call.

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	_ "time/tzdata" // every zone, also where the system has no zone database
 
 	"github.com/robfig/cron/v3"
 )
@@ -45,7 +46,7 @@ var ErrCadence = errors.New("invalid cadence")
 // twice (at its first occurrence); one that runs every hour fires every
 // real hour, 23 or 25 times that day.
 func Cron(spec, tz string) (Cadence, error) {
-	loc, err := location(tz)
+	loc, err := Zone(tz)
 	if err != nil {
 		return Cadence{}, err
 	}
@@ -70,7 +71,10 @@ func Every(every time.Duration) (Cadence, error) {
 	return Cadence{every: every, loc: time.UTC}, nil
 }
 
-func location(tz string) (*time.Location, error) {
+// Zone is the IANA time zone tz ("" and "UTC": UTC). The zone database is
+// built in (time/tzdata), so a container without one still knows every
+// zone. Errors wrap ErrCadence.
+func Zone(tz string) (*time.Location, error) {
 	if tz == "" || tz == "UTC" {
 		return time.UTC, nil
 	}

@@ -36,8 +36,12 @@ type TimerConfig struct {
 }
 
 // Ticks counts what one fire did: jobs enqueued, ticks skipped by overlap
-// "skip", ticks missed (misfire).
-type Ticks struct{ Fired, Skipped, Missed int }
+// "skip", ticks missed (misfire); and how late each fired tick's job was
+// enqueued, on the server's clock.
+type Ticks struct {
+	Fired, Skipped, Missed int
+	Lateness               []time.Duration
+}
 
 // Timer fires the due ticks of every queue's schedules. Every service
 // replica runs one: it keeps each watched queue's earliest next tick in
@@ -247,7 +251,8 @@ func TickJobID(name string, tick time.Time) string {
 	return name + ":" + strconv.FormatInt(tick.UnixMilli(), 10)
 }
 
-// count tells OnTicks what a fire did.
+// count tells OnTicks what a fire did. Lateness is that of the ticks
+// fired on time (a catch-up's is the outage's).
 func (t *Timer) count(queue string, fires []lua.Fire, out fired) {
 	if t.config.OnTicks == nil {
 		return
@@ -257,6 +262,9 @@ func (t *Timer) count(queue string, fires []lua.Fire, out fired) {
 		switch o.outcome {
 		case outcomeFired:
 			ticks.Fired++
+			if o.job != nil && fires[i].Missed == 0 {
+				ticks.Lateness = append(ticks.Lateness, o.job.CreatedAt.Sub(time.UnixMilli(fires[i].Tick)))
+			}
 		case outcomeSkipped:
 			ticks.Skipped++
 		}
@@ -264,7 +272,7 @@ func (t *Timer) count(queue string, fires []lua.Fire, out fired) {
 			ticks.Missed += fires[i].Missed
 		}
 	}
-	if ticks != (Ticks{}) {
+	if ticks.Fired+ticks.Skipped+ticks.Missed > 0 {
 		t.config.OnTicks(queue, ticks)
 	}
 }
