@@ -28,7 +28,9 @@ type Client struct {
 type Option func(*Client)
 
 // WithAPIKey sends key as "Authorization: Bearer <key>" on every request.
-// A worker needs a key of the worker role (or admin).
+// A worker needs a key of the worker role (or admin); putting, pausing,
+// resuming, running and deleting schedules needs admin, reading them any
+// role.
 func WithAPIKey(key string) Option {
 	return func(c *Client) { c.apiKey = key }
 }
@@ -90,6 +92,12 @@ func defaultHTTPClient() *http.Client {
 // jobPath is the path of job id in queue, with suffix after it.
 func jobPath(queue, id, suffix string) string {
 	return queuePath(queue, "/jobs/"+url.PathEscape(id)+suffix)
+}
+
+// schedulePath is the path of schedule name of queue, with suffix after
+// it.
+func schedulePath(queue, name, suffix string) string {
+	return queuePath(queue, "/schedules/"+url.PathEscape(name)+suffix)
 }
 
 // queuePath is the path of queue, with suffix after it.

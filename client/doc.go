@@ -1,6 +1,8 @@
 // Package client is a Go client of echo_mq's HTTP API: typed calls for the
-// worker plane (enqueue, claim, extend, complete, fail, cancel) and Work, a
-// ready worker loop that does what every echo_mq worker should.
+// worker plane (enqueue, claim, extend, complete, fail, cancel), Work, a
+// ready worker loop that does what every echo_mq worker should, and the
+// management of a queue's schedules (put, read, list, pause, resume, run
+// now, delete).
 //
 // A producer enqueues jobs:
 //
@@ -36,6 +38,16 @@
 // logger), and on SIGTERM it stops claiming, finishes the jobs in hand and
 // returns nil. See Client.Work for the details.
 //
+// A schedule enqueues a job at each tick of its cadence, a cron line or a
+// fixed interval, with the id "<name>:<tick in ms since the epoch>" (it
+// takes an admin key):
+//
+//	s, created, err := c.PutSchedule(ctx, "reports", "weekly-report", client.ScheduleRequest{
+//		Cron: "0 9 * * 1", // or Every: time.Hour
+//		TZ:   "Europe/Berlin",
+//		Job:  client.ScheduleJob{Payload: map[string]string{"report": "weekly"}},
+//	})
+//
 // # Values
 //
 // A payload, a result or a progress is any value that encoding/json
@@ -50,8 +62,9 @@
 // A refusal of the service is an *Error with the HTTP status and the
 // problem's code, detail and field errors. The common ones match a
 // sentinel with errors.Is: ErrStale (the token no longer holds the job),
-// ErrGone, ErrState, ErrInvalid, ErrUnauthorized, ErrForbidden and
-// ErrUnavailable (any 503; Error.RetryAfter says how long to wait).
+// ErrGone (no such job, or schedule), ErrState, ErrInvalid,
+// ErrUnauthorized, ErrForbidden and ErrUnavailable (any 503;
+// Error.RetryAfter says how long to wait).
 // Retryable tells the errors worth sending again: 502, 503 and 504, and
 // transport failures that may pass (a refused or reset connection, a
 // timeout), not a TLS certificate that is not trusted. Error texts start

@@ -57,7 +57,8 @@ var (
 	// ErrStale: the token is not the current holder's, or the job is no
 	// longer active under it (409 EMQSTALE). Drop the job.
 	ErrStale = errors.New("client: stale token")
-	// ErrGone: no such job (404 EMQGONE). Drop the job.
+	// ErrGone: no such job (404 EMQGONE). Drop the job. A schedule's calls
+	// answer it for no such schedule.
 	ErrGone = errors.New("client: no such job")
 	// ErrState: the verb does not apply in the job's or queue's state, such
 	// as cancelling a completed job (409 EMQSTATE).

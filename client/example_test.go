@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log"
+	"strings"
 	"time"
 
 	"github.com/echo-mq/echo_mq/client"
@@ -125,4 +126,35 @@ func ExampleCancelRequestedError() {
 	// Output:
 	// stopping: customer asked
 	// cancelled - cancelled: customer asked
+}
+
+// A schedule enqueues a job at each tick of its cadence, a cron line or a
+// fixed interval, with the id "<name>:<tick in ms>". Putting a schedule
+// takes an admin key (client.WithAPIKey).
+func ExampleClient_PutSchedule() {
+	ctx := context.Background()
+	c, err := client.New(exampleURL())
+	if err != nil {
+		log.Fatal(err)
+	}
+
+	s, created, err := c.PutSchedule(ctx, "reports", "weekly-report", client.ScheduleRequest{
+		Cron: "0 9 * * 1", // Mondays at 09:00
+		TZ:   "Europe/Berlin",
+		Job:  client.ScheduleJob{Payload: map[string]string{"report": "weekly"}},
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(s.Name, created, s.Cron, s.TZ, "next on", s.NextRunAt.Weekday())
+
+	// Run it now, outside its cadence.
+	job, err := c.RunSchedule(ctx, "reports", "weekly-report")
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(strings.HasPrefix(job.ID, "weekly-report:run:"), job.State, string(job.Payload))
+	// Output:
+	// weekly-report true 0 9 * * 1 Europe/Berlin next on Monday
+	// true pending {"report":"weekly"}
 }

@@ -60,23 +60,43 @@ type backoffBody struct {
 }
 
 func (r EnqueueRequest) body() (enqueueBody, error) {
-	payload, err := marshal(r.Payload)
+	payload, err := payloadOf(r.Payload)
 	if err != nil {
 		return enqueueBody{}, err
 	}
-	if payload == nil {
+	return enqueueBody{ID: r.ID, Payload: payload, Priority: r.Priority, DelayMs: millis(r.Delay),
+		MaxAttempts: r.MaxAttempts, Backoff: r.Backoff.body(), Group: r.Group}, nil
+}
+
+// payloadOf is the raw JSON of a job's payload v: JSON null for a nil v
+// (see marshal).
+func payloadOf(v any) (json.RawMessage, error) {
+	payload, err := marshal(v)
+	if payload == nil && err == nil {
 		payload = json.RawMessage("null")
 	}
-	b := enqueueBody{ID: r.ID, Payload: payload, Priority: r.Priority,
-		DelayMs: millis(r.Delay), MaxAttempts: r.MaxAttempts, Group: r.Group}
-	if r.Backoff != nil {
-		b.Backoff = &backoffBody{Type: "exponential", DelayMs: millis(r.Backoff.Delay),
-			MaxDelayMs: millis(r.Backoff.MaxDelay)}
-		if r.Backoff.Fixed {
-			b.Backoff.Type = "fixed"
-		}
+	return payload, err
+}
+
+// body is b as the API reads it; nil for a nil b.
+func (b *Backoff) body() *backoffBody {
+	if b == nil {
+		return nil
 	}
-	return b, nil
+	out := &backoffBody{Type: "exponential", DelayMs: millis(b.Delay), MaxDelayMs: millis(b.MaxDelay)}
+	if b.Fixed {
+		out.Type = "fixed"
+	}
+	return out
+}
+
+// backoff is the Backoff the API's b says; nil for a nil b.
+func (b *backoffBody) backoff() *Backoff {
+	if b == nil {
+		return nil
+	}
+	return &Backoff{Fixed: b.Type == "fixed", Delay: time.Duration(b.DelayMs) * time.Millisecond,
+		MaxDelay: time.Duration(b.MaxDelayMs) * time.Millisecond}
 }
 
 // Enqueue adds a job to queue. created is true for a new job, false when a

@@ -3,17 +3,19 @@ package main
 import "gopkg.in/yaml.v3"
 
 // The names the service takes (internal/keyspace), as patterns: a queue
-// name of [A-Za-z0-9._-], a job id of [A-Za-z0-9._:-], neither only dots
-// (a client rewrites "." and ".." path segments), and an id never "batch"
-// (it names a route). Their lengths are the parameters' own minLength and
-// maxLength.
+// (and a schedule) name of [A-Za-z0-9._-], a job id and a group name of
+// [A-Za-z0-9._:-], none only dots (a client rewrites "." and ".." path
+// segments), and an id never "batch" (it names a route). Their lengths are
+// the parameters' own minLength and maxLength.
 const (
 	queuePattern = `^[A-Za-z0-9._-]*[A-Za-z0-9_-][A-Za-z0-9._-]*$`
 	idPattern    = `^(?!batch$)[A-Za-z0-9._:-]*[A-Za-z0-9_:-][A-Za-z0-9._:-]*$`
+	groupPattern = `^[A-Za-z0-9._:-]*[A-Za-z0-9_:-][A-Za-z0-9._:-]*$`
 )
 
-// patternNames gives every queue and id path parameter, and every id field
-// of a request schema, its pattern: swag cannot write one on a parameter.
+// patternNames gives every queue, schedule name, job id and group path
+// parameter, and every id field of a request schema, its pattern: swag
+// cannot write one on a parameter.
 func patternNames(doc *yaml.Node) {
 	root := doc.Content[0]
 	walk(path(root, "paths"), func(m *yaml.Node) {
@@ -22,8 +24,10 @@ func patternNames(doc *yaml.Node) {
 			return
 		}
 		switch name.Value {
-		case "queue":
+		case "queue", "name":
 			setScalar(schema, "pattern", queuePattern)
+		case "group":
+			setScalar(schema, "pattern", groupPattern)
 		case "id":
 			setScalar(schema, "pattern", idPattern)
 		}

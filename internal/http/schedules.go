@@ -70,7 +70,7 @@ type ScheduleRequest struct {
 type Schedule struct {
 	Name    string      `json:"name" binding:"required" example:"nightly-report"`
 	Cron    string      `json:"cron,omitempty" example:"*/5 * * * *"`
-	EveryMs int64       `json:"every_ms,omitempty" format:"int64" example:"60000"`
+	EveryMs int64       `json:"every_ms,omitempty" format:"int64"`
 	Tz      string      `json:"tz,omitempty" example:"Europe/Berlin"` // cron only: its zone (UTC by default)
 	Job     ScheduleJob `json:"job" binding:"required"`
 	Overlap string      `json:"overlap" binding:"required" enums:"allow,skip" example:"allow"`

@@ -496,6 +496,114 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/queues/{queue}/schedules": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List a queue's schedules
+         * @description A page of the queue's schedules by name. Pass next_cursor back as cursor until it is null.
+         */
+        get: operations["listSchedules"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/queues/{queue}/schedules/{name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read a schedule
+         * @description The schedule's definition, its next tick and what it has done.
+         */
+        get: operations["getSchedule"];
+        /**
+         * Create or replace a schedule
+         * @description Puts the schedule whole. Each tick enqueues one job, with id `<name>:<tick in ms since the epoch>`, within a second of the tick, however many service replicas run; no tick is fired twice. A replaced schedule keeps its runs, skipped, missed and last run, and its cadence starts again from now. Audited as a schedule_set event.
+         */
+        put: operations["putSchedule"];
+        post?: never;
+        /**
+         * Delete a schedule
+         * @description It fires no more; the jobs it enqueued stay. Audited as a schedule_deleted event.
+         */
+        delete: operations["deleteSchedule"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/queues/{queue}/schedules/{name}/pause": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Pause a schedule
+         * @description It fires nothing until resumed; its next_run_at is null meanwhile. Pausing a paused schedule changes nothing.
+         */
+        post: operations["pauseSchedule"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/queues/{queue}/schedules/{name}/resume": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Resume a schedule
+         * @description It fires again from its next tick after now; ticks that passed while it was paused are not caught up. Resuming a running schedule changes nothing.
+         */
+        post: operations["resumeSchedule"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/queues/{queue}/schedules/{name}/run": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Run a schedule now
+         * @description Enqueues one job of the schedule now, outside its cadence (paused or not, whatever its overlap), with id `<name>:run:<ms since the epoch>`. It counts in runs and is the schedule's last job.
+         */
+        post: operations["runSchedule"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/queues/{queue}/settings": {
         parameters: {
             query?: never;
@@ -798,13 +906,18 @@ export interface components {
              * @example completed
              * @enum {string}
              */
-            kind: "enqueued" | "claimed" | "progress" | "completed" | "failed" | "dead" | "cancel_requested" | "cancelled" | "recovered" | "retried" | "promoted" | "due" | "removed" | "paused" | "resumed" | "drained" | "settings" | "group_paused" | "group_resumed";
+            kind: "enqueued" | "claimed" | "progress" | "completed" | "failed" | "dead" | "cancel_requested" | "cancelled" | "recovered" | "retried" | "promoted" | "due" | "removed" | "paused" | "resumed" | "drained" | "settings" | "group_paused" | "group_resumed" | "schedule_set" | "schedule_paused" | "schedule_resumed" | "schedule_deleted";
             /** @example emails */
             queue: string;
             /** @example superseded */
             reason?: string;
             /** @example admin */
             role?: string;
+            /**
+             * @description The schedule a schedule_* event is about.
+             * @example nightly-report
+             */
+            schedule?: string;
             /** @description The new settings of a settings event. */
             settings?: components["schemas"]["QueueSettings"];
             /** @example completed */
@@ -1035,6 +1148,169 @@ export interface components {
         Removed: {
             /** @example 1 */
             removed: number;
+        };
+        Schedule: {
+            /**
+             * Format: date-time
+             * @example 2026-12-01T09:30:00.000Z
+             */
+            created_at: string;
+            /** @example *\/5 * * * * */
+            cron?: string;
+            /**
+             * Format: date-time
+             * @example 2027-01-01T00:00:00.000Z
+             */
+            end_at?: string;
+            /** Format: int64 */
+            every_ms?: number;
+            job: components["schemas"]["ScheduleJob"];
+            /**
+             * @description The id of its last job; null before the first.
+             * @example nightly-report:1764651600000
+             */
+            last_job_id: string | null;
+            /**
+             * Format: date-time
+             * @description When its last job was enqueued; null before the first.
+             * @example 2026-12-02T04:55:00.003Z
+             */
+            last_run_at: string | null;
+            /**
+             * @example once
+             * @enum {string}
+             */
+            misfire: "once" | "skip";
+            /**
+             * Format: int64
+             * @description Ticks that came while no replica ran and misfire passed over.
+             */
+            missed: number;
+            /** @example nightly-report */
+            name: string;
+            /**
+             * Format: date-time
+             * @description The next tick; null while paused, and once past end_at.
+             * @example 2026-12-02T05:00:00.000Z
+             */
+            next_run_at: string | null;
+            /**
+             * @example allow
+             * @enum {string}
+             */
+            overlap: "allow" | "skip";
+            paused: boolean;
+            /**
+             * Format: int64
+             * @description Jobs enqueued (ticks and runs now).
+             */
+            runs: number;
+            /**
+             * Format: int64
+             * @description Ticks that overlap "skip" passed over.
+             */
+            skipped: number;
+            /**
+             * Format: date-time
+             * @example 2026-12-01T00:00:00.000Z
+             */
+            start_at?: string;
+            /**
+             * @description cron only: its zone (UTC by default)
+             * @example Europe/Berlin
+             */
+            tz?: string;
+            /**
+             * Format: date-time
+             * @example 2026-12-01T09:30:00.000Z
+             */
+            updated_at: string;
+        };
+        ScheduleJob: {
+            /**
+             * @description The retry delay after a failed attempt; when absent, exponential from
+             *     1000 ms, capped at one hour.
+             */
+            backoff?: components["schemas"]["Backoff"];
+            /**
+             * @description The jobs' group (flow control). Default none.
+             * @example tenant-42
+             */
+            group?: string;
+            /**
+             * @description How many claims each job may have. Default 3.
+             * @example 3
+             */
+            max_attempts?: number;
+            /**
+             * @description Any JSON value, null included, at most 1 MiB by default.
+             * @example {
+             *       "to": "ada@example.com"
+             *     }
+             */
+            payload: unknown;
+            /**
+             * @description 0 to 9, lower first. Default 0.
+             * @example 0
+             */
+            priority?: number;
+        };
+        SchedulePage: {
+            /** @description Fetches the next page; null on the last one. */
+            next_cursor: string | null;
+            schedules: components["schemas"]["Schedule"][];
+        };
+        ScheduleRequest: {
+            /**
+             * @description Five fields (minute hour day-of-month month day-of-week), or @hourly,
+             *     @daily (@midnight), @weekly, @monthly, @yearly (@annually), read in tz.
+             * @example *\/5 * * * *
+             */
+            cron?: string;
+            /**
+             * Format: date-time
+             * @description No tick after end_at; later than start_at.
+             * @example 2027-01-01T00:00:00Z
+             */
+            end_at?: string;
+            /**
+             * Format: int64
+             * @description A tick at every multiple of every_ms since the Unix epoch, in ms.
+             */
+            every_ms?: number;
+            /** @description The job each tick enqueues. */
+            job: components["schemas"]["ScheduleJob"];
+            /**
+             * @description Ticks missed while no service replica ran: one catch-up job for the
+             *     latest ("once") or none ("skip"); then the cadence resumes. Default
+             *     "once".
+             * @example once
+             * @enum {string}
+             */
+            misfire?: "once" | "skip";
+            /**
+             * @description "skip": a tick whose previous job is still pending, delayed or active
+             *     enqueues nothing and counts in skipped. Default "allow".
+             * @example allow
+             * @enum {string}
+             */
+            overlap?: "allow" | "skip";
+            /**
+             * @description A paused schedule fires nothing. Default false.
+             * @example false
+             */
+            paused?: boolean;
+            /**
+             * Format: date-time
+             * @description No tick before start_at.
+             * @example 2026-12-01T00:00:00Z
+             */
+            start_at?: string;
+            /**
+             * @description The IANA time zone cron is read in (cron only). Default UTC.
+             * @example Europe/Berlin
+             */
+            tz?: string;
         };
         SweepRequest: {
             /**
@@ -3964,6 +4240,895 @@ export interface operations {
             };
             /** @description EMQFORBIDDEN: the key's role may not do this */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQINTERNAL: a bug, logged with the request id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQUNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    listSchedules: {
+        parameters: {
+            query?: {
+                /** @description schedules per page */
+                limit?: number;
+                /** @description next_cursor of the previous page */
+                cursor?: string;
+            };
+            header?: {
+                /** @description With X-EMQ-Signature, instead of a bearer key: the Unix time in seconds at which the request was signed, within 5 minutes of the service's clock. */
+                "X-EMQ-Timestamp"?: components["parameters"]["SignatureTimestamp"];
+                /** @description Instead of a bearer key: sha256= and the hex HMAC-SHA256, under a key of EMQ_API_KEYS, of "<X-EMQ-Timestamp>.<METHOD>.<path and query>.<body>". Each signature is accepted once: a sender that retries signs again. */
+                "X-EMQ-Signature"?: components["parameters"]["Signature"];
+            };
+            path: {
+                /** @description queue name: 1 to 100 of A-Z a-z 0-9 . _ -, not only dots */
+                queue: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "next_cursor": null,
+                     *       "schedules": [
+                     *         {
+                     *           "created_at": "2026-12-01T09:30:00.000Z",
+                     *           "cron": "*\/5 * * * *",
+                     *           "end_at": "2027-01-01T00:00:00.000Z",
+                     *           "job": {
+                     *             "group": "tenant-42",
+                     *             "max_attempts": 3,
+                     *             "payload": {
+                     *               "to": "ada@example.com"
+                     *             },
+                     *             "priority": 0
+                     *           },
+                     *           "last_job_id": "nightly-report:1764651600000",
+                     *           "last_run_at": "2026-12-02T04:55:00.003Z",
+                     *           "misfire": "once",
+                     *           "missed": 1,
+                     *           "name": "nightly-report",
+                     *           "next_run_at": "2026-12-02T05:00:00.000Z",
+                     *           "overlap": "allow",
+                     *           "paused": false,
+                     *           "runs": 1,
+                     *           "skipped": 1,
+                     *           "start_at": "2026-12-01T00:00:00.000Z",
+                     *           "tz": "Europe/Berlin",
+                     *           "updated_at": "2026-12-01T09:30:00.000Z"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["SchedulePage"];
+                };
+            };
+            /** @description EMQINVALID */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQUNAUTHORIZED: no key, a wrong one, or a bad signature */
+            401: {
+                headers: {
+                    /** @description the Bearer scheme, realm echo_mq */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQFORBIDDEN: the key's role may not do this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQINTERNAL: a bug, logged with the request id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQUNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getSchedule: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description With X-EMQ-Signature, instead of a bearer key: the Unix time in seconds at which the request was signed, within 5 minutes of the service's clock. */
+                "X-EMQ-Timestamp"?: components["parameters"]["SignatureTimestamp"];
+                /** @description Instead of a bearer key: sha256= and the hex HMAC-SHA256, under a key of EMQ_API_KEYS, of "<X-EMQ-Timestamp>.<METHOD>.<path and query>.<body>". Each signature is accepted once: a sender that retries signs again. */
+                "X-EMQ-Signature"?: components["parameters"]["Signature"];
+            };
+            path: {
+                /** @description queue name: 1 to 100 of A-Z a-z 0-9 . _ -, not only dots */
+                queue: string;
+                /** @description schedule name: 1 to 100 of A-Z a-z 0-9 . _ -, not only dots */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "created_at": "2026-12-01T09:30:00.000Z",
+                     *       "cron": "*\/5 * * * *",
+                     *       "end_at": "2027-01-01T00:00:00.000Z",
+                     *       "job": {
+                     *         "group": "tenant-42",
+                     *         "max_attempts": 3,
+                     *         "payload": {
+                     *           "to": "ada@example.com"
+                     *         },
+                     *         "priority": 0
+                     *       },
+                     *       "last_job_id": "nightly-report:1764651600000",
+                     *       "last_run_at": "2026-12-02T04:55:00.003Z",
+                     *       "misfire": "once",
+                     *       "missed": 1,
+                     *       "name": "nightly-report",
+                     *       "next_run_at": "2026-12-02T05:00:00.000Z",
+                     *       "overlap": "allow",
+                     *       "paused": false,
+                     *       "runs": 1,
+                     *       "skipped": 1,
+                     *       "start_at": "2026-12-01T00:00:00.000Z",
+                     *       "tz": "Europe/Berlin",
+                     *       "updated_at": "2026-12-01T09:30:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Schedule"];
+                };
+            };
+            /** @description EMQINVALID */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQUNAUTHORIZED: no key, a wrong one, or a bad signature */
+            401: {
+                headers: {
+                    /** @description the Bearer scheme, realm echo_mq */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQFORBIDDEN: the key's role may not do this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQGONE: no such schedule */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQINTERNAL: a bug, logged with the request id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQUNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    putSchedule: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description With X-EMQ-Signature, instead of a bearer key: the Unix time in seconds at which the request was signed, within 5 minutes of the service's clock. */
+                "X-EMQ-Timestamp"?: components["parameters"]["SignatureTimestamp"];
+                /** @description Instead of a bearer key: sha256= and the hex HMAC-SHA256, under a key of EMQ_API_KEYS, of "<X-EMQ-Timestamp>.<METHOD>.<path and query>.<body>". Each signature is accepted once: a sender that retries signs again. */
+                "X-EMQ-Signature"?: components["parameters"]["Signature"];
+            };
+            path: {
+                /** @description queue name: 1 to 100 of A-Z a-z 0-9 . _ -, not only dots */
+                queue: string;
+                /** @description schedule name: 1 to 100 of A-Z a-z 0-9 . _ -, not only dots */
+                name: string;
+            };
+            cookie?: never;
+        };
+        /** @description the schedule */
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "cron": "*\/5 * * * *",
+                 *       "end_at": "2027-01-01T00:00:00Z",
+                 *       "job": {
+                 *         "group": "tenant-42",
+                 *         "max_attempts": 3,
+                 *         "payload": {
+                 *           "to": "ada@example.com"
+                 *         },
+                 *         "priority": 0
+                 *       },
+                 *       "misfire": "once",
+                 *       "overlap": "allow",
+                 *       "paused": false,
+                 *       "start_at": "2026-12-01T00:00:00Z",
+                 *       "tz": "Europe/Berlin"
+                 *     }
+                 */
+                "application/json": components["schemas"]["ScheduleRequest"];
+            };
+        };
+        responses: {
+            /** @description the schedule, replaced */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "created_at": "2026-12-01T09:30:00.000Z",
+                     *       "cron": "*\/5 * * * *",
+                     *       "end_at": "2027-01-01T00:00:00.000Z",
+                     *       "job": {
+                     *         "group": "tenant-42",
+                     *         "max_attempts": 3,
+                     *         "payload": {
+                     *           "to": "ada@example.com"
+                     *         },
+                     *         "priority": 0
+                     *       },
+                     *       "last_job_id": "nightly-report:1764651600000",
+                     *       "last_run_at": "2026-12-02T04:55:00.003Z",
+                     *       "misfire": "once",
+                     *       "missed": 1,
+                     *       "name": "nightly-report",
+                     *       "next_run_at": "2026-12-02T05:00:00.000Z",
+                     *       "overlap": "allow",
+                     *       "paused": false,
+                     *       "runs": 1,
+                     *       "skipped": 1,
+                     *       "start_at": "2026-12-01T00:00:00.000Z",
+                     *       "tz": "Europe/Berlin",
+                     *       "updated_at": "2026-12-01T09:30:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Schedule"];
+                };
+            };
+            /** @description a new schedule */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "created_at": "2026-12-01T09:30:00.000Z",
+                     *       "cron": "*\/5 * * * *",
+                     *       "end_at": "2027-01-01T00:00:00.000Z",
+                     *       "job": {
+                     *         "group": "tenant-42",
+                     *         "max_attempts": 3,
+                     *         "payload": {
+                     *           "to": "ada@example.com"
+                     *         },
+                     *         "priority": 0
+                     *       },
+                     *       "last_job_id": "nightly-report:1764651600000",
+                     *       "last_run_at": "2026-12-02T04:55:00.003Z",
+                     *       "misfire": "once",
+                     *       "missed": 1,
+                     *       "name": "nightly-report",
+                     *       "next_run_at": "2026-12-02T05:00:00.000Z",
+                     *       "overlap": "allow",
+                     *       "paused": false,
+                     *       "runs": 1,
+                     *       "skipped": 1,
+                     *       "start_at": "2026-12-01T00:00:00.000Z",
+                     *       "tz": "Europe/Berlin",
+                     *       "updated_at": "2026-12-01T09:30:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Schedule"];
+                };
+            };
+            /** @description EMQINVALID */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQUNAUTHORIZED: no key, a wrong one, or a bad signature */
+            401: {
+                headers: {
+                    /** @description the Bearer scheme, realm echo_mq */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQFORBIDDEN: the key's role may not do this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQTOOLARGE */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQMEDIATYPE */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQINTERNAL: a bug, logged with the request id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQUNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    deleteSchedule: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description With X-EMQ-Signature, instead of a bearer key: the Unix time in seconds at which the request was signed, within 5 minutes of the service's clock. */
+                "X-EMQ-Timestamp"?: components["parameters"]["SignatureTimestamp"];
+                /** @description Instead of a bearer key: sha256= and the hex HMAC-SHA256, under a key of EMQ_API_KEYS, of "<X-EMQ-Timestamp>.<METHOD>.<path and query>.<body>". Each signature is accepted once: a sender that retries signs again. */
+                "X-EMQ-Signature"?: components["parameters"]["Signature"];
+            };
+            path: {
+                /** @description queue name: 1 to 100 of A-Z a-z 0-9 . _ -, not only dots */
+                queue: string;
+                /** @description schedule name: 1 to 100 of A-Z a-z 0-9 . _ -, not only dots */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description removed: 1 */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "removed": 1
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Removed"];
+                };
+            };
+            /** @description EMQINVALID */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQUNAUTHORIZED: no key, a wrong one, or a bad signature */
+            401: {
+                headers: {
+                    /** @description the Bearer scheme, realm echo_mq */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQFORBIDDEN: the key's role may not do this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQGONE: no such schedule */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQINTERNAL: a bug, logged with the request id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQUNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    pauseSchedule: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description With X-EMQ-Signature, instead of a bearer key: the Unix time in seconds at which the request was signed, within 5 minutes of the service's clock. */
+                "X-EMQ-Timestamp"?: components["parameters"]["SignatureTimestamp"];
+                /** @description Instead of a bearer key: sha256= and the hex HMAC-SHA256, under a key of EMQ_API_KEYS, of "<X-EMQ-Timestamp>.<METHOD>.<path and query>.<body>". Each signature is accepted once: a sender that retries signs again. */
+                "X-EMQ-Signature"?: components["parameters"]["Signature"];
+            };
+            path: {
+                /** @description queue name: 1 to 100 of A-Z a-z 0-9 . _ -, not only dots */
+                queue: string;
+                /** @description schedule name: 1 to 100 of A-Z a-z 0-9 . _ -, not only dots */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "created_at": "2026-12-01T09:30:00.000Z",
+                     *       "cron": "*\/5 * * * *",
+                     *       "end_at": "2027-01-01T00:00:00.000Z",
+                     *       "job": {
+                     *         "group": "tenant-42",
+                     *         "max_attempts": 3,
+                     *         "payload": {
+                     *           "to": "ada@example.com"
+                     *         },
+                     *         "priority": 0
+                     *       },
+                     *       "last_job_id": "nightly-report:1764651600000",
+                     *       "last_run_at": "2026-12-02T04:55:00.003Z",
+                     *       "misfire": "once",
+                     *       "missed": 1,
+                     *       "name": "nightly-report",
+                     *       "next_run_at": "2026-12-02T05:00:00.000Z",
+                     *       "overlap": "allow",
+                     *       "paused": false,
+                     *       "runs": 1,
+                     *       "skipped": 1,
+                     *       "start_at": "2026-12-01T00:00:00.000Z",
+                     *       "tz": "Europe/Berlin",
+                     *       "updated_at": "2026-12-01T09:30:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Schedule"];
+                };
+            };
+            /** @description EMQINVALID */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQUNAUTHORIZED: no key, a wrong one, or a bad signature */
+            401: {
+                headers: {
+                    /** @description the Bearer scheme, realm echo_mq */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQFORBIDDEN: the key's role may not do this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQGONE: no such schedule */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQINTERNAL: a bug, logged with the request id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQUNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    resumeSchedule: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description With X-EMQ-Signature, instead of a bearer key: the Unix time in seconds at which the request was signed, within 5 minutes of the service's clock. */
+                "X-EMQ-Timestamp"?: components["parameters"]["SignatureTimestamp"];
+                /** @description Instead of a bearer key: sha256= and the hex HMAC-SHA256, under a key of EMQ_API_KEYS, of "<X-EMQ-Timestamp>.<METHOD>.<path and query>.<body>". Each signature is accepted once: a sender that retries signs again. */
+                "X-EMQ-Signature"?: components["parameters"]["Signature"];
+            };
+            path: {
+                /** @description queue name: 1 to 100 of A-Z a-z 0-9 . _ -, not only dots */
+                queue: string;
+                /** @description schedule name: 1 to 100 of A-Z a-z 0-9 . _ -, not only dots */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "created_at": "2026-12-01T09:30:00.000Z",
+                     *       "cron": "*\/5 * * * *",
+                     *       "end_at": "2027-01-01T00:00:00.000Z",
+                     *       "job": {
+                     *         "group": "tenant-42",
+                     *         "max_attempts": 3,
+                     *         "payload": {
+                     *           "to": "ada@example.com"
+                     *         },
+                     *         "priority": 0
+                     *       },
+                     *       "last_job_id": "nightly-report:1764651600000",
+                     *       "last_run_at": "2026-12-02T04:55:00.003Z",
+                     *       "misfire": "once",
+                     *       "missed": 1,
+                     *       "name": "nightly-report",
+                     *       "next_run_at": "2026-12-02T05:00:00.000Z",
+                     *       "overlap": "allow",
+                     *       "paused": false,
+                     *       "runs": 1,
+                     *       "skipped": 1,
+                     *       "start_at": "2026-12-01T00:00:00.000Z",
+                     *       "tz": "Europe/Berlin",
+                     *       "updated_at": "2026-12-01T09:30:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Schedule"];
+                };
+            };
+            /** @description EMQINVALID */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQUNAUTHORIZED: no key, a wrong one, or a bad signature */
+            401: {
+                headers: {
+                    /** @description the Bearer scheme, realm echo_mq */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQFORBIDDEN: the key's role may not do this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQGONE: no such schedule */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQINTERNAL: a bug, logged with the request id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQUNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    runSchedule: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description With X-EMQ-Signature, instead of a bearer key: the Unix time in seconds at which the request was signed, within 5 minutes of the service's clock. */
+                "X-EMQ-Timestamp"?: components["parameters"]["SignatureTimestamp"];
+                /** @description Instead of a bearer key: sha256= and the hex HMAC-SHA256, under a key of EMQ_API_KEYS, of "<X-EMQ-Timestamp>.<METHOD>.<path and query>.<body>". Each signature is accepted once: a sender that retries signs again. */
+                "X-EMQ-Signature"?: components["parameters"]["Signature"];
+            };
+            path: {
+                /** @description queue name: 1 to 100 of A-Z a-z 0-9 . _ -, not only dots */
+                queue: string;
+                /** @description schedule name: 1 to 100 of A-Z a-z 0-9 . _ -, not only dots */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the job a run in the same millisecond enqueued */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "attempts": 1,
+                     *       "cancel_requested": false,
+                     *       "created_at": "2026-11-29T19:06:37.123Z",
+                     *       "group": "tenant-42",
+                     *       "id": "0190f8a2-7c4e-7d2a-9b1e-3f5c2a1b0c9d",
+                     *       "max_attempts": 3,
+                     *       "payload": {
+                     *         "to": "ada@example.com"
+                     *       },
+                     *       "priority": 0,
+                     *       "progress": {
+                     *         "pct": 50
+                     *       },
+                     *       "queue": "emails",
+                     *       "result": {
+                     *         "sent": true
+                     *       },
+                     *       "stalled": 0,
+                     *       "state": "active",
+                     *       "token": 42,
+                     *       "worker": "worker-1"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Job"];
+                };
+            };
+            /** @description the job enqueued */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "attempts": 1,
+                     *       "cancel_requested": false,
+                     *       "created_at": "2026-11-29T19:06:37.123Z",
+                     *       "group": "tenant-42",
+                     *       "id": "0190f8a2-7c4e-7d2a-9b1e-3f5c2a1b0c9d",
+                     *       "max_attempts": 3,
+                     *       "payload": {
+                     *         "to": "ada@example.com"
+                     *       },
+                     *       "priority": 0,
+                     *       "progress": {
+                     *         "pct": 50
+                     *       },
+                     *       "queue": "emails",
+                     *       "result": {
+                     *         "sent": true
+                     *       },
+                     *       "stalled": 0,
+                     *       "state": "active",
+                     *       "token": 42,
+                     *       "worker": "worker-1"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Job"];
+                };
+            };
+            /** @description EMQINVALID */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQUNAUTHORIZED: no key, a wrong one, or a bad signature */
+            401: {
+                headers: {
+                    /** @description the Bearer scheme, realm echo_mq */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQFORBIDDEN: the key's role may not do this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQGONE: no such schedule */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
