@@ -1,6 +1,6 @@
 // Command api runs echo_mq's HTTP/JSON service: the worker plane, the
-// operator routes, and the background reaper, over Redis (or over an
-// embedded in-memory store when EMQ_REDIS_URL is not set).
+// operator routes, the background reaper and the schedules' timer, over
+// Redis (or over an embedded in-memory store when EMQ_REDIS_URL is not set).
 package main
 
 import (
@@ -41,7 +41,8 @@ func main() {
 
 // run serves until ctx ends, then shuts down gracefully: it stops accepting,
 // answers waiting long polls empty, lets in-flight requests finish (within
-// EMQ_SHUTDOWN_TIMEOUT), stops the reaper and closes Redis.
+// EMQ_SHUTDOWN_TIMEOUT), stops the reaper and the schedules' timer, and
+// closes Redis.
 func run(ctx context.Context, getenv func(string) string, stdout io.Writer) error {
 	cfg, err := loadConfig(getenv)
 	if err != nil {

@@ -1,18 +1,20 @@
 // modules.test.mjs: unit tests of the dashboard modules' logic that needs
 // no page: the event-stream reader and throttle (live.js), the hash routes
-// (routes.js), the dead letters' grouping (deadletters.js) and the job
-// page's countdown and actions (job.js). TestModulesUnderNode (ui_test.go)
+// (routes.js), the dead letters' grouping (deadletters.js), the job
+// page's countdown and actions (job.js), the relative times (dom.js) and
+// the schedules' cadence in words (schedules.js). TestModulesUnderNode (ui_test.go)
 // runs it with `node --test`; it lives outside static/ so it is not served.
 
 import assert from "node:assert/strict";
 import { mock, test } from "node:test";
 
 import { groupByError, intro } from "./static/deadletters.js";
-import { plural } from "./static/dom.js";
+import { duration, fromNow, plural } from "./static/dom.js";
 import { actionsFor, countdown } from "./static/job.js";
 import { EventFeed, readEvents, throttle } from "./static/live.js";
 import { loadRole } from "./static/role.js";
 import { jobHref, parseRoute, queueHref } from "./static/routes.js";
+import { cadence, interval, noNextRun } from "./static/schedules.js";
 
 /** Makes role.js believe the key in use has role (as GET /whoami would say). */
 async function actAs(role) {
@@ -230,4 +232,33 @@ test("the flow control panel says the settings in words and reads its form", asy
   assert.deepEqual(settingsOfForm({ concurrency: "", rate_limit: "5", rate_window_ms: "1000", group_concurrency: "3", group_order: "on" }),
     { rate_limit: { limit: 5, window_ms: 1000 }, group_concurrency: 3, group_order: "fifo" });
   assert.deepEqual(settingsOfForm({ concurrency: "", rate_limit: "", rate_window_ms: "" }), {});
+});
+
+test("duration and fromNow say how far a time is, in its two largest units", () => {
+  const now = Date.parse("2026-12-02T05:00:00Z");
+  assert.equal(duration(12_400), "12 s");
+  assert.equal(duration(-125_000), "2 min 5 s");
+  assert.equal(duration(9_000_000), "2 h 30 min");
+  assert.equal(duration(3 * 86_400_000 + 4 * 3_600_000 + 59_000), "3 d 4 h");
+  assert.equal(fromNow("2026-12-02T05:00:42Z", now), "in 42 s");
+  assert.equal(fromNow("2026-12-02T04:57:00.000Z", now), "3 min 0 s ago");
+  assert.equal(fromNow("2026-12-03T03:00:00Z", now), "in 22 h 0 min");
+  assert.equal(fromNow("2026-12-02T05:00:00.200Z", now), "now");
+  assert.equal(fromNow(null, now), "");
+  assert.equal(fromNow("not a time", now), "");
+});
+
+test("a schedule's cadence in words: the interval in its largest whole unit, or the cron with its zone", () => {
+  assert.equal(interval(60_000), "1 min");
+  assert.equal(interval(90_000), "90 s");
+  assert.equal(interval(7_200_000), "2 h");
+  assert.equal(interval(5_400_000), "90 min");
+  assert.equal(interval(1_500), `${(1500).toLocaleString()} ms`);
+  assert.equal(interval(100), "100 ms");
+  assert.equal(cadence({ every_ms: 60_000 }), "every 1 min");
+  assert.equal(cadence({ every_ms: 1000 }), "every 1 s");
+  assert.equal(cadence({ cron: "0 3 * * *", tz: "Europe/Berlin" }), 'cron "0 3 * * *" in Europe/Berlin');
+  assert.equal(cadence({ cron: "@hourly" }), 'cron "@hourly" in UTC');
+  assert.equal(noNextRun({ paused: true, next_run_at: null }), "none while paused");
+  assert.equal(noNextRun({ paused: false, next_run_at: null, end_at: "2026-01-01T00:00:00.000Z" }), "none: past its end");
 });

@@ -61,6 +61,8 @@ func TestAssetsAreServedWithTheirTypes(t *testing.T) {
 		"/role.js":        "text/javascript; charset=utf-8",
 		"/dom.js":         "text/javascript; charset=utf-8",
 		"/deadletters.js": "text/javascript; charset=utf-8",
+		"/flow.js":        "text/javascript; charset=utf-8",
+		"/schedules.js":   "text/javascript; charset=utf-8",
 		"/live.js":        "text/javascript; charset=utf-8",
 		"/style.css":      "text/css; charset=utf-8",
 	}
@@ -212,7 +214,7 @@ func TestEveryModuleIsReachedFromTheEntryPoint(t *testing.T) {
 		}
 	}
 	visit("app.js")
-	for _, view := range []string{"queues.js", "queue.js", "job.js", "deadletters.js", "routes.js", "role.js", "live.js"} {
+	for _, view := range []string{"queues.js", "queue.js", "job.js", "deadletters.js", "flow.js", "schedules.js", "routes.js", "role.js", "live.js"} {
 		if _, ok := all[view]; !ok {
 			t.Errorf("%s is not embedded", view)
 		}
@@ -296,7 +298,7 @@ globalThis.fetch = async (path) => {
 const role = await import("./role.js");
 await role.loadRole();
 const may = {};
-for (const action of ["pause", "resume", "drain", "obliterate", "retry", "promote", "remove", "cancel", "fly"]) {
+for (const action of ["pause", "resume", "drain", "obliterate", "retry", "promote", "remove", "run", "cancel", "fly"]) {
   may[action] = role.may(action);
 }
 console.log(JSON.stringify({ may, describe: role.describe(), known: role.known() }));
@@ -304,8 +306,9 @@ console.log(JSON.stringify({ may, describe: role.describe(), known: role.known()
 
 // TestTheRoleDecidesWhichActionsAreShown runs role.js in node against
 // /whoami answers for each role: a reader may do nothing, a worker only
-// cancel, an admin (and anyone on an open API) everything; a refused key
-// or an unknown action allows nothing.
+// cancel, an admin (and anyone on an open API) everything, running a
+// schedule now included; a refused key or an unknown action allows
+// nothing.
 func TestTheRoleDecidesWhichActionsAreShown(t *testing.T) {
 	node, err := exec.LookPath("node")
 	if err != nil {
@@ -325,7 +328,7 @@ func TestTheRoleDecidesWhichActionsAreShown(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	admin := []string{"pause", "resume", "drain", "obliterate", "retry", "promote", "remove", "cancel"}
+	admin := []string{"pause", "resume", "drain", "obliterate", "retry", "promote", "remove", "run", "cancel"}
 	cases := []struct {
 		whoami   string
 		allowed  []string
@@ -375,7 +378,8 @@ func TestTheRoleDecidesWhichActionsAreShown(t *testing.T) {
 
 // TestModulesUnderNode runs modules.test.mjs, the unit tests of the
 // modules' logic (the event-stream reader, throttle, routes, grouping,
-// countdown), with node's built-in test runner.
+// countdown, relative times, the schedules' cadence), with node's built-in
+// test runner.
 func TestModulesUnderNode(t *testing.T) {
 	node, err := exec.LookPath("node")
 	if err != nil {

@@ -13,6 +13,10 @@
 //   EMQ_SCREENSHOTS  the folder to write the screenshots to
 //   CHROMIUM         the browser (default /usr/bin/chromium)
 //
+// The schedules are checked on queues of their own, nightly and calendar,
+// which the script makes over the API, so that their jobs leave the counts
+// of EMQ_QUEUE alone.
+//
 // It selects elements by role, label and text only, as a person (or a
 // screen reader) finds them. It exits non-zero with a message on the first
 // check that fails.
@@ -38,21 +42,25 @@ const sizes = {
 };
 
 /**
- * Reads the queue's row of the queues table as {column header: text}, by
- * the table's column headers; null while the row is not there.
+ * Reads the row of table whose row header is name as {column header:
+ * text}, by the table's column headers; null while the row is not there.
  */
-async function queueRow(page) {
-  const table = page.getByRole("table", { name: /Queues/ });
+async function rowOf(table, name) {
   const headers = await table.getByRole("columnheader").allInnerTexts();
-  const row = table.getByRole("row").filter({ has: page.getByRole("rowheader", { name: queue, exact: true }) });
+  const row = table.getByRole("row").filter({ has: table.page().getByRole("rowheader", { name, exact: true }) });
   if ((await row.count()) !== 1) {
     return null;
   }
   const texts = await row.getByRole("cell").allInnerTexts();
-  // The row header fills the first column ("Queue"); the cells the rest.
+  // The row header fills the first column; the cells the rest.
   const out = {};
   headers.slice(1).forEach((header, i) => (out[header.trim()] = (texts[i] || "").trim()));
   return out;
+}
+
+/** Reads the queue's row of the queues table; null while it is not there. */
+function queueRow(page) {
+  return rowOf(page.getByRole("table", { name: /Queues/ }), queue);
 }
 
 /**
@@ -306,6 +314,107 @@ async function controlTheFlow(page) {
   await apiCall("PUT", `/queues/${encodeURIComponent(queue)}/settings`, {});
 }
 
+/** The path of one schedule in the API. */
+function schedulePath(q, name) {
+  return `/queues/${encodeURIComponent(q)}/schedules/${encodeURIComponent(name)}`;
+}
+
+/**
+ * The schedules panel: three schedules made over the API (every minute;
+ * at 3 a.m. in Berlin; a paused one) are listed with their cadence in
+ * words and their next run. Pause and Resume pause the schedule for the
+ * API too; "Run now" enqueues a job, which the panel links to and the
+ * queue's pending jobs list. The panel passes axe and fits a phone. The
+ * every-minute schedule may tick during the test, so only the other two
+ * are checked for what a tick changes (last run, runs).
+ */
+async function steerSchedules(page) {
+  const q = "nightly";
+  await apiCall("PUT", schedulePath(q, "digest"), { every_ms: 60000, job: { payload: { kind: "digest" } } });
+  await apiCall("PUT", schedulePath(q, "cleanup"), { cron: "0 3 * * *", tz: "Europe/Berlin", job: { payload: null } });
+  await apiCall("PUT", schedulePath(q, "archive"), { every_ms: 3600000, job: { payload: {} }, paused: true });
+  await page.goto(`${base}/ui/#/queues/${q}/pending`);
+  const panel = page.getByRole("region", { name: "Schedules", exact: true });
+  const table = panel.getByRole("table", { name: `Schedules of queue ${q}, by name`, exact: true });
+  const row = (name) => rowOf(table, name);
+  await until("the three schedules listed", async () => (await table.getByRole("rowheader").allInnerTexts()).join(",") === "archive,cleanup,digest");
+
+  const digest = await row("digest");
+  assert.equal(digest.Cadence, "every 1 min");
+  assert.equal(digest.Paused, "no");
+  await until("digest's next run within the minute", async () => /\((in (\d+ s|1 min 0 s)|now)\)$/.test((await row("digest"))["Next run"]));
+  const cleanup = await row("cleanup");
+  assert.equal(cleanup.Cadence, 'cron "0 3 * * *" in Europe/Berlin');
+  assert.match(cleanup["Next run"], /\(in \d+ (h|min) \d+ (min|s)\)$/, `the next run of cleanup: ${cleanup["Next run"]}`);
+  assert.equal(cleanup["Last run"], "never");
+  assert.equal(cleanup.Runs, "0");
+  const next = (await apiCall("GET", schedulePath(q, "cleanup"))).next_run_at;
+  assert.equal(await table.getByRole("row").filter({ hasText: "cleanup" }).locator("time").first().getAttribute("datetime"), next,
+    "the next run shown is the API's");
+  const archive = await row("archive");
+  assert.deepEqual([archive.Cadence, archive.Paused, archive["Next run"], archive["Last run"]],
+    ["every 1 h", "paused", "none while paused", "never"], "the paused schedule");
+  await accessible(page, "the schedules panel");
+
+  // Pause and Resume, as the API sees them.
+  await panel.getByRole("button", { name: "Pause schedule digest", exact: true }).click();
+  await until("digest shown as paused", async () => (await row("digest"))?.["Next run"] === "none while paused");
+  assert.equal((await apiCall("GET", schedulePath(q, "digest"))).paused, true, "the API says digest is paused after Pause");
+  await panel.getByRole("button", { name: "Resume schedule digest", exact: true }).click();
+  await until("digest shown as running again", async () => (await row("digest"))?.Paused === "no");
+  const resumed = await apiCall("GET", schedulePath(q, "digest"));
+  assert.equal(resumed.paused, false, "the API says digest is not paused after Resume");
+  assert.ok(resumed.next_run_at, "digest has a next run again");
+
+  // Run now: the job is linked, counted, listed and has its page.
+  await panel.getByRole("button", { name: "Run now: schedule cleanup", exact: true }).click();
+  const ran = panel.getByRole("status").getByRole("link", { name: /^cleanup:run:\d+$/ });
+  await ran.waitFor();
+  const id = await ran.innerText();
+  await until("cleanup's last run to be the job run now", async () => (await row("cleanup"))?.Runs === "1");
+  assert.match((await row("cleanup"))["Last run"], new RegExp(`\\)\\s+job ${id}$`));
+  await page.getByRole("table", { name: /^Pending jobs of queue nightly/ }).getByRole("link", { name: id, exact: true }).waitFor();
+  assert.equal((await apiCall("GET", `/queues/${q}/jobs/${encodeURIComponent(id)}`)).state, "pending", "the API has the job run now");
+  await fitsAPhone(page, "the schedules panel");
+  await page.setViewportSize(sizes.phone);
+  const fit = await table.locator("..").evaluate((el) => ({ scroll: el.scrollWidth, client: el.clientWidth }));
+  assert.ok(fit.scroll <= fit.client, `the schedules table scrolls sideways on a phone (${fit.scroll} px in ${fit.client} px)`);
+  await page.setViewportSize(sizes.laptop);
+  await ran.click();
+  await page.getByRole("heading", { name: `Job ${id}`, exact: true }).waitFor();
+  assert.equal(await jobField(page, "State"), "pending", "the page of the job run now");
+}
+
+/**
+ * A queue with more schedules than a page (50) pages through them with
+ * next_cursor, as the jobs table does; a queue without any says how
+ * schedules are made.
+ */
+async function pageThroughSchedules(page) {
+  const q = "calendar";
+  for (let day = 1; day <= 51; day++) {
+    const name = `day-${String(day).padStart(2, "0")}`;
+    await apiCall("PUT", schedulePath(q, name), { cron: `0 3 ${Math.min(day, 28)} * *`, job: { payload: { day } } });
+  }
+  await page.goto(`${base}/ui/#/queues/${q}/pending`);
+  const panel = page.getByRole("region", { name: "Schedules", exact: true });
+  const table = panel.getByRole("table", { name: `Schedules of queue ${q}, by name, page 1 (50 a page)`, exact: true });
+  await table.getByRole("rowheader", { name: "day-50", exact: true }).waitFor();
+  assert.equal(await table.getByRole("rowheader").count(), 50, "the first page lists 50 schedules");
+  await panel.getByRole("button", { name: "Next page of schedules", exact: true }).click();
+  const second = panel.getByRole("table", { name: /, page 2 \(50 a page\)$/ });
+  await second.getByRole("rowheader", { name: "day-51", exact: true }).waitFor();
+  assert.equal(await second.getByRole("rowheader").count(), 1, "the second page lists the last schedule");
+  assert.equal(await panel.getByRole("button", { name: "Next page of schedules", exact: true }).isDisabled(), true);
+  await panel.getByRole("button", { name: "First page of schedules", exact: true }).click();
+  await table.getByRole("rowheader", { name: "day-01", exact: true }).waitFor();
+
+  await page.goto(`${base}/ui/#/queues/${encodeURIComponent(queue)}/pending`);
+  await page.getByRole("region", { name: "Schedules", exact: true })
+    .getByText(`No schedules in this queue. They are made over the API, with PUT /queues/${queue}/schedules/{name}.`, { exact: true })
+    .waitFor();
+}
+
 /** The browser's console lines for the stream requests reconnects() refuses on purpose. */
 const refusedStream = [/^console error: Failed to load resource: net::ERR_CONNECTION_REFUSED/];
 
@@ -349,10 +458,12 @@ async function main() {
     await cancelAnActiveJob(page);
     await tableFollowsEvents(page);
     await controlTheFlow(page);
+    await steerSchedules(page);
+    await pageThroughSchedules(page);
     await reconnects(page);
   }, refusedStream);
   console.log(`dashboard ok: queue ${queue} with ${pending} pending and ${dead} dead, paused and resumed; ` +
-    `dead job ${deadID} retried, new jobs seen live, active job ${activeID} cancelled`);
+    `dead job ${deadID} retried, new jobs seen live, active job ${activeID} cancelled; schedules listed, paused, resumed, run and paged`);
 }
 
 await main();

@@ -89,8 +89,9 @@ func TestDashboard(t *testing.T) {
 }
 
 // TestDashboardWithKeys runs keys.mjs against a service with API keys: the
-// page asks for a key, shows only what the key's role may do, and keeps the
-// key in the tab's sessionStorage only.
+// page asks for a key, shows only what the key's role may do (a reader
+// sees the queue's schedule but no button to pause or run it), and keeps
+// the key in the tab's sessionStorage only.
 func TestDashboardWithKeys(t *testing.T) {
 	requireTools(t)
 	installPackages(t)
@@ -102,10 +103,13 @@ func TestDashboardWithKeys(t *testing.T) {
 	const queue = "reports"
 	api := client{t: t, base: svc.URL() + "/queues/" + queue, key: adminKey}
 	deadID := api.deadJob("disk full")
+	const schedule = "weekly-report"
+	api.send(http.MethodPut, "/schedules/"+schedule, `{"cron":"0 6 * * 1","job":{"payload":{"report":"weekly"}}}`, nil)
 
 	out, err := runScript("keys.mjs", svc.URL(), t.TempDir(),
 		"EMQ_QUEUE="+queue,
 		"EMQ_DEAD_ID="+deadID,
+		"EMQ_SCHEDULE="+schedule,
 		"EMQ_READER_KEY="+readerKey,
 		"EMQ_ADMIN_KEY="+adminKey,
 	)
@@ -267,7 +271,13 @@ type client struct {
 // (when not nil); any other status fails the test.
 func (c client) post(path, body string, out any) {
 	c.t.Helper()
-	req, err := http.NewRequest(http.MethodPost, c.base+path, bytes.NewBufferString(body))
+	c.send(http.MethodPost, path, body, out)
+}
+
+// send is post with another method (PUT a schedule).
+func (c client) send(method, path, body string, out any) {
+	c.t.Helper()
+	req, err := http.NewRequest(method, c.base+path, bytes.NewBufferString(body))
 	if err != nil {
 		c.t.Fatal(err)
 	}
@@ -283,11 +293,11 @@ func (c client) post(path, body string, out any) {
 	var raw bytes.Buffer
 	raw.ReadFrom(resp.Body)
 	if resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusCreated {
-		c.t.Fatalf("POST %s: %d %s", path, resp.StatusCode, raw.String())
+		c.t.Fatalf("%s %s: %d %s", method, path, resp.StatusCode, raw.String())
 	}
 	if out != nil {
 		if err := json.Unmarshal(raw.Bytes(), out); err != nil {
-			c.t.Fatalf("POST %s: %v in %s", path, err, raw.String())
+			c.t.Fatalf("%s %s: %v in %s", method, path, err, raw.String())
 		}
 	}
 }

@@ -5,20 +5,23 @@
 //   EMQ_URL         the service's base URL
 //   EMQ_QUEUE       the queue with the dead job
 //   EMQ_DEAD_ID     the dead job's id
+//   EMQ_SCHEDULE    the name of a schedule of the queue
 //   EMQ_READER_KEY  a reader key
 //   EMQ_ADMIN_KEY   an admin key
 //
 // It checks that the page asks for a key, says which key it acts as, shows
-// only what the key's role may do, keeps the key in this tab only, and
-// forgets it on request.
+// only what the key's role may do (a reader sees the schedule, with no
+// button to pause, resume or run it; an admin has them), keeps the key in
+// this tab only, and forgets it on request.
 
 import assert from "node:assert/strict";
 
-import { need, until, withPage } from "./browser.mjs";
+import { accessible, need, until, withPage } from "./browser.mjs";
 
 const base = need("EMQ_URL");
 const queue = need("EMQ_QUEUE");
 const deadID = need("EMQ_DEAD_ID");
+const schedule = need("EMQ_SCHEDULE");
 const readerKey = need("EMQ_READER_KEY");
 const adminKey = need("EMQ_ADMIN_KEY");
 
@@ -66,6 +69,12 @@ async function main() {
     await page.getByRole("link", { name: `${queue} (1): 1 dead job`, exact: true }).click();
     await page.getByText("Retrying needs an admin key.", { exact: false }).waitFor();
     assert.equal(await page.getByRole("button", { name: /^Retry/ }).count(), 0, "a reader gets no retry button");
+    const schedules = page.getByRole("region", { name: "Schedules", exact: true });
+    await schedules.getByRole("rowheader", { name: schedule, exact: true }).waitFor();
+    await schedules.getByText("Pausing, resuming or running a schedule needs an admin key.", { exact: true }).waitFor();
+    assert.equal(await schedules.getByRole("button").count(), 0, "a reader gets no button to pause, resume or run a schedule");
+    assert.equal(await schedules.getByRole("columnheader", { name: "Actions" }).count(), 0, "a reader's schedules have no Actions column");
+    await accessible(page, "a queue's page for a reader");
     await page.getByRole("link", { name: deadID, exact: true }).first().click();
     await page.getByRole("heading", { name: `Job ${deadID}`, exact: true }).waitFor();
     assert.equal(await page.getByRole("button", { name: `Retry job ${deadID}`, exact: true }).count(), 0, "a reader cannot retry a job");
@@ -81,6 +90,10 @@ async function main() {
     await page.getByRole("button", { name: `Retry job ${deadID}`, exact: true }).click();
     await until("the retried job shown as pending", async () =>
       (await page.locator("dl.fields dd").first().innerText()).trim() === "pending");
+    await page.getByRole("link", { name: `Queue ${queue}`, exact: true }).click();
+    for (const name of [`Pause schedule ${schedule}`, `Run now: schedule ${schedule}`]) {
+      await page.getByRole("button", { name, exact: true }).waitFor();
+    }
 
     // The key belongs to this tab: another tab asks for one again.
     const other = await page.context().newPage();
@@ -89,7 +102,7 @@ async function main() {
     assert.deepEqual((await stored(other)).session, [], "a new tab starts with no key");
     await other.close();
   }, expected);
-  console.log("keys ok: asked for a key, refused a wrong one, reader read only, forgot the key, admin retried the job, a new tab asked again");
+  console.log("keys ok: asked for a key, refused a wrong one, reader read only, forgot the key, admin retried the job and may steer the schedule, a new tab asked again");
 }
 
 await main();

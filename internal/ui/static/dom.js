@@ -54,6 +54,33 @@ export function when(iso, timeOnly = false) {
   return h("time", { dateTime: iso, title: iso }, text);
 }
 
+/**
+ * "12 s", "2 min 5 s", "2 h 30 min", "3 d 4 h": a length of time given in
+ * ms (its sign ignored), to the second, in its two largest units.
+ */
+export function duration(ms) {
+  const s = Math.round(Math.abs(ms) / 1000);
+  if (s >= 86400) {
+    return `${Math.floor(s / 86400)} d ${Math.floor((s % 86400) / 3600)} h`;
+  }
+  if (s >= 3600) {
+    return `${Math.floor(s / 3600)} h ${Math.floor((s % 3600) / 60)} min`;
+  }
+  return s >= 60 ? `${Math.floor(s / 60)} min ${s % 60} s` : `${s} s`;
+}
+
+/** "in 42 s", "3 min 5 s ago" or "now": how far an RFC 3339 time is from now; "" for no time. */
+export function fromNow(iso, now = Date.now()) {
+  const ms = new Date(iso).getTime() - now;
+  if (!iso || Number.isNaN(ms)) {
+    return "";
+  }
+  if (Math.abs(ms) < 500) {
+    return "now";
+  }
+  return ms > 0 ? `in ${duration(ms)}` : `${duration(ms)} ago`;
+}
+
 /** Any JSON value, pretty-printed; "—" when absent. */
 export function pretty(value) {
   if (value === undefined || value === null) {

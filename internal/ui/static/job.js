@@ -5,7 +5,7 @@
 // change to it (a worker finishing it, a cancel being honoured).
 
 import { Problem, call, jobPath } from "./api.js";
-import { button, h, keepFocus, pretty, when } from "./dom.js";
+import { button, duration, h, keepFocus, pretty, when } from "./dom.js";
 import { throttle } from "./live.js";
 import { may } from "./role.js";
 import { finishedStates, queueHref } from "./routes.js";
@@ -19,9 +19,7 @@ export function countdown(iso, now = Date.now()) {
   if (Number.isNaN(ms)) {
     return "";
   }
-  const s = Math.round(Math.abs(ms) / 1000);
-  const span = s >= 3600 ? `${Math.floor(s / 3600)} h ${Math.floor((s % 3600) / 60)} min`
-    : s >= 60 ? `${Math.floor(s / 60)} min ${s % 60} s` : `${s} s`;
+  const span = duration(ms);
   return ms >= 0 ? `expires in ${span}` : `expired ${span} ago (the reaper sweeps it soon)`;
 }
 

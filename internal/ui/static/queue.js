@@ -1,6 +1,7 @@
 // queue.js: one queue's page. Links to its jobs per state (with counts), a
 // form to open a job by id, the dead letters panel when the queue has dead
-// jobs, the flow control panel (settings and groups), a table of the jobs in the chosen state, a page at a time, and the
+// jobs, the flow control panel (settings and groups), the schedules panel,
+// a table of the jobs in the chosen state, a page at a time, and the
 // queue's recent changes. The page reads itself again when the event feed
 // tells it the queue changed, at most once a second.
 
@@ -10,6 +11,7 @@ import { FlowPanel } from "./flow.js";
 import { button, h, keepFocus, tabStopWhenScrolling, when } from "./dom.js";
 import { throttle } from "./live.js";
 import { finishedStates, jobHref, queueHref, states } from "./routes.js";
+import { SchedulesPanel } from "./schedules.js";
 
 const pageSize = 50;
 
@@ -19,9 +21,15 @@ const recentMax = 20;
 /** The least time between two reads of the page after events. */
 const reloadGapMs = 1000;
 
-/** What one event says, after its kind and job: the reason, error, count or who did it. */
+/** What one event says, after its kind and job: the group or schedule, reason, error, count or who did it. */
 function eventDetail(event) {
   const parts = [];
+  if (event.group) {
+    parts.push(`group ${event.group}`);
+  }
+  if (event.schedule) {
+    parts.push(`schedule ${event.schedule}`);
+  }
   if (event.state) {
     parts.push(`now ${event.state}`);
   }
@@ -80,6 +88,7 @@ export class QueueView {
       (this.dead.panel.hidden ? this.heading : this.dead.heading).focus();
     });
     this.flow = new FlowPanel(ctx, () => this.load());
+    this.schedules = new SchedulesPanel(ctx, () => this.load());
   }
 
   show(route) {
@@ -93,6 +102,7 @@ export class QueueView {
 
   leave() {
     this.shown = null;
+    this.schedules.stop();
   }
 
   /** Reads the page again: the event feed (re)opened. */
@@ -164,6 +174,7 @@ export class QueueView {
       this.paused,
       this.dead.panel,
       this.flow.panel,
+      this.schedules.panel,
       h("nav", { "aria-label": `Job states of queue ${q}` }, this.tabs),
       find,
       this.findMessage,
@@ -175,7 +186,7 @@ export class QueueView {
     this.heading.focus();
   }
 
-  /** Reads the queue's counts, the dead letters and the current page. */
+  /** Reads the queue's counts, the dead letters, flow control, schedules and the current page. */
   async load() {
     const shown = this.shown;
     if (!shown) {
@@ -189,6 +200,7 @@ export class QueueView {
       this.showQueue(queue);
       await this.dead.load(this.queue, (queue.counts && queue.counts.dead) || 0, () => this.shown === shown);
       await this.flow.load(this.queue, () => this.shown === shown);
+      await this.schedules.load(this.queue, () => this.shown === shown);
       await this.page(this.cursors.length - 1);
     } catch (err) {
       if (this.shown === shown) {

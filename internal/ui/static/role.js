@@ -5,7 +5,11 @@
 
 import { whoami } from "./api.js";
 
-/** The least role each action needs: cancel is a worker-plane verb, the rest are the operator's (pause also pauses a group). */
+/**
+ * The least role each action needs: cancel is a worker-plane verb, the rest
+ * are the operator's (pause and resume also act on a group or a schedule;
+ * run runs a schedule now).
+ */
 const needs = {
   pause: "admin",
   resume: "admin",
@@ -15,6 +19,7 @@ const needs = {
   promote: "admin",
   remove: "admin",
   settings: "admin",
+  run: "admin",
   cancel: "worker",
 };
 
