@@ -2,6 +2,7 @@ package lua
 
 import (
 	"strconv"
+	"strings"
 
 	"github.com/echo-mq/echo_mq/internal/keyspace"
 )
@@ -398,16 +399,16 @@ func (a ScheduleListArgs) Call(q keyspace.Queue) Call {
 	return ScheduleList.call(q, "", "", nil, a.Name, a.Cursor, a.Limit)
 }
 
-// Fire is one fire of schedule_fire.lua: a planned tick, or (Tick 0) a
-// run now. Job.ID is the job's id, "" for none (a missed tick); its
-// DelayMS is ignored (a scheduled job is pending at once).
+// Fire is one fire of schedule_fire.lua: a schedule's planned ticks, or
+// (Tick 0) a run now.
 type Fire struct {
 	Name, Version string
-	Tick          int64 // the tick the fire was planned for, ms; 0: a run now
-	Next          int64 // the tick after it, ms; 0: none
+	Tick          int64    // the next tick the fire was planned for, ms; 0: a run now
+	IDs           []string // the jobs to enqueue, oldest tick first; none: only missed ticks
+	Next          int64    // the tick after them, ms; 0: none
 	Missed        int
 	OverlapSkip   bool
-	Job           NewJob
+	Job           NewJob // the template: its ID and DelayMS are not used
 }
 
 // ScheduleFireArgs are schedule_fire.lua's arguments.
@@ -419,14 +420,12 @@ func (a ScheduleFireArgs) Call(q keyspace.Queue) Call {
 	args := make([]any, 0, 1+12*len(a.Fires))
 	args = append(args, len(a.Fires))
 	for _, f := range a.Fires {
-		if f.Job.ID != "" {
-			rows = append(rows, f.Job.ID)
-		}
+		rows = append(rows, f.IDs...)
 		overlap := "allow"
 		if f.OverlapSkip {
 			overlap = "skip"
 		}
-		args = append(args, f.Name, f.Version, tick(f.Tick), f.Job.ID, tick(f.Next), f.Missed, overlap,
+		args = append(args, f.Name, f.Version, tick(f.Tick), strings.Join(f.IDs, ","), tick(f.Next), f.Missed, overlap,
 			f.Job.Payload, f.Job.Priority, f.Job.MaxAttempts, f.Job.Backoff, f.Job.Group)
 	}
 	return ScheduleFire.call(q, "", "", rows, args...)

@@ -7,54 +7,64 @@
 -- KEYS[4] events
 -- KEYS[5] schedules
 -- KEYS[6] schedule_due
--- KEYS[7..] rows: the job row of each fire that makes a job, in ARGV order
+-- KEYS[7..] rows: the row of every job id the fires name, in ARGV order
 -- ARGV[3] n, the number of fires; then 12 ARGV per fire:
 --         name; version, the schedule's version the fire was planned
 --         from; tick, the next tick it was planned for ("" for a run now,
---         which fires outside the cadence and leaves it as it is); the
---         job's id ("" for none: the tick was missed, misfire "skip");
---         next, the tick after it ("" for none: past the schedule's end);
---         missed, the ticks the plan passed over; overlap ("skip" or
---         "allow"); then the job: payload, priority, max_attempts,
---         backoff, group ("" none), as enqueue.lua takes them
+--         which fires outside the cadence and leaves it as it is); ids,
+--         the jobs to enqueue, comma-separated, oldest tick first ("" for
+--         none: only missed ticks); next, the tick after them ("" for
+--         none: past the schedule's end); missed, the ticks the plan
+--         passed over; overlap ("skip" or "allow"); then the job: payload,
+--         priority, max_attempts, backoff, group ("" none), as enqueue.lua
+--         takes them
 --
 -- A planned fire does nothing ("stale") unless the schedule's version and
 -- next tick are still the ones it was planned from: of several replicas
--- that planned one tick, one fires it. Otherwise it moves the schedule's
--- next tick on and
---   - with overlap "skip", while the last job it enqueued is pending,
---     delayed or active, counts the tick in skipped ("skipped");
---   - else enqueues the job as enqueue.lua does, pending now ("fired"),
---     or finds it made already ("exists": a schedule made again under an
---     old name), and sets last_run_at, last_job_id and runs.
--- Missed ticks count in missed.
+-- that planned one tick, one fires it. Otherwise ("done") it moves the
+-- schedule's next tick on and enqueues its jobs as enqueue.lua does,
+-- pending now, but for overlap "skip": while the last job the schedule
+-- enqueued is pending, delayed or active, a tick enqueues nothing and
+-- counts in skipped, and of several ticks at once only the first is
+-- enqueued. last_run_at, last_job_id and runs count the jobs made; an id
+-- that exists already (a schedule made again under an old name) makes
+-- none and counts in no run. Missed ticks count in missed.
 -- Returns {fresh, earliest, outcomes}: fresh as enqueue.lua's, earliest
 -- the earliest next tick of the queue's schedules (-1: none), outcomes
--- one {outcome, job or false} per fire, in order.
+-- one {outcome, skipped, replies} per fire, in order: replies are
+-- enqueue.lua's {created, job}, one per job enqueued.
 -- Errors: TRYAGAIN (here.lua) when a job row the script looks at, or the
 -- flow control keys a grouped job needs, are away on a migrating slot.
 
 local n = tonumber(ARGV[3])
 local WIDTH = 12
 
+-- live reports whether the job id is pending, delayed or active.
+local function live(id)
+  local row = id and row_here(id)
+  local state = row and row.state
+  return state == 'pending' or state == 'delayed' or state == 'active'
+end
+
 -- Reads first (here.lua): each fire's record, and the state of the last
 -- job of an overlap "skip" schedule.
 local plans = {}
 for i = 0, n - 1 do
   local at = 4 + i * WIDTH
-  local name, version, tick, id = ARGV[at], ARGV[at + 1], ARGV[at + 2], ARGV[at + 3]
+  local name, version, tick = ARGV[at], ARGV[at + 1], ARGV[at + 2]
   local record = schedule_record(name)
-  local plan = { at = at, name = name, id = id, outcome = 'stale' }
+  local plan = { at = at, name = name, ids = {}, skipped = 0, stale = true }
   if record and record[3] == version and (tick == '' or record[5] == tick) then
-    plan.outcome = id == '' and 'missed' or 'fired'
-    if id ~= '' and tick ~= '' and ARGV[at + 6] == 'skip' and record[7] then
-      local last = row_here(record[7])
-      local state = last and last.state
-      if state == 'pending' or state == 'delayed' or state == 'active' then
-        plan.outcome = 'skipped'
-      end
+    plan.stale = false
+    for id in string.gmatch(ARGV[at + 3], '[^,]+') do
+      plan.ids[#plan.ids + 1] = id
     end
-    if plan.outcome == 'fired' and ARGV[at + 11] ~= '' then
+    if tick ~= '' and ARGV[at + 6] == 'skip' and #plan.ids > 0 then
+      local keep = live(record[7]) and 0 or 1
+      plan.skipped = #plan.ids - keep
+      plan.ids = { plan.ids[keep] }
+    end
+    if #plan.ids > 0 and ARGV[at + 11] ~= '' then
       flow_here()
     end
   end
@@ -62,19 +72,18 @@ for i = 0, n - 1 do
 end
 
 -- Then the jobs, in one enqueue.
-local jobs, groups, places, k = {}, nil, {}, 0
+local jobs, groups, k = {}, nil, 0
 for i = 0, n - 1 do
-  local plan = plans[i]
-  if plan.outcome == 'fired' then
-    local at = plan.at
-    for _, v in ipairs({ plan.id, ARGV[at + 7], ARGV[at + 8], '0', ARGV[at + 9], ARGV[at + 10] }) do
+  local plan, at = plans[i], plans[i].at
+  plan.first = k
+  for _, id in ipairs(plan.ids) do
+    for _, v in ipairs({ id, ARGV[at + 7], ARGV[at + 8], '0', ARGV[at + 9], ARGV[at + 10] }) do
       jobs[#jobs + 1] = v
     end
     if ARGV[at + 11] ~= '' then
       groups = groups or {}
       groups[k] = ARGV[at + 11]
     end
-    places[i] = k
     k = k + 1
   end
 end
@@ -90,8 +99,8 @@ local outcomes = {}
 for i = 0, n - 1 do
   local plan = plans[i]
   local at, name = plan.at, plan.name
-  local reply = false
-  if plan.outcome ~= 'stale' then
+  local outcome = { 'stale', 0, {} }
+  if not plan.stale then
     if ARGV[at + 2] ~= '' then
       schedule_next(name, ARGV[at + 4])
     end
@@ -99,18 +108,22 @@ for i = 0, n - 1 do
     if missed > 0 then
       redis.call('HINCRBY', SCHEDULES, schedule_field(name, 'missed'), missed)
     end
-  end
-  if plan.outcome == 'skipped' then
-    redis.call('HINCRBY', SCHEDULES, schedule_field(name, 'skipped'), 1)
-  elseif plan.outcome == 'fired' then
-    local r = replies[places[i] + 1]
-    if r[1] == 0 then
-      plan.outcome = 'exists'
+    if plan.skipped > 0 then
+      redis.call('HINCRBY', SCHEDULES, schedule_field(name, 'skipped'), plan.skipped)
     end
-    reply = r[2]
-    redis.call('HSET', SCHEDULES, schedule_field(name, 'last_run_at'), now, schedule_field(name, 'last_job_id'), plan.id)
-    redis.call('HINCRBY', SCHEDULES, schedule_field(name, 'runs'), 1)
+    local made, mine = 0, {}
+    for j = 1, #plan.ids do
+      local reply = replies[plan.first + j]
+      mine[j] = reply
+      made = made + reply[1]
+    end
+    if made > 0 then
+      redis.call('HSET', SCHEDULES, schedule_field(name, 'last_run_at'), now,
+        schedule_field(name, 'last_job_id'), plan.ids[#plan.ids])
+      redis.call('HINCRBY', SCHEDULES, schedule_field(name, 'runs'), made)
+    end
+    outcome = { 'done', plan.skipped, mine }
   end
-  outcomes[#outcomes + 1] = { plan.outcome, reply }
+  outcomes[#outcomes + 1] = outcome
 end
 return { fresh, schedule_earliest(), outcomes }

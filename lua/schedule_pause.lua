@@ -15,7 +15,8 @@
 -- and writes no event.
 -- Returns the record (schedules.lua).
 -- Errors: EMQGONE no such schedule; EMQCHANGED the schedule's version is
--- no longer the one given (the service reads it again and retries).
+-- no longer the one given, or the next tick given has passed (the service
+-- reads them again and retries).
 
 local name = ARGV[3]
 local record = schedule_record(name)
@@ -26,11 +27,12 @@ local pause = ARGV[4] == '1'
 if pause == (record[4] == '1') then
   return record
 end
-if not pause and record[3] ~= ARGV[6] then
+local now = now_ms()
+if not pause and (record[3] ~= ARGV[6] or schedule_passed(ARGV[5], now)) then
   return redis.error_reply('EMQCHANGED the schedule changed meanwhile')
 end
-redis.call('HINCRBY', SCHEDULES, schedule_field(name, 'version'), 1)
-redis.call('HSET', SCHEDULES, schedule_field(name, 'updated_at'), int(now_ms()))
+schedule_bump(name)
+redis.call('HSET', SCHEDULES, schedule_field(name, 'updated_at'), int(now))
 if pause then
   redis.call('HSET', SCHEDULES, schedule_field(name, 'paused'), '1')
   schedule_next(name, '')

@@ -13,15 +13,21 @@
 --
 -- A replaced schedule keeps its history (last_run_at, last_job_id, runs,
 -- skipped, missed) and takes the new definition, paused flag and next
--- tick whole; its version is bumped, so that a fire planned from the old
--- one does nothing.
+-- tick whole; its version is bumped (schedule_bump), so that a fire
+-- planned from the old one does nothing.
 -- Returns {created (1 new, 0 replaced), record} (schedules.lua).
+-- Errors: EMQCHANGED the next tick given has passed (the service reads the
+-- clock again and retries); nothing is written.
 
 local name = ARGV[3]
-local now = int(now_ms())
+local ms = now_ms()
+if schedule_passed(ARGV[5], ms) then
+  return redis.error_reply('EMQCHANGED the next tick has passed')
+end
+local now = int(ms)
 local created = redis.call('HEXISTS', SCHEDULES, name) == 0 and 1 or 0
 redis.call('HSET', SCHEDULES, name, ARGV[4], schedule_field(name, 'updated_at'), now)
-redis.call('HINCRBY', SCHEDULES, schedule_field(name, 'version'), 1)
+schedule_bump(name)
 if created == 1 then
   redis.call('HSET', SCHEDULES, schedule_field(name, 'created_at'), now)
 end

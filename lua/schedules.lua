@@ -60,6 +60,30 @@ local function schedule_next(name, next)
   end
 end
 
+-- schedule_bump bumps name's version and returns it. A schedule made anew
+-- (first made, or made again after a delete or an obliterate) starts at
+-- the server's time in microseconds, above any version an old one under
+-- the name had (each change adds one: it would have taken more changes
+-- than microseconds went by), so that a fire planned from the old one can
+-- never pass for the new.
+local function schedule_bump(name)
+  local field = schedule_field(name, 'version')
+  local version = redis.call('HINCRBY', SCHEDULES, field, 1)
+  if version == 1 then
+    local t = redis.call('TIME')
+    version = tonumber(t[1]) * 1000000 + tonumber(t[2])
+    redis.call('HSET', SCHEDULES, field, int(version))
+  end
+  return version
+end
+
+-- schedule_passed reports whether next, a next tick a caller computed
+-- ("" for none), has passed by now (ms): the caller read the clock too
+-- long ago, and a fire may have taken that tick meanwhile.
+local function schedule_passed(next, now)
+  return next ~= '' and tonumber(next) <= now
+end
+
 -- schedule_earliest is the earliest next tick of the queue's schedules
 -- (ms), or -1 when none will fire: what a replica's timer waits for.
 local function schedule_earliest()

@@ -748,7 +748,7 @@ type ScheduleRequest struct {
 	// @daily (@midnight), @weekly, @monthly, @yearly (@annually), read in tz.
 	Cron *string `json:"cron,omitempty"`
 
-	// EndAt No tick after end_at; later than start_at.
+	// EndAt No tick after end_at; later than start_at, and than now.
 	EndAt *time.Time `json:"end_at,omitempty"`
 
 	// EveryMs A tick at every multiple of every_ms since the Unix epoch, in ms.

@@ -103,9 +103,10 @@ func TestSchedulesFireEachTickOnceAcrossReplicas(t *testing.T) {
 }
 
 // TestScheduleMisfireAfterTheServiceWasStopped stops the only replica for
-// more than three ticks of every_ms 1000: on its return misfire "once"
-// fires one catch-up job, for the latest missed tick, and counts the rest
-// in missed; "skip" fires none and counts them all; then both run on.
+// three ticks of every_ms 2000 (the last 1.5 s before its return, more
+// than the second's grace): on its return misfire "once" fires one
+// catch-up job, for the latest missed tick, and counts the rest in missed;
+// "skip" fires none and counts them all; then both run on.
 func TestScheduleMisfireAfterTheServiceWasStopped(t *testing.T) {
 	t.Parallel()
 	bin := buildService(t)
@@ -116,7 +117,7 @@ func TestScheduleMisfireAfterTheServiceWasStopped(t *testing.T) {
 	svc := startBinary(t, bin, env, base)
 	q := redistest.Queue(t)
 	for _, misfire := range []string{"once", "skip"} {
-		mustCall(t, "PUT", base+"/queues/"+q+"/schedules/"+misfire, `{"every_ms":1000,"misfire":"`+misfire+`","job":{"payload":1}}`, 201, nil)
+		mustCall(t, "PUT", base+"/queues/"+q+"/schedules/"+misfire, `{"every_ms":2000,"misfire":"`+misfire+`","job":{"payload":1}}`, 201, nil)
 	}
 	rdb := redis.NewClient(&redis.Options{Addr: server.Addr})
 	defer rdb.Close()
@@ -130,12 +131,12 @@ func TestScheduleMisfireAfterTheServiceWasStopped(t *testing.T) {
 		last[misfire] = ticks[len(ticks)-1]
 	}
 	// Three ticks after the later of the two last ones pass unfired.
-	down := time.UnixMilli(max(last["once"], last["skip"]) + 3300)
+	down := time.UnixMilli(max(last["once"], last["skip"]) + 7500)
 	time.Sleep(time.Until(down))
 	svc = startBinary(t, bin, env, base)
 	for _, misfire := range []string{"once", "skip"} {
 		var after []int64 // the ticks fired since the restart
-		eventually(t, 5*time.Second, misfire+" fired again after the restart", func() bool {
+		eventually(t, 8*time.Second, misfire+" fired again after the restart", func() bool {
 			after = after[:0]
 			for _, tick := range tickJobs(t, rdb, "misfire", q, misfire) {
 				if tick > last[misfire] {
@@ -146,7 +147,7 @@ func TestScheduleMisfireAfterTheServiceWasStopped(t *testing.T) {
 		})
 		var rec scheduleRecord
 		mustCall(t, "GET", base+"/queues/"+q+"/schedules/"+misfire, "", 200, &rec)
-		gap := (after[0]-last[misfire])/1000 - 1 // ticks between the last before and the first after
+		gap := (after[0]-last[misfire])/2000 - 1 // ticks between the last before and the first after
 		switch misfire {
 		case "once":
 			// The first job after the restart is the catch-up, for the
@@ -161,7 +162,7 @@ func TestScheduleMisfireAfterTheServiceWasStopped(t *testing.T) {
 				t.Errorf("skip: last tick before %d, first after %d: missed %d, want %d (and at least 3)", last[misfire], after[0], rec.Missed, gap)
 			}
 		}
-		if after[1]-after[0] != 1000 {
+		if after[1]-after[0] != 2000 {
 			t.Errorf("%s: after the restart ticks %v: the cadence did not resume", misfire, after)
 		}
 	}

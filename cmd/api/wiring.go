@@ -41,6 +41,7 @@ func (s services) timer(log *slog.Logger) *scheduler.Timer {
 	return scheduler.NewTimer(s.sched, scheduler.TimerConfig{Logger: log,
 		OnTicks: func(queue string, t scheduler.Ticks) {
 			s.metrics.ScheduleTicks(queue, t.Fired, t.Skipped, t.Missed, t.Lateness)
+			s.metrics.Transition(queue, "enqueued", t.Fired)
 		},
 	})
 }

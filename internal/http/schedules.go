@@ -60,7 +60,7 @@ type ScheduleRequest struct {
 	Misfire *string `json:"misfire,omitempty" validate:"omitnil,oneof=once skip" enums:"once,skip" example:"once"`
 	// No tick before start_at.
 	StartAt *string `json:"start_at,omitempty" format:"date-time" example:"2026-12-01T00:00:00Z"`
-	// No tick after end_at; later than start_at.
+	// No tick after end_at; later than start_at, and than now.
 	EndAt *string `json:"end_at,omitempty" format:"date-time" example:"2027-01-01T00:00:00Z"`
 	// A paused schedule fires nothing. Default false.
 	Paused bool `json:"paused,omitempty" example:"false"`
@@ -154,6 +154,9 @@ func (s *server) definition(req ScheduleRequest) (scheduler.Definition, error) {
 	}
 	if w := d.Window; !w.Start.IsZero() && !w.End.IsZero() && !w.End.After(w.Start) {
 		return d, invalid("end_at must be after start_at", FieldError{Field: "end_at", Message: "must be after start_at"})
+	}
+	if end := d.Window.End; !end.IsZero() && !end.After(time.Now()) {
+		return d, invalid("end_at has passed: the schedule would never fire", FieldError{Field: "end_at", Message: "must be in the future"})
 	}
 	return d, nil
 }

@@ -147,6 +147,9 @@ func TestScheduleValidation(t *testing.T) {
 		{`{"every_ms":1000,"misfire":"all",` + job + `}`, "misfire"},
 		{`{"every_ms":1000,"start_at":"2027-01-01T00:00:00Z","end_at":"2026-01-01T00:00:00Z",` + job + `}`, "end_at"},
 		{`{"every_ms":1000,"start_at":"tomorrow",` + job + `}`, "start_at"},
+		{`{"every_ms":1000,"end_at":"2020-01-01T00:00:00Z",` + job + `}`, "end_at"},
+		{`{"cron":"0 0 30 2 *",` + job + `}`, "cron"},
+		{`{"cron":"CRON_TZ=Asia/Tokyo 0 3 * * *",` + job + `}`, "cron"},
 		{`{"every_ms":1000,"surprise":1,` + job + `}`, "surprise"},
 	} {
 		before := h.snapshot(t)

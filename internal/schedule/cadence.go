@@ -51,14 +51,23 @@ func Cron(spec, tz string) (Cadence, error) {
 		return Cadence{}, err
 	}
 	spec = strings.TrimSpace(spec)
-	if strings.HasPrefix(spec, "@every") {
+	switch {
+	case strings.HasPrefix(spec, "@every"):
 		return Cadence{}, fmt.Errorf("%w: %q: use every_ms for a fixed interval", ErrCadence, spec)
+	case strings.Contains(spec, "="):
+		// The library reads a CRON_TZ= or TZ= prefix, which would override
+		// tz behind its back.
+		return Cadence{}, fmt.Errorf("%w: %q: give the time zone in tz", ErrCadence, spec)
 	}
 	sched, err := parser.Parse(spec)
 	if err != nil {
 		return Cadence{}, fmt.Errorf("%w: %q: %v", ErrCadence, spec, err)
 	}
-	return Cadence{cron: sched, loc: loc, wall: namesHours(spec)}, nil
+	c := Cadence{cron: sched, loc: loc, wall: namesHours(spec)}
+	if c.Next(time.Now()).IsZero() {
+		return Cadence{}, fmt.Errorf("%w: %q matches no date (such as the 30th of February)", ErrCadence, spec)
+	}
+	return c, nil
 }
 
 // Every is the cadence of a fixed interval: ticks at the multiples of
@@ -104,14 +113,19 @@ func namesHours(spec string) bool {
 	return fields[1] != "*" && fields[1] != "*/1"
 }
 
-// Next is the first tick strictly after after.
+// Next is the first tick strictly after after; the zero time when there
+// is none (a cron expression of a date that never comes: the library looks
+// five years ahead).
 func (c Cadence) Next(after time.Time) time.Time {
 	if c.every > 0 {
 		ms, every := after.UnixMilli(), c.every.Milliseconds()
 		return time.UnixMilli((ms/every + 1) * every).UTC()
 	}
 	if !c.wall {
-		return c.cron.Next(after.In(c.loc)).UTC()
+		if next := c.cron.Next(after.In(c.loc)); !next.IsZero() {
+			return next.UTC()
+		}
+		return time.Time{}
 	}
 	// A fixed hour: the ticks are wall-clock times, taken in a clock with
 	// no daylight-saving change and then placed in the zone. The search
@@ -119,7 +133,9 @@ func (c Cadence) Next(after time.Time) time.Time {
 	// its reading (in a skipped hour) is not passed over.
 	wall := wallClock(after.In(c.loc).Add(-3 * time.Hour))
 	for {
-		wall = c.cron.Next(wall)
+		if wall = c.cron.Next(wall); wall.IsZero() {
+			return time.Time{}
+		}
 		if at := c.place(wall); at.After(after) {
 			return at.UTC()
 		}

@@ -36,44 +36,71 @@ func (w Window) bound(t time.Time) time.Time {
 
 // Plan is what a replica does about a schedule whose next tick is due.
 type Plan struct {
-	Fire time.Time // the tick to enqueue a job for; zero: none
-	Next time.Time // the schedule's next tick after this; zero: none (it has ended)
-	// Missed counts ticks that came and went unfired (all of them under
-	// MisfireSkip; all but the one fired under MisfireOnce).
+	// CatchUp is the latest tick missed, enqueued under MisfireOnce; zero:
+	// none.
+	CatchUp time.Time
+	// OnTime are the ticks within Grace of now, oldest first: each is
+	// enqueued (more than one when a fast cadence's replica is a little
+	// late).
+	OnTime []time.Time
+	Next   time.Time // the schedule's next tick after now; zero: none (it has ended)
+	// Missed counts ticks more than Grace late that were not enqueued (all
+	// of them under MisfireSkip; all but CatchUp under MisfireOnce).
 	Missed int
+}
+
+// Fires are the ticks the plan enqueues a job for, oldest first.
+func (p Plan) Fires() []time.Time {
+	if p.CatchUp.IsZero() {
+		return p.OnTime
+	}
+	return append([]time.Time{p.CatchUp}, p.OnTime...)
 }
 
 // maxWalk bounds how many missed ticks Due steps through one by one; past
 // it, it jumps to the ticks around now.
 const maxWalk = 100_000
 
-// Due plans the tick next, due at now (next <= now): on time (within
-// Grace, and the only tick that came), it fires; missed, the misfire
-// policy decides, and the cadence resumes at the first tick after now.
+// Due plans the ticks from next (next <= now) to now, within w. A tick at
+// most Grace before now is on time and fires, every one of them; the ticks
+// before those were missed (no replica ran then) and the misfire policy
+// decides: one catch-up job for the latest (MisfireOnce) or none
+// (MisfireSkip). The cadence resumes at its first tick after now.
 func (c Cadence) Due(next, now time.Time, misfire string, w Window) Plan {
-	after := c.Next(next)
-	if !now.Before(next) && now.Sub(next) <= Grace && after.After(now) {
-		return Plan{Fire: next, Next: w.bound(after)}
-	}
-	latest, missed := next, 1
-	for walked := 0; !after.After(now); walked++ {
+	cutoff := now.Add(-Grace)
+	tick, latest, missed := next, time.Time{}, 0
+	for walked := 0; w.holds(tick) && tick.Before(cutoff); walked++ {
 		if walked == maxWalk {
-			// A long outage of a fast cadence: jump to the latest tick, and
-			// count the ticks by the interval (a cron's count stays where
-			// the walk stopped).
-			latest = c.lastBefore(now, latest)
-			if c.every > 0 {
-				missed = int(latest.Sub(next)/c.every) + 1
+			// A long outage of a fast cadence: jump to the latest tick
+			// missed, and count the ticks by the interval (a cron's count
+			// stays where the walk stopped).
+			bound := cutoff.Add(-time.Nanosecond)
+			if !w.End.IsZero() && w.End.Before(bound) {
+				bound = w.End
 			}
-			break
+			last := c.lastBefore(bound, tick)
+			if c.every > 0 {
+				missed += int(last.Sub(tick) / c.every)
+			}
+			tick = last
 		}
-		latest, after, missed = after, c.Next(after), missed+1
+		latest, missed, tick = tick, missed+1, c.Next(tick)
 	}
-	p := Plan{Next: w.bound(c.Next(latest)), Missed: missed}
-	if misfire != MisfireSkip {
-		p.Fire, p.Missed = latest, missed-1
+	var p Plan
+	for ; w.holds(tick) && !tick.After(now); tick = c.Next(tick) {
+		p.OnTime = append(p.OnTime, tick)
+	}
+	p.Next, p.Missed = w.bound(tick), missed
+	if misfire != MisfireSkip && missed > 0 {
+		p.CatchUp, p.Missed = latest, missed-1
 	}
 	return p
+}
+
+// holds reports whether t is a tick at all: not the zero time (a cadence
+// with no next tick), and not after the window's end.
+func (w Window) holds(t time.Time) bool {
+	return !t.IsZero() && (w.End.IsZero() || !t.After(w.End))
 }
 
 // lastBefore is the latest tick at or before now, from from (a tick at or

@@ -19,9 +19,9 @@ import (
 // Actor is who asks for a change, for its event.
 type Actor = lua.Actor
 
-// resumeTries bounds how often a resume or a run reads a schedule again
-// when it changed between the read and the write.
-const resumeTries = 5
+// changedTries bounds how often a put, a resume or a run reads the clock
+// or the schedule again when it changed between the read and the write.
+const changedTries = 5
 
 // Service manages the schedules of every queue under one key prefix.
 type Service struct {
@@ -53,19 +53,30 @@ func (s *Service) Put(ctx context.Context, queue, name string, d Definition, pau
 	if err != nil {
 		return Schedule{}, false, err
 	}
-	next := int64(0)
-	if !paused {
-		now, err := s.now(ctx)
-		if err != nil {
-			return Schedule{}, false, err
-		}
-		next = unixMilli(cadence.First(now, d.Window))
-	}
 	if err := s.watch(ctx, queue); err != nil {
 		return Schedule{}, false, err
 	}
-	reply, err := s.run(ctx, queue, lua.SchedulePutArgs{Name: name, Definition: text, Next: next, Paused: paused, By: by})
+	var reply any
+	for try := 0; ; try++ {
+		args := lua.SchedulePutArgs{Name: name, Definition: text, Paused: paused, By: by}
+		if !paused {
+			now, err := s.now(ctx)
+			if err != nil {
+				return Schedule{}, false, err
+			}
+			args.Next = unixMilli(cadence.First(now, d.Window))
+		}
+		reply, err = s.run(ctx, queue, args)
+		if !changed(err) || try == changedTries {
+			break // the first tick passed while it was computed: compute it again
+		}
+	}
 	if err != nil {
+		return Schedule{}, false, err
+	}
+	// Again after the write: a timer that saw the queue without schedules
+	// just before may have taken it out of the watched set (unwatchIfEmpty).
+	if err := s.watch(ctx, queue); err != nil {
 		return Schedule{}, false, err
 	}
 	items, ok := reply.([]any)
@@ -147,7 +158,7 @@ func (s *Service) SetPaused(ctx context.Context, queue, name string, paused bool
 			args.Version = sch.Version
 		}
 		reply, err := s.run(ctx, queue, args)
-		if redis.HasErrorPrefix(err, "EMQCHANGED") && try < resumeTries {
+		if changed(err) && try < changedTries {
 			continue
 		}
 		if err != nil {
@@ -172,34 +183,27 @@ func (s *Service) RunNow(ctx context.Context, queue, name string) (lease.Enqueue
 		if err != nil {
 			return lease.Enqueued{}, err
 		}
-		nj := sch.Job
-		nj.ID = name + ":run:" + strconv.FormatInt(now.UnixMilli(), 10)
-		out, err := s.fire(ctx, queue, []lua.Fire{{Name: name, Version: sch.Version, Job: lease.ScriptJob(nj)}})
+		id := name + ":run:" + strconv.FormatInt(now.UnixMilli(), 10)
+		out, err := s.fire(ctx, queue, []lua.Fire{{Name: name, Version: sch.Version, IDs: []string{id},
+			Job: lease.ScriptJob(sch.Job)}})
 		if err != nil {
 			return lease.Enqueued{}, err
 		}
-		if out.outcomes[0].outcome == outcomeStale && try < resumeTries {
-			continue // changed between the read and the fire: read it again
+		if o := out.outcomes[0]; !o.stale {
+			return o.jobs[0], nil
 		}
-		if out.outcomes[0].job == nil {
+		if try == changedTries {
 			return lease.Enqueued{}, fmt.Errorf("schedule %s kept changing while it was run", name)
 		}
-		return lease.Enqueued{Job: *out.outcomes[0].job, Created: out.outcomes[0].outcome == outcomeFired}, nil
+		// Changed between the read and the fire: read it again.
 	}
 }
 
-// Fire outcomes, as lua/schedule_fire.lua replies them.
-const (
-	outcomeFired   = "fired"
-	outcomeExists  = "exists"
-	outcomeSkipped = "skipped"
-	outcomeMissed  = "missed"
-	outcomeStale   = "stale"
-)
-
+// fireOutcome is what schedule_fire.lua did about one fire.
 type fireOutcome struct {
-	outcome string
-	job     *job.Job
+	stale   bool // the schedule had changed since the fire was planned: nothing done
+	skipped int  // ticks overlap "skip" passed over
+	jobs    []lease.Enqueued
 }
 
 type fired struct {
@@ -207,7 +211,9 @@ type fired struct {
 	outcomes []fireOutcome
 }
 
-// fire runs schedule_fire.lua.
+// fire runs schedule_fire.lua. Its answer stands even when adding the
+// queue to the known queues fails after it: the jobs are made, and an
+// enqueue of the queue adds it later (the registry heals itself).
 func (s *Service) fire(ctx context.Context, queue string, fires []lua.Fire) (fired, error) {
 	reply, err := s.run(ctx, queue, lua.ScheduleFireArgs{Fires: fires})
 	if err != nil {
@@ -217,28 +223,38 @@ func (s *Service) fire(ctx context.Context, queue string, fires []lua.Fire) (fir
 	if !ok || len(items) != 3 {
 		return fired{}, errUnexpected("schedule_fire", reply)
 	}
-	if err := s.queues.Remember(ctx, queue, items[0] == int64(1)); err != nil {
-		return fired{}, err
-	}
+	_ = s.queues.Remember(ctx, queue, items[0] == int64(1))
 	list, _ := items[2].([]any)
-	out := fired{earliest: -1, outcomes: make([]fireOutcome, len(list))}
+	out := fired{outcomes: make([]fireOutcome, len(list))}
 	out.earliest, _ = items[1].(int64)
 	for i, item := range list {
-		pair, _ := item.([]any)
-		if len(pair) != 2 {
+		f, _ := item.([]any)
+		if len(f) != 3 {
 			return fired{}, errUnexpected("schedule_fire", item)
 		}
-		out.outcomes[i].outcome, _ = pair[0].(string)
-		if pair[1] != nil {
+		o := &out.outcomes[i]
+		o.stale = f[0] == "stale"
+		skipped, _ := f[1].(int64)
+		o.skipped = int(skipped)
+		replies, _ := f[2].([]any)
+		for _, r := range replies {
+			pair, _ := r.([]any)
+			if len(pair) != 2 {
+				return fired{}, errUnexpected("schedule_fire", r)
+			}
 			j, err := job.Parse(queue, pair[1])
 			if err != nil {
 				return fired{}, err
 			}
-			out.outcomes[i].job = &j
+			o.jobs = append(o.jobs, lease.Enqueued{Job: j, Created: pair[0] == int64(1)})
 		}
 	}
 	return out, nil
 }
+
+// changed reports whether err is a schedule script's EMQCHANGED: what it
+// was given was computed from a state that has changed since.
+func changed(err error) bool { return redis.HasErrorPrefix(err, "EMQCHANGED") }
 
 // firstTick is d's first tick after now (ms), 0 for none.
 func (s *Service) firstTick(ctx context.Context, d Definition) (int64, error) {

@@ -3,8 +3,12 @@ package scheduler
 import (
 	"cmp"
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -22,8 +26,12 @@ const (
 	DefaultRefresh = 5 * time.Second
 	// dueBatch is how many due schedules one call reads and fires.
 	dueBatch = 100
-	// retryAfterError is how long a queue whose call failed waits.
-	retryAfterError = time.Second
+	// parallel is how many queues a timer fires at once.
+	parallel = 8
+	// retryFirst is how long a queue whose fire failed waits before it is
+	// looked at again, doubled per failure in a row up to retryMost.
+	retryFirst = 50 * time.Millisecond
+	retryMost  = 5 * time.Second
 )
 
 // TimerConfig configures a Timer; zero fields take the defaults.
@@ -54,9 +62,10 @@ type Timer struct {
 	svc    *Service
 	config TimerConfig
 
-	mu     sync.Mutex
-	next   map[string]int64 // queue -> its earliest next tick, server ms; 0: look now; -1: none
-	offset time.Duration    // the server's clock minus this process's, from the last reply
+	mu       sync.Mutex
+	next     map[string]int64 // queue -> its earliest next tick, server ms; 0: look now; -1: none
+	failures map[string]int   // queue -> its fires that failed in a row
+	offset   time.Duration    // the server's clock minus this process's, from the last reply
 }
 
 // NewTimer returns a Timer over svc's schedules.
@@ -65,7 +74,7 @@ func NewTimer(svc *Service, config TimerConfig) *Timer {
 	if config.Logger == nil {
 		config.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Timer{svc: svc, config: config, next: map[string]int64{}}
+	return &Timer{svc: svc, config: config, next: map[string]int64{}, failures: map[string]int{}}
 }
 
 // Run fires ticks until ctx ends. The subscription reconnects by itself
@@ -165,7 +174,9 @@ func (t *Timer) wait() time.Duration {
 	return max(wait, 0)
 }
 
-// fireDue fires the ticks of every queue whose earliest tick has come.
+// fireDue fires the ticks of every queue whose earliest tick has come, up
+// to parallel queues at once, so that many queues due at one time (every
+// minutely schedule at the minute) are not served one after the other.
 func (t *Timer) fireDue(ctx context.Context) {
 	t.mu.Lock()
 	now := time.Now().Add(t.offset).UnixMilli()
@@ -176,25 +187,52 @@ func (t *Timer) fireDue(ctx context.Context) {
 		}
 	}
 	t.mu.Unlock()
+	slots := make(chan struct{}, parallel)
+	var wg sync.WaitGroup
 	for _, q := range due {
 		if ctx.Err() != nil {
-			return
+			break
 		}
-		earliest, err := t.fireQueue(ctx, q)
-		if err != nil {
-			t.config.Logger.Warn("Cannot fire a queue's schedules; retrying", "queue", q, "error", err)
-			earliest = time.Now().Add(t.offset + retryAfterError).UnixMilli()
-		}
-		t.mu.Lock()
-		if _, watched := t.next[q]; watched {
-			t.next[q] = earliest
-		}
-		t.mu.Unlock()
+		slots <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-slots; wg.Done() }()
+			earliest, err := t.fireQueue(ctx, q)
+			t.mu.Lock()
+			defer t.mu.Unlock()
+			if err != nil {
+				earliest = t.retry(q, err)
+			} else {
+				delete(t.failures, q)
+			}
+			if _, watched := t.next[q]; watched {
+				t.next[q] = earliest
+			}
+		}()
 	}
+	wg.Wait()
+}
+
+// retry is when a queue whose fire failed with err is looked at again
+// (server ms): soon, for a tick is on time only within schedule.Grace,
+// then backing off while the failures go on (Redis down). Its first
+// failure in a row is logged at warn, the rest at debug. t.mu is held.
+func (t *Timer) retry(queue string, err error) int64 {
+	n := t.failures[queue]
+	t.failures[queue] = n + 1
+	level := slog.LevelWarn
+	if n > 0 {
+		level = slog.LevelDebug
+	}
+	t.config.Logger.Log(context.Background(), level, "Cannot fire a queue's schedules; retrying", "queue", queue, "error", err, "failures", n+1)
+	wait := min(retryFirst<<min(n, 10), retryMost)
+	return time.Now().Add(t.offset + wait).UnixMilli()
 }
 
 // fireQueue fires queue's due ticks, a batch at a time, and answers its
-// earliest next tick (-1: none).
+// earliest next tick (-1: none). A schedule that cannot be read or planned
+// is left as it is, and the queue's others fired: the error then makes
+// the queue be looked at again later (retry), not at once.
 func (t *Timer) fireQueue(ctx context.Context, queue string) (int64, error) {
 	for {
 		sent := time.Now()
@@ -202,47 +240,52 @@ func (t *Timer) fireQueue(ctx context.Context, queue string) (int64, error) {
 		if err != nil {
 			return 0, err
 		}
-		now, earliest, due, err := parseDue(reply)
+		now, earliest, due, unread, err := parseDue(reply)
 		if err != nil {
 			return 0, err
 		}
 		t.setOffset(now, sent)
-		if len(due) == 0 {
-			return earliest, nil
-		}
 		fires := make([]lua.Fire, 0, len(due))
+		var onTime [][]time.Time
 		for _, sch := range due {
-			fires = append(fires, t.plan(queue, sch, now))
+			f, ticks, err := plan(sch, now)
+			if err != nil {
+				unread = errors.Join(unread, fmt.Errorf("schedule %s: %w", sch.Name, err))
+				continue
+			}
+			fires, onTime = append(fires, f), append(onTime, ticks)
 		}
-		out, err := t.svc.fire(ctx, queue, fires)
-		if err != nil {
-			return 0, err
+		if len(fires) > 0 {
+			out, err := t.svc.fire(ctx, queue, fires)
+			if err != nil {
+				return 0, err
+			}
+			t.count(queue, fires, out, onTime)
+			earliest = out.earliest
 		}
-		t.count(queue, fires, out)
+		if unread != nil {
+			return 0, unread
+		}
 		if len(due) < dueBatch {
-			return out.earliest, nil
+			return earliest, nil
 		}
 	}
 }
 
-// plan is the fire of sch's due tick at now. A schedule whose definition
-// cannot be read any more (written by a service version that this one
-// cannot read) is ended, loudly, rather than read again and again.
-func (t *Timer) plan(queue string, sch Schedule, now time.Time) lua.Fire {
-	f := lua.Fire{Name: sch.Name, Version: sch.Version, Tick: sch.Next.UnixMilli(), OverlapSkip: sch.Overlap == OverlapSkip}
+// plan is the fire of sch's due ticks at now, and the ticks of it that
+// are on time.
+func plan(sch Schedule, now time.Time) (lua.Fire, []time.Time, error) {
 	cadence, err := sch.Cadence()
 	if err != nil {
-		t.config.Logger.Error("A schedule cannot be read; it fires no more", "queue", queue, "schedule", sch.Name, "error", err)
-		return f
+		return lua.Fire{}, nil, err
 	}
 	p := cadence.Due(sch.Next, now, sch.Misfire, sch.Window)
-	f.Next, f.Missed = unixMilli(p.Next), p.Missed
-	if !p.Fire.IsZero() {
-		nj := sch.Job
-		nj.ID = TickJobID(sch.Name, p.Fire)
-		f.Job = lease.ScriptJob(nj)
+	f := lua.Fire{Name: sch.Name, Version: sch.Version, Tick: sch.Next.UnixMilli(), Next: unixMilli(p.Next),
+		Missed: p.Missed, OverlapSkip: sch.Overlap == OverlapSkip, Job: lease.ScriptJob(sch.Job)}
+	for _, tick := range p.Fires() {
+		f.IDs = append(f.IDs, TickJobID(sch.Name, tick))
 	}
-	return f
+	return f, p.OnTime, nil
 }
 
 // TickJobID is the id of the job schedule name enqueues for tick:
@@ -251,30 +294,42 @@ func TickJobID(name string, tick time.Time) string {
 	return name + ":" + strconv.FormatInt(tick.UnixMilli(), 10)
 }
 
-// count tells OnTicks what a fire did. Lateness is that of the ticks
-// fired on time (a catch-up's is the outage's).
-func (t *Timer) count(queue string, fires []lua.Fire, out fired) {
+// count tells OnTicks what a fire did. Lateness is that of the on-time
+// ticks' jobs (a catch-up's would be the outage's).
+func (t *Timer) count(queue string, fires []lua.Fire, out fired, onTime [][]time.Time) {
 	if t.config.OnTicks == nil {
 		return
 	}
 	var ticks Ticks
 	for i, o := range out.outcomes {
-		switch o.outcome {
-		case outcomeFired:
-			ticks.Fired++
-			if o.job != nil && fires[i].Missed == 0 {
-				ticks.Lateness = append(ticks.Lateness, o.job.CreatedAt.Sub(time.UnixMilli(fires[i].Tick)))
-			}
-		case outcomeSkipped:
-			ticks.Skipped++
+		if o.stale {
+			continue
 		}
-		if o.outcome != outcomeStale {
-			ticks.Missed += fires[i].Missed
+		ticks.Skipped += o.skipped
+		ticks.Missed += fires[i].Missed
+		for _, e := range o.jobs {
+			if !e.Created {
+				continue
+			}
+			ticks.Fired++
+			if tick, ok := tickOf(e.Job.ID); ok && slices.ContainsFunc(onTime[i], func(t time.Time) bool { return t.UnixMilli() == tick }) {
+				ticks.Lateness = append(ticks.Lateness, e.Job.CreatedAt.Sub(time.UnixMilli(tick)))
+			}
 		}
 	}
 	if ticks.Fired+ticks.Skipped+ticks.Missed > 0 {
 		t.config.OnTicks(queue, ticks)
 	}
+}
+
+// tickOf is the tick (ms) of a job id TickJobID made.
+func tickOf(id string) (int64, bool) {
+	i := strings.LastIndexByte(id, ':')
+	if i < 0 {
+		return 0, false
+	}
+	ms, err := strconv.ParseInt(id[i+1:], 10, 64)
+	return ms, err == nil
 }
 
 // setOffset learns the server's clock from a reply's now: the server read
@@ -286,21 +341,24 @@ func (t *Timer) setOffset(now, sent time.Time) {
 	t.mu.Unlock()
 }
 
-// parseDue reads schedule_due.lua's reply.
-func parseDue(reply any) (time.Time, int64, []Schedule, error) {
+// parseDue reads schedule_due.lua's reply: the server's time, the
+// earliest next tick, and the due schedules it could read (unread says
+// why the others could not be).
+func parseDue(reply any) (now time.Time, earliest int64, due []Schedule, unread error, err error) {
 	items, ok := reply.([]any)
 	if !ok || len(items) != 3 {
-		return time.Time{}, 0, nil, errUnexpected("schedule_due", reply)
+		return time.Time{}, 0, nil, nil, errUnexpected("schedule_due", reply)
 	}
-	now, _ := items[0].(int64)
-	earliest, _ := items[1].(int64)
+	ms, _ := items[0].(int64)
+	earliest, _ = items[1].(int64)
 	records, _ := items[2].([]any)
-	due := make([]Schedule, len(records))
-	for i, r := range records {
-		var err error
-		if due[i], err = parseRecord(r); err != nil {
-			return time.Time{}, 0, nil, err
+	for _, r := range records {
+		sch, err := parseRecord(r)
+		if err != nil {
+			unread = errors.Join(unread, err)
+			continue
 		}
+		due = append(due, sch)
 	}
-	return time.UnixMilli(now).UTC(), earliest, due, nil
+	return time.UnixMilli(ms).UTC(), earliest, due, unread, nil
 }

@@ -1269,7 +1269,7 @@ export interface components {
             cron?: string;
             /**
              * Format: date-time
-             * @description No tick after end_at; later than start_at.
+             * @description No tick after end_at; later than start_at, and than now.
              * @example 2027-01-01T00:00:00Z
              */
             end_at?: string;
