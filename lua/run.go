@@ -88,6 +88,14 @@ func (r *Runner) Run(ctx context.Context, c Call) *redis.Cmd {
 	return located(cmd, c.script.eval)
 }
 
+// Reply runs c as Run does and answers its reply, a script's refusal
+// (EMQGONE, EMQSTALE, EMQSTATE) turned into its domain error
+// (rediserr.Script): what every service that runs the scripts wants.
+func (r *Runner) Reply(ctx context.Context, c Call) (any, error) {
+	reply, err := r.Run(ctx, c).Result()
+	return reply, rediserr.Script(err)
+}
+
 // load loads the library on every master, at most once per loadInterval:
 // through a cluster client on each master, through any other client on the
 // node it reaches (see LoadThrough).

@@ -9,7 +9,6 @@ import (
 
 	"github.com/echo-mq/echo_mq/internal/job"
 	"github.com/echo-mq/echo_mq/internal/keyspace"
-	"github.com/echo-mq/echo_mq/internal/rediserr"
 	"github.com/echo-mq/echo_mq/lua"
 )
 
@@ -55,8 +54,7 @@ func (s *Service) Promote(ctx context.Context, queue, id string, by Actor) (job.
 // run runs a script call on queue and turns its error replies into the
 // job package's errors.
 func (s *Service) run(ctx context.Context, queue string, c interface{ Call(keyspace.Queue) lua.Call }) (any, error) {
-	reply, err := s.scripts.Run(ctx, c.Call(keyspace.NewQueue(s.prefix, queue))).Result()
-	return reply, rediserr.Script(err)
+	return s.scripts.Reply(ctx, c.Call(keyspace.NewQueue(s.prefix, queue)))
 }
 
 // Page is one page of a listing, and the cursor of the next ("": none).

@@ -9,7 +9,6 @@ import (
 
 	"github.com/echo-mq/echo_mq/internal/job"
 	"github.com/echo-mq/echo_mq/internal/keyspace"
-	"github.com/echo-mq/echo_mq/internal/rediserr"
 	"github.com/echo-mq/echo_mq/lua"
 )
 
@@ -69,8 +68,7 @@ type call interface {
 // run runs a script call on queue and turns its error replies into the job
 // package's errors.
 func (s *Service) run(ctx context.Context, queue string, c call) (any, error) {
-	reply, err := s.scripts.Run(ctx, c.Call(s.keys(queue))).Result()
-	return reply, rediserr.Script(err)
+	return s.scripts.Reply(ctx, c.Call(s.keys(queue)))
 }
 
 func millis(d time.Duration) int64 { return d.Milliseconds() }

@@ -12,7 +12,6 @@ import (
 	"github.com/echo-mq/echo_mq/internal/job"
 	"github.com/echo-mq/echo_mq/internal/keyspace"
 	"github.com/echo-mq/echo_mq/internal/lease"
-	"github.com/echo-mq/echo_mq/internal/rediserr"
 	"github.com/echo-mq/echo_mq/lua"
 )
 
@@ -37,8 +36,7 @@ func NewService(rdb redis.UniversalClient, prefix string) *Service {
 }
 
 func (s *Service) run(ctx context.Context, queue string, c interface{ Call(keyspace.Queue) lua.Call }) (any, error) {
-	reply, err := s.scripts.Run(ctx, c.Call(keyspace.NewQueue(s.prefix, queue))).Result()
-	return reply, rediserr.Script(err)
+	return s.scripts.Reply(ctx, c.Call(keyspace.NewQueue(s.prefix, queue)))
 }
 
 // Put creates (created true) or replaces schedule name of queue, paused or
