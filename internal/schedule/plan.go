@@ -72,16 +72,14 @@ func (c Cadence) Due(next, now time.Time, misfire string, w Window) Plan {
 	for walked := 0; w.holds(tick) && tick.Before(cutoff); walked++ {
 		if walked == maxWalk {
 			// A long outage of a fast cadence: jump to the latest tick
-			// missed, and count the ticks by the interval (a cron's count
-			// stays where the walk stopped).
+			// missed (by the interval, at once; a cron's by its ticks),
+			// counting the ticks passed.
 			bound := cutoff.Add(-time.Nanosecond)
 			if !w.End.IsZero() && w.End.Before(bound) {
 				bound = w.End
 			}
-			last := c.lastBefore(bound, tick)
-			if c.every > 0 {
-				missed += int(last.Sub(tick) / c.every)
-			}
+			last, passed := c.lastBefore(bound, tick)
+			missed += passed
 			tick = last
 		}
 		latest, missed, tick = tick, missed+1, c.Next(tick)
@@ -104,15 +102,16 @@ func (w Window) holds(t time.Time) bool {
 }
 
 // lastBefore is the latest tick at or before now, from from (a tick at or
-// before now) on.
-func (c Cadence) lastBefore(now, from time.Time) time.Time {
+// before now) on, and how many ticks it is after from.
+func (c Cadence) lastBefore(now, from time.Time) (time.Time, int) {
 	if c.every > 0 {
 		every := c.every.Milliseconds()
-		return time.UnixMilli(now.UnixMilli() / every * every).UTC()
+		last := time.UnixMilli(now.UnixMilli() / every * every).UTC()
+		return last, int(last.Sub(from) / c.every)
 	}
-	last := from
-	for t := c.Next(from); !t.After(now); t = c.Next(t) {
-		last = t
+	last, passed := from, 0
+	for t := c.Next(from); !t.IsZero() && !t.After(now); t = c.Next(t) {
+		last, passed = t, passed+1
 	}
-	return last
+	return last, passed
 }

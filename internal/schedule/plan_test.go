@@ -60,6 +60,17 @@ func TestDueFiresEveryTickWithinTheGrace(t *testing.T) {
 	}
 }
 
+// A minutely cron down for 200,000 minutes counts every tick it missed,
+// past the walk's bound too.
+func TestDueCountsACronsLongOutage(t *testing.T) {
+	minutely, _ := Cron("* * * * *", "")
+	tick := utc("2026-01-01T00:00:00Z")
+	p := minutely.Due(tick, tick.Add(200_000*time.Minute+30*time.Second), MisfireSkip, Window{})
+	if p.Missed != 200_001 || !p.Next.Equal(tick.Add(200_001*time.Minute)) || len(p.Fires()) != 0 {
+		t.Fatalf("Due = %+v, want 200,001 missed (the ticks from %s to 200,000 minutes later) and none fired", p, tick)
+	}
+}
+
 // Ticks after the window's end are no ticks: an outage across the end
 // catches up the last tick before it, and the schedule ends.
 func TestDueStopsAtTheEnd(t *testing.T) {

@@ -3,8 +3,6 @@ package scheduler
 import (
 	"cmp"
 	"context"
-	"errors"
-	"fmt"
 	"log/slog"
 	"slices"
 	"strconv"
@@ -230,9 +228,7 @@ func (t *Timer) retry(queue string, err error) int64 {
 }
 
 // fireQueue fires queue's due ticks, a batch at a time, and answers its
-// earliest next tick (-1: none). A schedule that cannot be read or planned
-// is left as it is, and the queue's others fired: the error then makes
-// the queue be looked at again later (retry), not at once.
+// earliest next tick (-1: none).
 func (t *Timer) fireQueue(ctx context.Context, queue string) (int64, error) {
 	for {
 		sent := time.Now()
@@ -240,18 +236,19 @@ func (t *Timer) fireQueue(ctx context.Context, queue string) (int64, error) {
 		if err != nil {
 			return 0, err
 		}
-		now, earliest, due, unread, err := parseDue(reply)
+		now, earliest, due, err := parseDue(reply)
 		if err != nil {
 			return 0, err
 		}
 		t.setOffset(now, sent)
 		fires := make([]lua.Fire, 0, len(due))
-		var onTime [][]time.Time
-		for _, sch := range due {
-			f, ticks, err := plan(sch, now)
+		onTime := make([][]time.Time, 0, len(due))
+		for _, d := range due {
+			f, ticks, err := d.plan(now)
 			if err != nil {
-				unread = errors.Join(unread, fmt.Errorf("schedule %s: %w", sch.Name, err))
-				continue
+				t.config.Logger.Warn("A schedule cannot be read; looking at it again later", "queue", queue,
+					"schedule", d.sch.Name, "error", err, "again_in", parkFor)
+				f = park(d.sch, now)
 			}
 			fires, onTime = append(fires, f), append(onTime, ticks)
 		}
@@ -263,13 +260,38 @@ func (t *Timer) fireQueue(ctx context.Context, queue string) (int64, error) {
 			t.count(queue, fires, out, onTime)
 			earliest = out.earliest
 		}
-		if unread != nil {
-			return 0, unread
-		}
 		if len(due) < dueBatch {
 			return earliest, nil
 		}
 	}
+}
+
+// dueRecord is one record of schedule_due.lua's reply: the schedule, and
+// why its definition could not be read (nil when it could).
+type dueRecord struct {
+	sch Schedule
+	err error
+}
+
+// plan is the fire of the schedule's due ticks at now, and the ticks of it
+// that are on time.
+func (d dueRecord) plan(now time.Time) (lua.Fire, []time.Time, error) {
+	if d.err != nil {
+		return lua.Fire{}, nil, d.err
+	}
+	return plan(d.sch, now)
+}
+
+// parkFor is how long a schedule that cannot be read (its definition
+// written by a newer service version, its zone gone from this one's time
+// zone database) is put off: its next tick moves on, so that it does not
+// hold its queue's earliest tick in the past and keep the timer awake, and
+// a replica that can read it fires it then.
+const parkFor = 5 * time.Second
+
+// park is the fire that puts sch off by parkFor, enqueueing nothing.
+func park(sch Schedule, now time.Time) lua.Fire {
+	return lua.Fire{Name: sch.Name, Version: sch.Version, Tick: sch.Next.UnixMilli(), Next: now.Add(parkFor).UnixMilli()}
 }
 
 // plan is the fire of sch's due ticks at now, and the ticks of it that
@@ -342,23 +364,21 @@ func (t *Timer) setOffset(now, sent time.Time) {
 }
 
 // parseDue reads schedule_due.lua's reply: the server's time, the
-// earliest next tick, and the due schedules it could read (unread says
-// why the others could not be).
-func parseDue(reply any) (now time.Time, earliest int64, due []Schedule, unread error, err error) {
+// earliest next tick, and the due schedules.
+func parseDue(reply any) (now time.Time, earliest int64, due []dueRecord, err error) {
 	items, ok := reply.([]any)
 	if !ok || len(items) != 3 {
-		return time.Time{}, 0, nil, nil, errUnexpected("schedule_due", reply)
+		return time.Time{}, 0, nil, errUnexpected("schedule_due", reply)
 	}
 	ms, _ := items[0].(int64)
 	earliest, _ = items[1].(int64)
 	records, _ := items[2].([]any)
 	for _, r := range records {
 		sch, err := parseRecord(r)
-		if err != nil {
-			unread = errors.Join(unread, err)
-			continue
+		if sch.Name == "" {
+			return time.Time{}, 0, nil, err // not a record at all
 		}
-		due = append(due, sch)
+		due = append(due, dueRecord{sch: sch, err: err})
 	}
-	return time.UnixMilli(ms).UTC(), earliest, due, unread, nil
+	return time.UnixMilli(ms).UTC(), earliest, due, nil
 }
