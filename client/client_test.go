@@ -154,6 +154,27 @@ func TestFailRetriesThenDies(t *testing.T) {
 	}
 }
 
+func TestSnoozeKeepsTheAttempt(t *testing.T) {
+	t.Parallel()
+	c, q, ctx := newClient(t), redistest.Queue(t), context.Background()
+	enqueue(t, c, q, client.EnqueueRequest{ID: "s", MaxAttempts: 1})
+	for range 2 {
+		job := claimOne(t, c, q)
+		snoozed, err := c.Snooze(ctx, q, job.ID, job.Token, 0)
+		if err != nil || snoozed.State != client.StatePending || snoozed.Attempts != 0 {
+			t.Fatalf("snooze for 0: %+v, %v; want pending with no attempt spent", snoozed, err)
+		}
+	}
+	job := claimOne(t, c, q)
+	snoozed, err := c.Snooze(ctx, q, job.ID, job.Token, time.Hour)
+	if err != nil || snoozed.State != client.StateDelayed || snoozed.RunAt.Before(time.Now().Add(59*time.Minute)) {
+		t.Fatalf("snooze for an hour: %+v, %v; want delayed an hour", snoozed, err)
+	}
+	if _, err := c.Extend(ctx, q, job.ID, client.ExtendRequest{Token: job.Token, Lease: time.Minute}); !errors.Is(err, client.ErrStale) {
+		t.Fatalf("extend after a snooze: %v, want ErrStale", err)
+	}
+}
+
 func TestCancelAndCancellation(t *testing.T) {
 	t.Parallel()
 	c, q, ctx := newClient(t), redistest.Queue(t), context.Background()

@@ -152,6 +152,24 @@ func (c *Client) Fail(ctx context.Context, queue, id string, req FailRequest) (J
 	return job, err
 }
 
+type snoozeBody struct {
+	Token   int64 `json:"token"`
+	DelayMs int64 `json:"delay_ms"`
+}
+
+// Snooze puts job id, held under token, back for later without spending
+// its attempt: delayed for delay (pending at once for 0), with its attempts
+// as before the claim, its stalls unchanged and its flow control slot
+// freed. The token is dead afterwards. A job whose cancel was requested is
+// cancelled instead. Repeating a snooze that succeeded answers the same, so
+// it is safe to retry. Use it for work that cannot go ahead yet (a rate
+// limit upstream, a resource not ready), which is not a failure.
+func (c *Client) Snooze(ctx context.Context, queue, id string, token int64, delay time.Duration) (Job, error) {
+	var job Job
+	_, err := c.do(ctx, http.MethodPost, jobPath(queue, id, "/snooze"), snoozeBody{Token: token, DelayMs: max(0, millis(delay))}, &job)
+	return job, err
+}
+
 // Cancellation says whether a cancel was requested for an attempt.
 type Cancellation struct {
 	Requested bool   `json:"cancel_requested"`

@@ -188,6 +188,18 @@ func (a FailArgs) Call(q keyspace.Queue) Call {
 	return Fail.call(q, a.ID, "", nil, a.ID, a.Token, a.Error, a.RetryInMS, flag(a.Fatal))
 }
 
+// SnoozeArgs are snooze.lua's arguments.
+type SnoozeArgs struct {
+	ID      string
+	Token   int64
+	DelayMS int64
+}
+
+// Call is the call of snooze.lua on q.
+func (a SnoozeArgs) Call(q keyspace.Queue) Call {
+	return Snooze.call(q, a.ID, "", nil, a.ID, a.Token, a.DelayMS)
+}
+
 // CancelArgs are cancel.lua's arguments.
 type CancelArgs struct {
 	ID     string

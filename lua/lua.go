@@ -47,6 +47,7 @@ var (
 	Complete       = mustScript("complete")
 	CompleteBatch  = mustScript("complete_batch")
 	Fail           = mustScript("fail")
+	Snooze         = mustScript("snooze")
 	Cancel         = mustScript("cancel")
 	Sweep          = mustScript("sweep")
 	PromoteDue     = mustScript("promote_due")
@@ -71,7 +72,7 @@ var (
 // All lists every script.
 var All = []*Script{
 	Enqueue, Claim, Extend, Cancellation, Complete, CompleteBatch,
-	Fail, Cancel, Sweep, PromoteDue, Remove, Pause, Drain, Obliterate, Retry, Promote, List,
+	Fail, Snooze, Cancel, Sweep, PromoteDue, Remove, Pause, Drain, Obliterate, Retry, Promote, List,
 	Settings, GroupPause, Groups,
 	SchedulePut, SchedulePause, ScheduleDelete, ScheduleDue, ScheduleFire, ScheduleList,
 }

@@ -31,6 +31,7 @@ func TestBuildersMatchHeaders(t *testing.T) {
 		{CompleteArgs{ID: "a"}.Call(q), Complete.argc},
 		{CompleteBatchArgs{Jobs: pair}.Call(q), 3 + 4*2 + 4},
 		{FailArgs{ID: "a"}.Call(q), Fail.argc},
+		{SnoozeArgs{ID: "a"}.Call(q), Snooze.argc},
 		{CancelArgs{ID: "a"}.Call(q), Cancel.argc},
 		{SweepArgs{}.Call(q), Sweep.argc},
 		{PromoteDueArgs{}.Call(q), PromoteDue.argc},

@@ -90,6 +90,7 @@ const (
 	EventKindScheduleResumed EventKind = "schedule_resumed"
 	EventKindScheduleSet     EventKind = "schedule_set"
 	EventKindSettings        EventKind = "settings"
+	EventKindSnoozed         EventKind = "snoozed"
 )
 
 // Valid indicates whether the value is a known member of the EventKind enum.
@@ -140,6 +141,8 @@ func (e EventKind) Valid() bool {
 	case EventKindScheduleSet:
 		return true
 	case EventKindSettings:
+		return true
+	case EventKindSnoozed:
 		return true
 	default:
 		return false
@@ -785,6 +788,14 @@ type ScheduleRequestMisfire string
 // enqueues nothing and counts in skipped. Default "allow".
 type ScheduleRequestOverlap string
 
+// SnoozeRequest defines model for SnoozeRequest.
+type SnoozeRequest struct {
+	// DelayMs How long the job waits, delayed, before it may be claimed again, in
+	// ms; 0 makes it pending at once.
+	DelayMs int64 `json:"delay_ms"`
+	Token   int64 `json:"token"`
+}
+
 // SweepRequest defines model for SweepRequest.
 type SweepRequest struct {
 	// Limit How many lapsed jobs to take at most; 0 or absent: 1000.
@@ -1081,6 +1092,15 @@ type RetryJobParams struct {
 	XEMQSignature *Signature `json:"X-EMQ-Signature,omitempty"`
 }
 
+// SnoozeJobParams defines parameters for SnoozeJob.
+type SnoozeJobParams struct {
+	// XEMQTimestamp With X-EMQ-Signature, instead of a bearer key: the Unix time in seconds at which the request was signed, within 5 minutes of the service's clock.
+	XEMQTimestamp *SignatureTimestamp `json:"X-EMQ-Timestamp,omitempty"`
+
+	// XEMQSignature Instead of a bearer key: sha256= and the hex HMAC-SHA256, under a key of EMQ_API_KEYS, of "<X-EMQ-Timestamp>.<METHOD>.<path and query>.<body>". Each signature is accepted once: a sender that retries signs again.
+	XEMQSignature *Signature `json:"X-EMQ-Signature,omitempty"`
+}
+
 // PauseQueueParams defines parameters for PauseQueue.
 type PauseQueueParams struct {
 	// XEMQTimestamp With X-EMQ-Signature, instead of a bearer key: the Unix time in seconds at which the request was signed, within 5 minutes of the service's clock.
@@ -1227,6 +1247,9 @@ type FailJobJSONRequestBody = FailRequest
 
 // ExtendLeaseJSONRequestBody defines body for ExtendLease for application/json ContentType.
 type ExtendLeaseJSONRequestBody = ExtendRequest
+
+// SnoozeJobJSONRequestBody defines body for SnoozeJob for application/json ContentType.
+type SnoozeJobJSONRequestBody = SnoozeRequest
 
 // PutScheduleJSONRequestBody defines body for PutSchedule for application/json ContentType.
 type PutScheduleJSONRequestBody = ScheduleRequest
@@ -1635,6 +1658,24 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /queues/{queue}/jobs/{id}/retry (the `RetryJob` operationId).
 	RetryJob(ctx context.Context, queue string, id string, params *RetryJobParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SnoozeJobWithBody Snooze a job
+	//
+	// Puts the job held under token back for later without spending the attempt: delayed until now + delay_ms (pending when 0), with attempts as before the claim and stalled unchanged, its flow control slot freed (a fifo group keeps its head). The token is dead afterwards. A job whose cancel was requested is cancelled instead. Repeating a snooze that succeeded answers 200 with the job as it is.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /queues/{queue}/jobs/{id}/snooze (the `SnoozeJob` operationId).
+	SnoozeJobWithBody(ctx context.Context, queue string, id string, params *SnoozeJobParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SnoozeJob Snooze a job
+	//
+	// Puts the job held under token back for later without spending the attempt: delayed until now + delay_ms (pending when 0), with attempts as before the claim and stalled unchanged, its flow control slot freed (a fifo group keeps its head). The token is dead afterwards. A job whose cancel was requested is cancelled instead. Repeating a snooze that succeeded answers 200 with the job as it is.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /queues/{queue}/jobs/{id}/snooze (the `SnoozeJob` operationId).
+	SnoozeJob(ctx context.Context, queue string, id string, params *SnoozeJobParams, body SnoozeJobJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// PauseQueue Pause a queue
 	//
@@ -2351,6 +2392,44 @@ func (c *Client) PromoteJob(ctx context.Context, queue string, id string, params
 // Corresponds with POST /queues/{queue}/jobs/{id}/retry (the `RetryJob` operationId).
 func (c *Client) RetryJob(ctx context.Context, queue string, id string, params *RetryJobParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewRetryJobRequest(c.Server, queue, id, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SnoozeJobWithBody Snooze a job
+//
+// Puts the job held under token back for later without spending the attempt: delayed until now + delay_ms (pending when 0), with attempts as before the claim and stalled unchanged, its flow control slot freed (a fifo group keeps its head). The token is dead afterwards. A job whose cancel was requested is cancelled instead. Repeating a snooze that succeeded answers 200 with the job as it is.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /queues/{queue}/jobs/{id}/snooze (the `SnoozeJob` operationId).
+func (c *Client) SnoozeJobWithBody(ctx context.Context, queue string, id string, params *SnoozeJobParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSnoozeJobRequestWithBody(c.Server, queue, id, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SnoozeJob Snooze a job
+//
+// Puts the job held under token back for later without spending the attempt: delayed until now + delay_ms (pending when 0), with attempts as before the claim and stalled unchanged, its flow control slot freed (a fifo group keeps its head). The token is dead afterwards. A job whose cancel was requested is cancelled instead. Repeating a snooze that succeeded answers 200 with the job as it is.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /queues/{queue}/jobs/{id}/snooze (the `SnoozeJob` operationId).
+func (c *Client) SnoozeJob(ctx context.Context, queue string, id string, params *SnoozeJobParams, body SnoozeJobJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSnoozeJobRequest(c.Server, queue, id, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -4541,6 +4620,86 @@ func NewRetryJobRequest(server string, queue string, id string, params *RetryJob
 	return req, nil
 }
 
+// NewSnoozeJobRequest calls the generic SnoozeJob builder with application/json body
+func NewSnoozeJobRequest(server string, queue string, id string, params *SnoozeJobParams, body SnoozeJobJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewSnoozeJobRequestWithBody(server, queue, id, params, "application/json", bodyReader)
+}
+
+// NewSnoozeJobRequestWithBody constructs an http.Request for the SnoozeJob method, with any body, and a specified content type
+func NewSnoozeJobRequestWithBody(server string, queue string, id string, params *SnoozeJobParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "queue", queue, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/queues/%s/jobs/%s/snooze", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.XEMQTimestamp != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-EMQ-Timestamp", *params.XEMQTimestamp, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-EMQ-Timestamp", headerParam0)
+		}
+
+		if params.XEMQSignature != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "X-EMQ-Signature", *params.XEMQSignature, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-EMQ-Signature", headerParam1)
+		}
+
+	}
+
+	return req, nil
+}
+
 // NewPauseQueueRequest constructs an http.Request for the PauseQueue method
 func NewPauseQueueRequest(server string, queue string, params *PauseQueueParams) (*http.Request, error) {
 	var err error
@@ -5801,6 +5960,24 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /queues/{queue}/jobs/{id}/retry (the `RetryJob` operationId).
 	RetryJobWithResponse(ctx context.Context, queue string, id string, params *RetryJobParams, reqEditors ...RequestEditorFn) (*RetryJobResponse, error)
+
+	// SnoozeJobWithBodyWithResponse Snooze a job
+	//
+	// Puts the job held under token back for later without spending the attempt: delayed until now + delay_ms (pending when 0), with attempts as before the claim and stalled unchanged, its flow control slot freed (a fifo group keeps its head). The token is dead afterwards. A job whose cancel was requested is cancelled instead. Repeating a snooze that succeeded answers 200 with the job as it is.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /queues/{queue}/jobs/{id}/snooze (the `SnoozeJob` operationId).
+	SnoozeJobWithBodyWithResponse(ctx context.Context, queue string, id string, params *SnoozeJobParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SnoozeJobResponse, error)
+
+	// SnoozeJobWithResponse Snooze a job
+	//
+	// Puts the job held under token back for later without spending the attempt: delayed until now + delay_ms (pending when 0), with attempts as before the claim and stalled unchanged, its flow control slot freed (a fifo group keeps its head). The token is dead afterwards. A job whose cancel was requested is cancelled instead. Repeating a snooze that succeeded answers 200 with the job as it is.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /queues/{queue}/jobs/{id}/snooze (the `SnoozeJob` operationId).
+	SnoozeJobWithResponse(ctx context.Context, queue string, id string, params *SnoozeJobParams, body SnoozeJobJSONRequestBody, reqEditors ...RequestEditorFn) (*SnoozeJobResponse, error)
 
 	// PauseQueueWithResponse Pause a queue
 	//
@@ -8346,6 +8523,124 @@ func (r RetryJobResponse) ContentType() string {
 	return ""
 }
 
+// SnoozeJobResponse401Headers the declared response headers of an HTTP 401 response for SnoozeJob
+type SnoozeJobResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// SnoozeJobResponse503Headers the declared response headers of an HTTP 503 response for SnoozeJob
+type SnoozeJobResponse503Headers struct {
+	RetryAfter *int
+}
+
+type SnoozeJobResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Job
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Problem
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *Problem
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *Problem
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Problem
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *SnoozeJobResponse401Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *SnoozeJobResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r SnoozeJobResponse) GetJSON200() *Job {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r SnoozeJobResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r SnoozeJobResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r SnoozeJobResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r SnoozeJobResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r SnoozeJobResponse) GetApplicationproblemJSON409() *Problem {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r SnoozeJobResponse) GetApplicationproblemJSON413() *Problem {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r SnoozeJobResponse) GetApplicationproblemJSON415() *Problem {
+	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r SnoozeJobResponse) GetApplicationproblemJSON500() *Problem {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r SnoozeJobResponse) GetApplicationproblemJSON503() *Problem {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r SnoozeJobResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r SnoozeJobResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r SnoozeJobResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r SnoozeJobResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // PauseQueueResponse401Headers the declared response headers of an HTTP 401 response for PauseQueue
 type PauseQueueResponse401Headers struct {
 	WWWAuthenticate *string
@@ -10148,6 +10443,36 @@ func (c *ClientWithResponses) RetryJobWithResponse(ctx context.Context, queue st
 		return nil, err
 	}
 	return ParseRetryJobResponse(rsp)
+}
+
+// SnoozeJobWithBodyWithResponse Snooze a job
+//
+// Puts the job held under token back for later without spending the attempt: delayed until now + delay_ms (pending when 0), with attempts as before the claim and stalled unchanged, its flow control slot freed (a fifo group keeps its head). The token is dead afterwards. A job whose cancel was requested is cancelled instead. Repeating a snooze that succeeded answers 200 with the job as it is.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /queues/{queue}/jobs/{id}/snooze (the `SnoozeJob` operationId).
+func (c *ClientWithResponses) SnoozeJobWithBodyWithResponse(ctx context.Context, queue string, id string, params *SnoozeJobParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SnoozeJobResponse, error) {
+	rsp, err := c.SnoozeJobWithBody(ctx, queue, id, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSnoozeJobResponse(rsp)
+}
+
+// SnoozeJobWithResponse Snooze a job
+//
+// Puts the job held under token back for later without spending the attempt: delayed until now + delay_ms (pending when 0), with attempts as before the claim and stalled unchanged, its flow control slot freed (a fifo group keeps its head). The token is dead afterwards. A job whose cancel was requested is cancelled instead. Repeating a snooze that succeeded answers 200 with the job as it is.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /queues/{queue}/jobs/{id}/snooze (the `SnoozeJob` operationId).
+func (c *ClientWithResponses) SnoozeJobWithResponse(ctx context.Context, queue string, id string, params *SnoozeJobParams, body SnoozeJobJSONRequestBody, reqEditors ...RequestEditorFn) (*SnoozeJobResponse, error) {
+	rsp, err := c.SnoozeJob(ctx, queue, id, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSnoozeJobResponse(rsp)
 }
 
 // PauseQueueWithResponse Pause a queue
@@ -12623,6 +12948,118 @@ func ParseRetryJobResponse(rsp *http.Response) (*RetryJobResponse, error) {
 		response.Headers401 = &headers
 	case rsp.StatusCode == 503:
 		var headers RetryJobResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseSnoozeJobResponse parses an HTTP response from a SnoozeJobWithResponse call
+func ParseSnoozeJobResponse(rsp *http.Response) (*SnoozeJobResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &SnoozeJobResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Job
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers SnoozeJobResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 503:
+		var headers SnoozeJobResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/echo-mq/echo_mq/internal/job"
 	"github.com/echo-mq/echo_mq/internal/lease"
 )
 
@@ -288,6 +289,56 @@ func (s *server) handleFail(w http.ResponseWriter, r *http.Request) {
 	if kind, ok := lease.FailTransition(j.State); ok {
 		s.transition(queue, kind, 1)
 	}
+	writeJob(w, http.StatusOK, j)
+}
+
+// SnoozeRequest puts a held job back for later, its attempt not spent.
+type SnoozeRequest struct {
+	Token int64 `json:"token" format:"int64" validate:"required,gt=0" minimum:"1" example:"42"`
+	// How long the job waits, delayed, before it may be claimed again, in
+	// ms; 0 makes it pending at once.
+	DelayMs *int64 `json:"delay_ms" format:"int64" validate:"required,min=0,max=31536000000" example:"60000"`
+} // @name SnoozeRequest
+
+// handleSnooze godoc
+//
+//	@Summary		Snooze a job
+//	@Description	Puts the job held under token back for later without spending the attempt: delayed until now + delay_ms (pending when 0), with attempts as before the claim and stalled unchanged, its flow control slot freed (a fifo group keeps its head). The token is dead afterwards. A job whose cancel was requested is cancelled instead. Repeating a snooze that succeeded answers 200 with the job as it is.
+//	@ID				snoozeJob
+//	@Tags			worker
+//	@Security		BearerAuth
+//	@Security		Signature
+//	@Accept			json
+//	@Param			queue	path	string			true	"queue name: 1 to 100 of A-Z a-z 0-9 . _ -, not only dots"	minlength(1)	maxlength(100)
+//	@Param			id		path	string			true	"job id: 1 to 128 of A-Z a-z 0-9 . _ : -, not only dots"	minlength(1)	maxlength(128)
+//	@Param			snooze	body	SnoozeRequest	true	"token and delay"
+//	@Produce		application/problem+json
+//	@Failure		400	{object}	Problem	"EMQINVALID"
+//	@Failure		403	{object}	Problem	"EMQFORBIDDEN: the key's role may not do this"
+//	@Failure		404	{object}	Problem	"EMQGONE"
+//	@Failure		409	{object}	Problem	"EMQSTALE"
+//	@Produce		json
+//	@Success		200	{object}	Job
+//	@Router			/queues/{queue}/jobs/{id}/snooze [post]
+func (s *server) handleSnooze(w http.ResponseWriter, r *http.Request) {
+	queue, id, err := jobParams(r)
+	var req SnoozeRequest
+	if err == nil {
+		err = s.decode(r, &req)
+	}
+	var j job.Job
+	if err == nil {
+		j, err = s.leases.Snooze(r.Context(), queue, id, req.Token, ms(*req.DelayMs))
+	}
+	if err != nil {
+		s.writeProblem(w, r, err)
+		return
+	}
+	kind := "snoozed"
+	if j.State == job.StateCancelled {
+		kind = "cancelled"
+	}
+	s.transition(queue, kind, 1)
 	writeJob(w, http.StatusOK, j)
 }
 

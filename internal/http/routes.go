@@ -41,6 +41,7 @@ func (s *server) apiRoutes() []route {
 		{"POST", job + "/lease", auth.Worker, s.handleLeaseExtend},
 		{"POST", job + "/complete", auth.Worker, s.handleComplete},
 		{"POST", job + "/fail", auth.Worker, s.handleFail},
+		{"POST", job + "/snooze", auth.Worker, s.handleSnooze},
 		{"GET", job + "/cancellation", auth.Worker, s.handleCancellation},
 		{"POST", job + "/cancel", auth.Worker, s.handleCancel},
 

@@ -79,6 +79,7 @@ type leaser interface {
 	Complete(ctx context.Context, queue, id string, token int64, result json.RawMessage, next *lease.ClaimParams) (job.Job, []job.Job, error)
 	CompleteBatch(ctx context.Context, queue string, batch []lease.Completion, next *lease.ClaimParams) ([]lease.Completed, []job.Job, error)
 	Fail(ctx context.Context, queue, id string, p lease.FailParams) (job.Job, error)
+	Snooze(ctx context.Context, queue, id string, token int64, delay time.Duration) (job.Job, error)
 	Cancel(ctx context.Context, queue, id string, p lease.CancelParams) (job.Job, bool, error)
 }
 

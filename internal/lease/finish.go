@@ -145,6 +145,20 @@ func (s *Service) Fail(ctx context.Context, queue, id string, p FailParams) (job
 	return job.Parse(queue, reply)
 }
 
+// Snooze puts the job the token holds back for later without spending its
+// attempt: delayed for delay (pending at once for 0), its attempts as
+// before the claim and its stalls as they were, its flow control slot
+// freed; the token is dead afterwards (docs/design.md#snooze). A job whose
+// cancel was requested is cancelled instead. Repeating it answers as the
+// first time. Errors: job.ErrGone, job.ErrStale.
+func (s *Service) Snooze(ctx context.Context, queue, id string, token int64, delay time.Duration) (job.Job, error) {
+	reply, err := s.run(ctx, queue, lua.SnoozeArgs{ID: id, Token: token, DelayMS: millis(delay)})
+	if err != nil {
+		return job.Job{}, err
+	}
+	return job.Parse(queue, reply)
+}
+
 // truncate cuts s to at most n bytes without splitting a UTF-8 sequence.
 func truncate(s string, n int) string {
 	if len(s) <= n {

@@ -267,7 +267,11 @@ func (m *smMachine) step(a, b byte) {
 	case smOpComplete:
 		m.complete(w, id, v)
 	case smOpFail:
-		m.fail(w, id, v)
+		if v/8 >= 6 {
+			m.snooze(w, id, v)
+		} else {
+			m.fail(w, id, v)
+		}
 	case smOpCancel:
 		m.cancel(w, id, v)
 	case smOpRemove:
@@ -362,8 +366,8 @@ func (m *smMachine) unchanged(what string, before smSnapshot) {
 }
 
 // fenced predicts a holder's call on id under tok from the row before it.
-// verb is "complete" or "fail" for the calls a holder may repeat, "" for
-// the others.
+// verb is "complete", "fail" or "snooze" for the calls a holder may
+// repeat, "" for the others.
 func smFenced(row map[string]string, exists bool, tok int64, verb string) (want smOutcome, repeat bool) {
 	ts := strconv.FormatInt(tok, 10)
 	switch {
@@ -691,6 +695,46 @@ func (m *smMachine) fail(w int, id string, v int) {
 	if j.State != wantState || after["state"] != wantState || after["last_error"] != p.Error ||
 		!strings.HasPrefix(after["outcomes"], " fail:"+strconv.FormatInt(tok, 10)+" ") {
 		m.fatalf("%s: answered %s, row %v; want %s with last_error %q", what, j.State, after, wantState, p.Error)
+	}
+}
+
+// snooze has worker w snooze id under a token: for an hour, or (odd v) for
+// 0 ms, pending again at once. Fenced as fail is, repeatable; the job
+// gives its attempt back, keeps its stalls and frees its slot.
+func (m *smMachine) snooze(w int, id string, v int) {
+	m.t.Helper()
+	tok, whose := m.tokenFor(w, id, v)
+	delay := time.Hour
+	if v%2 == 1 {
+		delay = 0
+	}
+	before := m.last
+	row := before.rows[id]
+	what := fmt.Sprintf("w%d snooze %s with %s token %d for %v", w, id, whose, tok, delay)
+	want, repeat := m.report(what, id, tok, "snooze")
+	j, err := m.svc.leases.Snooze(m.ctx, m.queue, id, tok, delay)
+	if m.want(what, err, want) != smOK {
+		m.unchanged(what, before)
+		return
+	}
+	if repeat {
+		m.unchanged(what+" (a repeat)", before)
+		return
+	}
+	m.remember(id, tok, "snooze")
+	wantState := job.StatePending
+	switch {
+	case row["cancel_requested"] == "1":
+		wantState = job.StateCancelled
+	case delay > 0:
+		wantState = job.StateDelayed
+	}
+	after, _ := m.after().row(id)
+	wantAttempts := max(smNum(row, "attempts")-1, 0)
+	if j.State != wantState || after["state"] != wantState || smNum(after, "attempts") != wantAttempts ||
+		after["stalled"] != row["stalled"] || !strings.HasPrefix(after["outcomes"], " snooze:"+strconv.FormatInt(tok, 10)+" ") {
+		m.fatalf("%s: answered %s, row %v; want %s with attempts %d and stalled %q as before", what, j.State, after,
+			wantState, wantAttempts, row["stalled"])
 	}
 }
 
@@ -1267,6 +1311,16 @@ func smProgram(ops ...[4]int) []byte {
 
 // smSeeds are hand-written programs, one per story docs/design.md tells.
 var smSeeds = [][]byte{
+	// Snoozes: under fifo flow control, a grouped job snoozed for 0 ms keeps
+	// its group's head and its attempt, a repeat answers as the first time,
+	// the old token is stale, a snooze for an hour frees the slot, and a
+	// cancel requested meanwhile cancels at the next snooze.
+	smProgram(
+		[4]int{smOpMisc, 0, 0, 21}, [4]int{smOpEnqueue, 0, 1, 0}, [4]int{smOpEnqueue, 0, 2, 0},
+		[4]int{smOpClaim, 0, 0, 0}, [4]int{smOpFail, 0, 1, 49}, [4]int{smOpFail, 0, 1, 49},
+		[4]int{smOpExtend, 0, 1, 0}, [4]int{smOpClaim, 1, 0, 0}, [4]int{smOpFail, 1, 1, 48},
+		[4]int{smOpClaim, 2, 0, 0}, [4]int{smOpCancel, 0, 2, 1}, [4]int{smOpFail, 2, 2, 48},
+		[4]int{smOpPromote, 0, 1, 0}, [4]int{smOpClaim, 0, 0, 0}, [4]int{smOpFail, 0, 1, 24}),
 	// A job's life, a repeated complete, and a late fail.
 	smProgram(
 		[4]int{smOpEnqueue, 0, 0, 0}, [4]int{smOpClaim, 0, 0, 0}, [4]int{smOpExtend, 0, 0, 0},

@@ -436,6 +436,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/queues/{queue}/jobs/{id}/snooze": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Snooze a job
+         * @description Puts the job held under token back for later without spending the attempt: delayed until now + delay_ms (pending when 0), with attempts as before the claim and stalled unchanged, its flow control slot freed (a fifo group keeps its head). The token is dead afterwards. A job whose cancel was requested is cancelled instead. Repeating a snooze that succeeded answers 200 with the job as it is.
+         */
+        post: operations["snoozeJob"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/queues/{queue}/jobs/batch": {
         parameters: {
             query?: never;
@@ -906,7 +926,7 @@ export interface components {
              * @example completed
              * @enum {string}
              */
-            kind: "enqueued" | "claimed" | "progress" | "completed" | "failed" | "dead" | "cancel_requested" | "cancelled" | "recovered" | "retried" | "promoted" | "due" | "removed" | "paused" | "resumed" | "drained" | "settings" | "group_paused" | "group_resumed" | "schedule_set" | "schedule_paused" | "schedule_resumed" | "schedule_deleted";
+            kind: "enqueued" | "claimed" | "progress" | "completed" | "failed" | "dead" | "cancel_requested" | "cancelled" | "recovered" | "retried" | "promoted" | "due" | "removed" | "paused" | "resumed" | "drained" | "settings" | "group_paused" | "group_resumed" | "snoozed" | "schedule_set" | "schedule_paused" | "schedule_resumed" | "schedule_deleted";
             /** @example emails */
             queue: string;
             /** @example superseded */
@@ -1311,6 +1331,20 @@ export interface components {
              * @example Europe/Berlin
              */
             tz?: string;
+        };
+        SnoozeRequest: {
+            /**
+             * Format: int64
+             * @description How long the job waits, delayed, before it may be claimed again, in
+             *     ms; 0 makes it pending at once.
+             * @example 60000
+             */
+            delay_ms: number;
+            /**
+             * Format: int64
+             * @example 42
+             */
+            token: number;
         };
         SweepRequest: {
             /**
@@ -3927,6 +3961,157 @@ export interface operations {
             };
             /** @description EMQSTATE: the job is not dead or cancelled */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQINTERNAL: a bug, logged with the request id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQUNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    snoozeJob: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description With X-EMQ-Signature, instead of a bearer key: the Unix time in seconds at which the request was signed, within 5 minutes of the service's clock. */
+                "X-EMQ-Timestamp"?: components["parameters"]["SignatureTimestamp"];
+                /** @description Instead of a bearer key: sha256= and the hex HMAC-SHA256, under a key of EMQ_API_KEYS, of "<X-EMQ-Timestamp>.<METHOD>.<path and query>.<body>". Each signature is accepted once: a sender that retries signs again. */
+                "X-EMQ-Signature"?: components["parameters"]["Signature"];
+            };
+            path: {
+                /** @description queue name: 1 to 100 of A-Z a-z 0-9 . _ -, not only dots */
+                queue: string;
+                /** @description job id: 1 to 128 of A-Z a-z 0-9 . _ : -, not only dots */
+                id: string;
+            };
+            cookie?: never;
+        };
+        /** @description token and delay */
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "delay_ms": 60000,
+                 *       "token": 42
+                 *     }
+                 */
+                "application/json": components["schemas"]["SnoozeRequest"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "attempts": 1,
+                     *       "cancel_requested": false,
+                     *       "created_at": "2026-11-29T19:06:37.123Z",
+                     *       "group": "tenant-42",
+                     *       "id": "0190f8a2-7c4e-7d2a-9b1e-3f5c2a1b0c9d",
+                     *       "max_attempts": 3,
+                     *       "payload": {
+                     *         "to": "ada@example.com"
+                     *       },
+                     *       "priority": 0,
+                     *       "progress": {
+                     *         "pct": 50
+                     *       },
+                     *       "queue": "emails",
+                     *       "result": {
+                     *         "sent": true
+                     *       },
+                     *       "stalled": 0,
+                     *       "state": "active",
+                     *       "token": 42,
+                     *       "worker": "worker-1"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Job"];
+                };
+            };
+            /** @description EMQINVALID */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQUNAUTHORIZED: no key, a wrong one, or a bad signature */
+            401: {
+                headers: {
+                    /** @description the Bearer scheme, realm echo_mq */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQFORBIDDEN: the key's role may not do this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQGONE */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQSTALE */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQTOOLARGE */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQMEDIATYPE */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
