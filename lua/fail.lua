@@ -40,14 +40,10 @@ local function backoff_ms(spec, attempts)
 end
 
 local id, token, text = ARGV[3], ARGV[4], ARGV[5]
-local row = read_row(id)
-local code = fence_row(row, token, 'fail')
-if code == 'repeat' then
-  return reply_of(id, row)
-elseif code then
-  return error_reply(code, id)
+local row, answer = fenced_report(id, token, 'fail')
+if not row then
+  return answer
 end
-flow_check(row)
 
 local now = now_ms()
 local attempts = tonumber(row.attempts or '0')
@@ -60,44 +56,15 @@ end
 leave_active(id, row)
 -- One HSET for the report and the job's new place.
 local fields = { 'last_error', text, 'outcomes', outcomes_after(row.outcomes, 'fail', token) }
-local function place(state, ...)
-  fields[#fields + 1], fields[#fields + 2] = 'state', state
-  for _, v in ipairs({ ... }) do
-    fields[#fields + 1] = v
-  end
-  set_fields(id, row, fields)
-end
-
 if row.cancel_requested then
-  redis.call('ZADD', CANCELLED, int(now), id)
-  place('cancelled', 'finished_at', int(now))
-  flow_finished(id, row)
+  end_reported(id, row, fields, 'cancelled', now)
   emit('cancelled', id, 'cancelled', 'error', text)
 elseif ARGV[7] == '1' or attempts >= max_attempts then
-  redis.call('ZADD', DEAD, int(now), id)
-  place('dead', 'finished_at', int(now))
-  flow_finished(id, row)
+  end_reported(id, row, fields, 'dead', now)
   redis.call('HINCRBY', META, 'failed', 1)
   emit('dead', id, 'dead', 'error', text)
 else
-  local state = 'pending'
-  if delay <= 0 then
-    if row.group then
-      group_pending(id, row)
-    else
-      add_pending(id, tonumber(row.priority or '0'), false)
-    end
-    del_fields(id, row, { 'run_at' })
-    place('pending')
-  else
-    state = 'delayed'
-    local run_at = int(now + delay)
-    redis.call('ZADD', DELAYED, run_at, id)
-    if row.group then
-      group_count(row.group, 'd', 1)
-    end
-    place('delayed', 'run_at', run_at)
-  end
+  local state = requeue(id, row, fields, delay, now)
   emit('failed', id, state, 'error', text)
   wake(1) -- pending: claim it; delayed: learn when to look again
 end

@@ -226,6 +226,61 @@ local function leave_active(id, row)
   end
 end
 
+-- fenced_report reads the row of job id, which its holder under token
+-- reports verb about (fail, snooze), and fences it (fence_row): the row when
+-- the call goes ahead, else nil and the call's reply (the job as it is, for
+-- a repeat of a report that succeeded; an error reply). Reads only.
+local function fenced_report(id, token, verb)
+  local row = read_row(id)
+  local code = fence_row(row, token, verb)
+  if code == 'repeat' then
+    return nil, reply_of(id, row)
+  elseif code then
+    return nil, error_reply(code, id)
+  end
+  flow_check(row)
+  return row
+end
+
+-- end_reported ends job id, which has left the active set (leave_active)
+-- on its holder's report, in the finished state (cancelled, dead): fields
+-- are written with the state and finished_at in one HSET, and its flow
+-- control group learns that it finished.
+local function end_reported(id, row, fields, state, now)
+  redis.call('ZADD', set_of(state), int(now), id)
+  fields[#fields + 1], fields[#fields + 2] = 'state', state
+  fields[#fields + 1], fields[#fields + 2] = 'finished_at', int(now)
+  set_fields(id, row, fields)
+  flow_finished(id, row)
+end
+
+-- requeue puts job id, which has left the active set (leave_active), back
+-- to wait: pending (a grouped job at its place in its group) when delay <=
+-- 0, else delayed until now + delay. fields (name, value pairs) are
+-- written with its new state and run_at in one HSET. Returns the state.
+local function requeue(id, row, fields, delay, now)
+  local state = 'delayed'
+  if delay <= 0 then
+    state = 'pending'
+    if row.group then
+      group_pending(id, row)
+    else
+      add_pending(id, tonumber(row.priority or '0'), false)
+    end
+    del_fields(id, row, { 'run_at' })
+  else
+    local run_at = int(now + delay)
+    redis.call('ZADD', DELAYED, run_at, id)
+    if row.group then
+      group_count(row.group, 'd', 1)
+    end
+    fields[#fields + 1], fields[#fields + 2] = 'run_at', run_at
+  end
+  fields[#fields + 1], fields[#fields + 2] = 'state', state
+  set_fields(id, row, fields)
+  return state
+end
+
 -- complete_one finishes the job id held under token, whose declared row
 -- the script read (row), storing result when has_result is '1', and adds
 -- its id to done, for finish_completed. Returns the job reply and whether

@@ -25,14 +25,10 @@
 -- the job is no longer active under it; TRYAGAIN (flow.lua's flow_check).
 
 local id, token, delay = ARGV[3], ARGV[4], tonumber(ARGV[5])
-local row = read_row(id)
-local code = fence_row(row, token, 'snooze')
-if code == 'repeat' then
-  return reply_of(id, row)
-elseif code then
-  return error_reply(code, id)
+local row, answer = fenced_report(id, token, 'snooze')
+if not row then
+  return answer
 end
-flow_check(row)
 
 local now = now_ms()
 leave_active(id, row)
@@ -44,29 +40,10 @@ else
   del_fields(id, row, { 'attempts' }) -- absent is zero (row.lua)
 end
 if row.cancel_requested then
-  redis.call('ZADD', CANCELLED, int(now), id)
-  fields[#fields + 1], fields[#fields + 2] = 'state', 'cancelled'
-  fields[#fields + 1], fields[#fields + 2] = 'finished_at', int(now)
-  set_fields(id, row, fields)
-  flow_finished(id, row)
+  end_reported(id, row, fields, 'cancelled', now)
   emit('cancelled', id, 'cancelled')
   return reply_of(id, row)
 end
-local state = 'pending'
-if delay <= 0 then
-  set_fields(id, row, fields)
-  push_pending(id, row, false)
-else
-  state = 'delayed'
-  local run_at = int(now + delay)
-  redis.call('ZADD', DELAYED, run_at, id)
-  if row.group then
-    group_count(row.group, 'd', 1)
-  end
-  fields[#fields + 1], fields[#fields + 2] = 'state', 'delayed'
-  fields[#fields + 1], fields[#fields + 2] = 'run_at', run_at
-  set_fields(id, row, fields)
-end
-emit('snoozed', id, state)
+emit('snoozed', id, requeue(id, row, fields, delay, now))
 wake(1) -- pending: claim it; delayed: learn when to look again
 return reply_of(id, row)
