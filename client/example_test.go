@@ -128,6 +128,48 @@ func ExampleCancelRequestedError() {
 	// cancelled - cancelled: customer asked
 }
 
+// A handler whose job cannot go ahead yet (a rate limit upstream, a file
+// not there yet) snoozes it: the job comes back after the delay, and the
+// attempt is not spent, so the job keeps its whole budget however often it
+// is snoozed.
+func ExampleSnoozeFor() {
+	c, err := client.New(exampleURL())
+	if err != nil {
+		log.Fatal(err)
+	}
+	job, _, err := c.Enqueue(context.Background(), "exports", client.EnqueueRequest{Payload: "invoices", MaxAttempts: 1})
+	if err != nil {
+		log.Fatal(err)
+	}
+
+	ready := false // the upstream the export needs; it is busy at first
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	export := func(ctx context.Context, job client.Job) (any, error) {
+		if !ready {
+			ready = true // by the time the job comes back
+			fmt.Println("upstream busy: snoozing, attempt", job.Attempts)
+			return nil, client.SnoozeFor(100 * time.Millisecond)
+		}
+		defer stop() // one job is enough for this example
+		fmt.Println("exporting, attempt", job.Attempts)
+		return "exported", nil
+	}
+	if err := c.Work(ctx, "exports", export, client.WithWait(time.Second)); err != nil {
+		log.Fatal(err)
+	}
+
+	done, err := c.Job(context.Background(), "exports", job.ID)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(done.State, "after", done.Attempts, "attempt")
+	// Output:
+	// upstream busy: snoozing, attempt 1
+	// exporting, attempt 1
+	// completed after 1 attempt
+}
+
 // A schedule enqueues a job at each tick of its cadence, a cron line or a
 // fixed interval, with the id "<name>:<tick in ms>". Putting a schedule
 // takes an admin key (client.WithAPIKey).

@@ -34,6 +34,8 @@ func (w *worker) work(ctx context.Context, job Job, claimedAt time.Time) {
 		r.complete(base, result)
 	case errors.As(cause, &cancel):
 		r.fail(base, FailRequest{Token: job.Token, Error: cancelledText(cancel.Reason)})
+	case errors.As(err, new(*snoozeError)):
+		r.snooze(base, err) // in work.go
 	default:
 		r.fail(base, failRequest(job, err))
 	}

@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -30,7 +31,9 @@ const (
 )
 
 // Handler does the work of one claimed job and returns its result (any
-// value that encodes as JSON, or nil for none) or an error.
+// value that encodes as JSON, or nil for none) or an error. An error
+// fails the job, unless it is SnoozeFor's: then the job is put back for
+// later without spending its attempt.
 //
 // Its ctx is cancelled when the job must stop: context.Cause(ctx) is then
 // a *CancelRequestedError (errors.Is(cause, ErrCancelRequested)) when
@@ -79,9 +82,9 @@ func WithConcurrency(n int) WorkOption { return func(c *workConfig) { c.concurre
 func WithWorker(name string) WorkOption { return func(c *workConfig) { c.worker = name } }
 
 // WithLogger makes Work log one line per event to l: claimed, completed,
-// failed, cancelled, stopping and stopped at Info; backing off, lost and
-// an extend refused at Warn; a claim refused, a report refused or given up
-// and a handler's panic at Error. l's handler decides which levels it keeps.
+// failed, snoozed, cancelled, stopping and stopped at Info; backing off,
+// lost and an extend refused at Warn; a claim refused, a report refused
+// or given up and a handler's panic at Error. l's handler decides which levels it keeps.
 //
 // Without WithLogger, Work logs to slog.Default() at Warn and Error only:
 // a worker that is backing off, losing jobs or giving up is never silent,
@@ -124,8 +127,10 @@ func (h warnAndAbove) WithGroup(name string) slog.Handler {
 // extending the lease every third of it while handle runs, with the
 // latest Progress. When handle returns, Work completes the job with the
 // result, or fails it with the error's text (the service retries it with
-// backoff; Fatal and RetryIn change that). A panic in handle is recovered
-// and fails the job with "panic: <value>".
+// backoff; Fatal and RetryIn change that). When the error is SnoozeFor's,
+// Work snoozes the job instead: it is claimable again after the delay,
+// and the attempt is not spent. A panic in handle is recovered and fails
+// the job with "panic: <value>".
 //
 // When an extend says a cancel was requested, Work cancels handle's ctx
 // with a *CancelRequestedError cause; if handle then returns an error, the
@@ -137,12 +142,12 @@ func (h warnAndAbove) WithGroup(name string) slog.Handler {
 // On an error Retryable accepts (a 502, 503 or 504 answer, a refused or
 // reset connection, a timeout), Work waits the answer's Retry-After, or
 // else 0.5 s doubling up to 30 s, and sends the same call again;
-// repeating a complete or a fail is safe. An extend gives up after a third
-// of the lease, so that a hung one is retried before the lease lapses. A
-// complete or a fail is retried until the job's lease would have lapsed
-// (counted from the last claim or extend answered): then the service's
-// sweep takes the job back and runs it again, so Work logs that it gave
-// up the report and goes on.
+// repeating a complete, a fail or a snooze is safe. An extend gives up
+// after a third of the lease, so that a hung one is retried before the
+// lease lapses. A complete, a fail or a snooze is retried until the job's
+// lease would have lapsed (counted from the last claim or extend
+// answered): then the service's sweep takes the job back and runs it
+// again, so Work logs that it gave up the report and goes on.
 //
 // When ctx is done Work stops claiming, lets the jobs in hand finish and
 // be reported, and returns nil. A claim already sent is not cut short (a
@@ -231,4 +236,44 @@ func (w *worker) claim(ctx context.Context) ([]Job, error) {
 	callCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.cfg.wait+claimMargin)
 	defer cancel()
 	return w.c.Claim(callCtx, w.queue, ClaimRequest{Count: 1, Lease: w.cfg.lease, Wait: w.cfg.wait, Worker: w.cfg.worker})
+}
+
+// SnoozeFor returns the error a Handler returns when its job cannot go
+// ahead yet (a rate limit upstream, a file not there yet, a lock someone
+// else holds), which is not a failure: Work snoozes the job instead of
+// failing it (Client.Snooze). The job becomes delayed for d (pending at
+// once when d <= 0) and is claimed again then, with its attempts as
+// before this claim: a job snoozed many times keeps its whole budget. A
+// job whose cancel was requested is cancelled instead. Work recognises
+// the error with errors.As, so it may be wrapped (fmt.Errorf("...: %w",
+// SnoozeFor(d))). A d over a year is refused by the service: Work then
+// fails the job with the refusal.
+func SnoozeFor(d time.Duration) error { return &snoozeError{delay: max(0, d)} }
+
+// snoozeError is SnoozeFor's error: how long to snooze the job.
+type snoozeError struct{ delay time.Duration }
+
+func (e *snoozeError) Error() string { return "client: snooze for " + e.delay.String() }
+
+// snooze reports that the handler snoozed the job with err, a SnoozeFor
+// error. A snooze the service refuses (a delay over a year) fails the job
+// instead, so that it does not sit active until its lease lapses.
+func (r report) snooze(ctx context.Context, err error) {
+	var se *snoozeError
+	errors.As(err, &se)
+	snoozed, err := r.retry(ctx, func(ctx context.Context) (Job, error) {
+		return r.w.c.Snooze(ctx, r.w.queue, r.job.ID, r.job.Token, se.delay)
+	})
+	switch {
+	case errors.Is(err, ErrStale) || errors.Is(err, ErrGone):
+		r.w.log.Warn("Lost job", "job_id", r.job.ID, "error", err)
+	case errors.Is(err, errLeaseLapsed):
+		r.w.log.Error("Gave up reporting job", "job_id", r.job.ID, "outcome", "snoozed", "error", err)
+	case err != nil:
+		r.fail(ctx, FailRequest{Token: r.job.Token, Error: "the snooze was refused: " + err.Error()})
+	case snoozed.State == StateCancelled:
+		r.w.log.Info("Cancelled job", "job_id", r.job.ID, "reason", snoozed.CancelReason)
+	default:
+		r.w.log.Info("Snoozed job", "job_id", r.job.ID, "delay", se.delay, "state", snoozed.State)
+	}
 }

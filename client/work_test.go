@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strings"
 	"sync"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/echo-mq/echo_mq/client"
 	"github.com/echo-mq/echo_mq/internal/redistest"
+	"github.com/echo-mq/echo_mq/internal/servicetest"
 )
 
 // Work tests lease for 900 ms (an extend every 300 ms) and wait 300 ms, so
@@ -76,6 +78,60 @@ func TestWorkFatalAndRetryIn(t *testing.T) {
 	w.stop()
 	if job.Attempts != 2 || job.LastError != "bad input" {
 		t.Fatalf("dead job %+v, want 2 attempts (a retry at once, then fatal) and last_error \"bad input\"", job)
+	}
+}
+
+func TestWorkSnoozeForPutsTheJobBackWithoutSpendingTheAttempt(t *testing.T) {
+	t.Parallel()
+	direct, q := newClient(t), redistest.Queue(t)
+	// One attempt: a snooze that failed the job, or spent its attempt,
+	// would leave it dead.
+	enqueue(t, direct, q, client.EnqueueRequest{ID: "j", MaxAttempts: 1})
+	// The first snooze reaches the service, which snoozes the job, but its
+	// answer is lost: Work sends it again, and the repeat is answered 200.
+	proxy := servicetest.NewFlakyProxy(t, serviceURL(t))
+	proxy.Answer("/jobs/j/snooze", servicetest.Answer{PassOn: true, Status: http.StatusBadGateway})
+	logger, logs := captureLogs(slog.LevelInfo)
+	const delay = 300 * time.Millisecond
+	var calls []time.Time // one Work loop: the handler runs one job at a time
+	w := startWork(t, mustNew(t, proxy.URL()), q, func(ctx context.Context, job client.Job) (any, error) {
+		calls = append(calls, time.Now())
+		if len(calls) == 1 {
+			return nil, fmt.Errorf("upstream busy: %w", client.SnoozeFor(delay)) // wrapped: errors.As finds it
+		}
+		return "done", nil
+	}, client.WithLease(3*time.Second), client.WithWait(300*time.Millisecond), client.WithLogger(logger))
+	job := waitState(t, direct, q, "j", client.StateCompleted)
+	if err := w.stop(); err != nil {
+		t.Fatal(err)
+	}
+	if len(calls) != 2 || job.Attempts != 1 || job.Stalled != 0 || job.LastError != "" || string(job.Result) != `"done"` {
+		t.Fatalf("job %+v after %d handler calls; want completed on the second, with 1 attempt, never failed or stalled",
+			job, len(calls))
+	}
+	// 50 ms of slack for the service's clock, read in whole ms.
+	if gap := calls[1].Sub(calls[0]); gap < delay-50*time.Millisecond {
+		t.Errorf("the job was claimed again %v after it was snoozed for %v", gap, delay)
+	}
+	if n, fails := len(proxy.Requests("/jobs/j/snooze")), len(proxy.Requests("/jobs/j/fail")); n != 2 || fails != 0 {
+		t.Errorf("Work sent %d snoozes and %d fails, want 2 snoozes (the second after a 502) and no fail", n, fails)
+	}
+	if text := logs.String(); strings.Count(text, `msg="Snoozed job"`) != 1 || !strings.Contains(text, "delay=300ms") {
+		t.Errorf("Work did not log the snooze once, with its delay:\n%s", text)
+	}
+}
+
+func TestWorkSnoozeRefusedFailsTheJob(t *testing.T) {
+	t.Parallel()
+	c, q := newClient(t), redistest.Queue(t)
+	enqueue(t, c, q, client.EnqueueRequest{ID: "j", MaxAttempts: 1})
+	w := startWork(t, c, q, func(ctx context.Context, job client.Job) (any, error) {
+		return nil, client.SnoozeFor(2 * 365 * 24 * time.Hour) // the service takes a year at most
+	}, fast...)
+	job := waitState(t, c, q, "j", client.StateDead)
+	w.stop()
+	if !strings.HasPrefix(job.LastError, "the snooze was refused: ") || !strings.Contains(job.LastError, "EMQINVALID") {
+		t.Fatalf("last_error %q, want the refusal of the snooze", job.LastError)
 	}
 }
 

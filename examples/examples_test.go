@@ -23,7 +23,10 @@ func TestMain(m *testing.M) { os.Exit(servicetest.Main(m, &serviceBin)) }
 //     claims with 503, works a stream of jobs: short ones, a failing one, one
 //     cancelled while it runs, one removed while it runs (lost), one whose
 //     extends and complete meet 503 and 502, one whose result is refused
-//     (400); then a SIGTERM while it works lets the job in hand finish;
+//     (400), one whose snooze is refused (400), one claimed before its
+//     not_before and snoozed until then (its snooze meeting a lost answer
+//     and a 503), which completes with its one attempt; then a SIGTERM
+//     while it works lets the job in hand finish;
 //   - sigterm_in_claim: a SIGTERM while the claim waits, and the job that
 //     claim brings is still worked;
 //   - second_signal: a second signal exits at once, 130.

@@ -42,7 +42,9 @@ type job struct {
 	Payload   json.RawMessage `json:"payload"`
 	Result    json.RawMessage `json:"result"`
 	LastError string          `json:"last_error"`
+	Attempts  int             `json:"attempts"`
 	Stalled   int             `json:"stalled"`
+	StartedAt time.Time       `json:"started_at"`
 	Worker    string          `json:"worker"`
 }
 

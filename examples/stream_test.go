@@ -36,7 +36,10 @@ func checkWorker(t *testing.T, lang language, svc service) {
 	// well before the lease from the claim lapses.
 	completeFaults := svc.enqueue(t, q, `{"payload": {"ms": 100}}`)
 	refused := svc.enqueue(t, q, `{"payload": {"ms": 100}, "max_attempts": 1}`)
-	ids := append([]string{failing, cancelled, lost, extendFaults, completeFaults, refused}, short...)
+	// A snooze over a year, which the service refuses (400).
+	snoozeRefused := svc.enqueue(t, q, fmt.Sprintf(`{"payload": {"not_before": %d}, "max_attempts": 1}`,
+		time.Now().Add(400*24*time.Hour).UnixMilli()))
+	ids := append([]string{failing, cancelled, lost, extendFaults, completeFaults, refused, snoozeRefused}, short...)
 
 	proxy := newProxy(t, svc.URL())
 	proxy.Answer("/claim", unavailable, unavailable)
@@ -72,7 +75,9 @@ func checkWorker(t *testing.T, lang language, svc service) {
 	checkExtendFaults(t, lang, svc, w, proxy, q, extendFaults)
 	checkCompleteFaults(t, lang, svc, w, proxy, q, completeFaults)
 	checkRefused(t, svc, proxy, q, refused)
+	checkSnoozeRefused(t, svc, w, q, snoozeRefused)
 	checkBackoff(t, w, proxy)
+	checkSnooze(t, lang, svc, w, proxy, q, func(id string) { ids = append(ids, id) })
 	checkSIGTERM(t, lang, svc, w, q, func(id string) { ids = append(ids, id) })
 	checkNoReport(t, svc, proxy, q, lost)
 }
@@ -162,6 +167,74 @@ func checkRefused(t *testing.T, svc service, proxy *servicetest.FlakyProxy, q, i
 	if len(proxy.Requests("/jobs/"+id+"/fail")) == 0 {
 		t.Errorf("the worker sent no fail after its complete was refused")
 	}
+}
+
+// checkSnooze enqueues a job {"not_before": now + 1.5 s} while the worker
+// waits for one: the worker claims it at once, too early, and snoozes it
+// until then instead of failing it; the job comes back when it is due and
+// completes, its attempt not spent by the snooze. The first snooze reaches
+// the service but its answer is lost (502), the second meets a 503: the
+// worker sends the same snooze again each time, and the service answers the
+// repeat as the first. It passes the job's id to track, for the diagnostics.
+func checkSnooze(t *testing.T, lang language, svc service, w *worker, proxy *servicetest.FlakyProxy, q string, track func(id string)) {
+	t.Helper()
+	const id = "snoozed" // known before the enqueue: the worker snoozes it at once
+	track(id)
+	proxy.Answer("/jobs/"+id+"/snooze", answerLost, unavailable)
+	notBefore := time.Now().Add(1500 * time.Millisecond).UnixMilli()
+	svc.enqueue(t, q, fmt.Sprintf(`{"id": %q, "payload": {"not_before": %d}}`, id, notBefore))
+	j := svc.waitState(t, q, id, "completed", 20*time.Second)
+	checkResult(t, lang, j, 100)
+	if j.Attempts != 1 || j.Stalled != 0 || j.LastError != "" {
+		t.Errorf("snoozed job: attempts %d, stalled %d, last_error %q; want 1, 0 and none: the snooze spent the "+
+			"attempt, or the job was failed", j.Attempts, j.Stalled, j.LastError)
+	}
+	if j.StartedAt.UnixMilli() < notBefore {
+		t.Errorf("the attempt that completed the snoozed job started %d ms before its not_before",
+			notBefore-j.StartedAt.UnixMilli())
+	}
+	if n := len(proxy.Requests("/jobs/" + id + "/snooze")); n != 3 {
+		t.Errorf("the worker sent %d snoozes, want 3: after a lost answer and a 503, the one that passed", n)
+	}
+	if n := len(proxy.Requests("/jobs/" + id + "/fail")); n != 0 {
+		t.Errorf("the worker sent %d fails for the job it snoozed, want none", n)
+	}
+	w.waitLogged(t, "completed "+id, 5*time.Second) // the log line follows the answer
+	lines := w.lines()
+	if n := count(lines, func(l string) bool { return l == "claimed "+id }); n != 2 {
+		t.Errorf("the worker logged %q %d times, want 2: claimed, snoozed, claimed again", "claimed "+id, n)
+	}
+	snoozed := slices.DeleteFunc(lines, func(l string) bool { return !strings.HasPrefix(l, "snoozed "+id+": ") })
+	var ms int
+	if len(snoozed) != 1 {
+		t.Errorf("the worker logged %q, want one line \"snoozed %s: <delay_ms> ms\"", snoozed, id)
+	} else if _, err := fmt.Sscanf(snoozed[0], "snoozed "+id+": %d ms", &ms); err != nil || ms <= 0 || ms > 1500 {
+		t.Errorf("the worker logged %q, want \"snoozed %s: <delay_ms> ms\" with 0 < delay_ms <= 1500", snoozed[0], id)
+	}
+}
+
+// checkSnoozeRefused checks that a job whose snooze the service refused
+// (400: a delay over a year) did not stay active: the worker failed it with
+// the refusal, so that with one attempt it is dead.
+func checkSnoozeRefused(t *testing.T, svc service, w *worker, q, id string) {
+	t.Helper()
+	j := svc.waitState(t, q, id, "dead", 10*time.Second)
+	const want = "snooze refused: 400 EMQINVALID: "
+	if !strings.HasPrefix(j.LastError, want) {
+		t.Errorf("job whose snooze was refused: last_error %q, want %q and the detail", j.LastError, want)
+	}
+	w.waitLogged(t, "failed "+id+": "+j.LastError, 5*time.Second)
+}
+
+// count returns how many of lines match.
+func count(lines []string, match func(string) bool) int {
+	n := 0
+	for _, l := range lines {
+		if match(l) {
+			n++
+		}
+	}
+	return n
 }
 
 // checkResult checks that j was worked ms by lang's worker.

@@ -1,8 +1,9 @@
 // An echo_mq worker in plain Node.js (20 or later): no packages, only the
 // built-in fetch. It claims jobs with a long poll, checkpoints each job on a
-// timer while it works, completes or fails it, backs off while the service is
-// unavailable, and on SIGTERM or SIGINT finishes the job in hand and exits 0
-// (a second signal exits at once).
+// timer while it works, completes or fails it (or snoozes it: work that
+// cannot go ahead yet is put back for later, not failed), backs off while the
+// service is unavailable, and on SIGTERM or SIGINT finishes the job in hand
+// and exits 0 (a second signal exits at once).
 //
 //   node worker.mjs          (settings: the EMQ_* variables below)
 //
@@ -30,17 +31,25 @@ const MAX_BACKOFF_MS = 30000;
 const log = (line) => console.error(line);
 
 // handle does the work of one job and returns its result. This is the
-// function to replace with your own work.
+// function to replace with your own work. It throws to fail the job, or
+// throws a Snooze(delayMs) when the work cannot go ahead yet: the job comes
+// back after delayMs, and the attempt is not spent.
 //
 // The example work: the payload {"ms": N} works for N milliseconds (default
 // 100) in steps of at most 100 ms, and {"fail": "text"} then fails with that
-// text. Between two steps is a safe point: signal.throwIfAborted() stops the
-// work there when the job was cancelled or lost. Check the signal as often as
-// your work can stop cleanly, or pass it on to what takes it (fetch,
-// timers/promises, streams).
+// text; {"not_before": <Unix ms>} snoozes the job until then when it comes
+// earlier. Between two steps is a safe point: signal.throwIfAborted() stops
+// the work there when the job was cancelled or lost. Check the signal as
+// often as your work can stop cleanly, or pass it on to what takes it
+// (fetch, timers/promises, streams).
 async function handle(job, signal) {
-  // A payload is any JSON value; this work reads an object's "ms" and "fail".
+  // A payload is any JSON value; this work reads an object's "ms", "fail"
+  // and "not_before".
   const payload = typeof job.payload === "object" && job.payload !== null ? job.payload : {};
+  if (payload.not_before !== undefined) {
+    const waitMs = Number(payload.not_before) - Date.now();
+    if (waitMs > 0) throw new Snooze(waitMs);
+  }
   const ms = Number(payload.ms ?? 100);
   let worked = 0;
   while (worked < ms) {
@@ -53,6 +62,17 @@ async function handle(job, signal) {
     throw new Error(String(payload.fail));
   }
   return { worked_ms: worked, by: "node" };
+}
+
+// Snooze is what handle() throws when the work cannot go ahead yet (a rate
+// limit upstream, a file not there yet): the job is put back for delayMs
+// without spending its attempt, instead of failing.
+class Snooze extends Error {
+  constructor(delayMs) {
+    const ms = Math.max(0, Math.ceil(Number(delayMs) || 0));
+    super(`snooze for ${ms} ms`);
+    this.delayMs = ms;
+  }
 }
 
 // The reasons a job's work is stopped early (given to AbortController.abort).
@@ -109,8 +129,8 @@ function retryable(status) {
 // call sends a request, and while it gets no answer (a ConnectionError) or
 // a retryable one, waits and sends the same request again: Retry-After
 // seconds when the answer gives it, otherwise 0.5 s doubling, never longer
-// than maxDelayMs. Sending a complete or a fail again is safe: the service
-// answers a repeat as the first time. A body that is not JSON (a result with
+// than maxDelayMs. Sending a complete, a fail or a snooze again is safe: the
+// service answers a repeat as the first time. A body that is not JSON (a result with
 // a cycle or a BigInt) throws a TypeError before anything is sent.
 //
 // Options: timeoutMs bounds each request; retry(status) says which answers
@@ -230,7 +250,8 @@ function startCheckpoints(job, jobPath, work) {
 
 // work runs handle() on one claimed job under checkpoints, then reports the
 // outcome: complete with the result, fail with the error (or "cancelled:
-// <reason>"), or nothing when the job was lost.
+// <reason>"), snooze when handle() threw a Snooze, or nothing when the job
+// was lost.
 async function work(job) {
   log(`claimed ${job.id}`);
   // Job ids and queue names only hold characters that are safe in a URL
@@ -262,6 +283,12 @@ async function work(job) {
     text = `result refused: ${refusal}`;
   } else if (why instanceof Cancelled) {
     text = `cancelled: ${why.message}`;
+  } else if (outcome.error instanceof Snooze) {
+    const refusal = await snooze(job, jobPath, outcome.error.delayMs);
+    if (refusal === undefined) return;
+    // The service refused the snooze (a delay over a year): fail the job, so
+    // that it does not stay active until its lease lapses.
+    text = `snooze refused: ${refusal}`;
   } else {
     text = errorText(outcome.error);
   }
@@ -285,6 +312,19 @@ async function complete(job, jobPath, result) {
   if (res.ok) log(`completed ${job.id}`);
   else if (res.status === 409 || res.status === 404) log(`lost ${job.id}`);
   else return new ApiError(res.status, res.body).message;
+  return undefined;
+}
+
+// snooze puts the job back for delayMs without spending its attempt (a job
+// whose cancel was requested is cancelled instead). It returns undefined when
+// that is done (or the job was lost: 409 or 404), or else why the service
+// refused the snooze.
+async function snooze(job, jobPath, delayMs) {
+  const res = await call("POST", `${jobPath}/snooze`, { token: job.token, delay_ms: delayMs });
+  if (res.status === 409 || res.status === 404) log(`lost ${job.id}`);
+  else if (!res.ok) return new ApiError(res.status, res.body).message;
+  else if (res.body?.state === "cancelled") log(`cancelled ${job.id}: ${res.body.cancel_reason ?? ""}`);
+  else log(`snoozed ${job.id}: ${delayMs} ms`);
   return undefined;
 }
 

@@ -3,9 +3,11 @@
 
 It claims jobs from one queue with a long poll, extends each job's lease on a
 timer while the work runs, stops at a safe point when the job is cancelled,
-completes or fails the job, backs off when the service answers 502, 503 or 504
-or cannot be reached, and exits 0 on SIGTERM or SIGINT once the job in hand is
-done (a second signal exits at once, 143 or 130, leaving the job to its lease).
+completes or fails the job (or snoozes it: work that cannot go ahead yet is
+put back for later, not failed), backs off when the service answers 502, 503
+or 504 or cannot be reached, and exits 0 on SIGTERM or SIGINT once the job in
+hand is done (a second signal exits at once, 143 or 130, leaving the job to
+its lease).
 
 Put your own work in handle() below; the rest is the loop every echo_mq
 worker runs (see examples/README.md). Run it with:
@@ -50,6 +52,16 @@ class Stopped(Exception):
     """Raised by handle() at a safe point when should_stop() says so."""
 
 
+class Snooze(Exception):
+    """Raised by handle() when the work cannot go ahead yet (a rate limit
+    upstream, a file not there yet): the job is put back for delay_ms
+    without spending its attempt, instead of failing."""
+
+    def __init__(self, delay_ms):
+        super().__init__(f"snooze for {delay_ms} ms")
+        self.delay_ms = max(0, int(delay_ms))
+
+
 # ---------------------------------------------------------------------------
 # Your work goes here.
 # ---------------------------------------------------------------------------
@@ -58,17 +70,24 @@ def handle(job, should_stop):
     """Does the job's work and returns its result (any JSON value).
 
     Raise an exception to fail the job: its text becomes the job's last_error
-    and the service retries the job with backoff. Call should_stop() at every
-    safe point and raise Stopped when it returns True: the job was cancelled
-    or is no longer ours, so the work must end there.
+    and the service retries the job with backoff. Raise Snooze(delay_ms) when
+    the work cannot go ahead yet: the job comes back after delay_ms, and the
+    attempt is not spent. Call should_stop() at every safe point and raise
+    Stopped when it returns True: the job was cancelled or is no longer ours,
+    so the work must end there.
 
     The example: the payload {"ms": N} works for N milliseconds (default 100)
     in steps of at most 100 ms, each step a safe point; {"fail": "text"}
-    fails with that text once it has worked.
+    fails with that text once it has worked; {"not_before": <Unix ms>}
+    snoozes the job until then when it comes earlier.
     """
     payload = job.get("payload")
     if not isinstance(payload, dict):
         payload = {}
+    if "not_before" in payload:
+        wait_ms = int(payload["not_before"]) - int(time.time() * 1000)
+        if wait_ms > 0:
+            raise Snooze(wait_ms)
     ms = int(payload.get("ms", 100))
     worked = 0
     while worked < ms:
@@ -127,9 +146,9 @@ def call(path, body, timeout=CALL_TIMEOUT_S, max_pause=MAX_BACKOFF_S, give_up=No
     On a retryable answer (502, 503, 504), a connection error or a timeout it
     waits Retry-After seconds when the answer gives them, or else 0.5 s
     doubling, never more than max_pause, and sends the same request again.
-    Sending a complete or a fail again is safe: the service answers a repeat
-    as the first time. Returns (status, answer), or (None, None) when the
-    event give_up is set while it waits.
+    Sending a complete, a fail or a snooze again is safe: the service answers
+    a repeat as the first time. Returns (status, answer), or (None, None)
+    when the event give_up is set while it waits.
     """
     data = json.dumps(body).encode()
     backoff = 0.5
@@ -219,13 +238,15 @@ def work(job):
     log(f"claimed {job_id}")
     checkpoint = Checkpoint(job)
     checkpoint.start()
-    result, error, finished = None, None, False
+    result, error, finished, snooze_ms = None, None, False, None
     try:
         result = handle(job, checkpoint.stop.is_set)
         json.dumps(result)  # a result that is not JSON fails the job, not the worker
         finished = True
     except Stopped:
         error = "stopped"
+    except Snooze as exc:  # not a failure: the job comes back later
+        snooze_ms = exc.delay_ms
     except Exception as exc:  # the work failed: report it, keep the worker alive
         error = str(exc) or type(exc).__name__
     finally:
@@ -238,6 +259,8 @@ def work(job):
     elif checkpoint.cancel_reason is not None:
         reason = checkpoint.cancel_reason
         fail(job, f"cancelled: {reason}", f"cancelled {job_id}: {reason}")
+    elif snooze_ms is not None:
+        snooze(job, snooze_ms)
     else:
         fail(job, error, f"failed {job_id}: {error}")
 
@@ -253,6 +276,23 @@ def complete(job, result):
         log(f"lost {job['id']}")
     else:
         error = f"result refused: {refusal(status, answer)}"
+        fail(job, error, f"failed {job['id']}: {error}")
+
+
+def snooze(job, delay_ms):
+    """Puts the job back for delay_ms without spending its attempt. A job
+    whose cancel was requested is cancelled instead. A snooze the service
+    refuses (400: a delay over a year) fails the job, so that it does not
+    stay active until its lease lapses."""
+    status, answer = call(f"/jobs/{job['id']}/snooze", {"token": job["token"], "delay_ms": delay_ms})
+    if status == 200 and answer.get("state") == "cancelled":
+        log(f"cancelled {job['id']}: {answer.get('cancel_reason') or ''}")
+    elif status == 200:
+        log(f"snoozed {job['id']}: {delay_ms} ms")
+    elif status in (404, 409):
+        log(f"lost {job['id']}")
+    else:
+        error = f"snooze refused: {refusal(status, answer)}"
         fail(job, error, f"failed {job['id']}: {error}")
 
 

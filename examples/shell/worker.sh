@@ -3,8 +3,9 @@
 #
 # It claims jobs from one queue with a long poll, extends each job's lease on
 # a timer (a background subshell) while the work runs, stops at a safe point
-# when the job is cancelled, completes or fails the job, backs off when the
-# service answers 502, 503 or 504 or cannot be reached, and exits 0 on
+# when the job is cancelled, completes or fails the job (or snoozes it: work
+# that cannot go ahead yet is put back for later, not failed), backs off when
+# the service answers 502, 503 or 504 or cannot be reached, and exits 0 on
 # SIGTERM or SIGINT once the job in hand is done. A second signal exits at
 # once (143 or 130), leaving the job to its lease.
 #
@@ -49,17 +50,25 @@ done
 
 # handle PAYLOAD does the job's work. On success it sets RESULT to the
 # result (one JSON value) and returns 0. On failure it sets ERROR to the
-# error text and returns 1: the service retries the job with backoff. At
-# every safe point it asks should_stop and returns 2 when that says stop:
-# the job was cancelled or is no longer ours.
+# error text and returns 1: the service retries the job with backoff. When
+# the work cannot go ahead yet it sets DELAY_MS to how long to wait and
+# returns 3: the job is snoozed, put back for DELAY_MS without spending its
+# attempt. At every safe point it asks should_stop and returns 2 when that
+# says stop: the job was cancelled or is no longer ours.
 #
 # The example: the payload {"ms": N} works for N milliseconds (default 100)
 # in steps of at most 100 ms, each step a safe point; {"fail": "text"} fails
-# with that text once it has worked.
+# with that text once it has worked; {"not_before": <Unix ms>} snoozes the
+# job until then when it comes earlier (jq's now tells the time).
 handle() {
-	{ read -r ms; read -r fails; } <<EOF
-$(printf '%s' "$1" | jq -r 'if type == "object" then (.ms // 100 | floor), has("fail") else 100, false end')
+	{ read -r ms; read -r fails; read -r wait_ms; } <<EOF
+$(printf '%s' "$1" | jq -r 'if type == "object" then (.ms // 100 | floor), has("fail"),
+	((.not_before // 0) - (now * 1000 | floor) | if . > 0 then ceil else 0 end) else 100, false, 0 end')
 EOF
+	if [ "$wait_ms" -gt 0 ]; then
+		DELAY_MS=$wait_ms
+		return 3
+	fi
 	worked=0
 	while [ "$worked" -lt "$ms" ]; do
 		should_stop && return 2
@@ -106,8 +115,8 @@ nap() {
 # nothing until it is answered), a connection error or a timeout, it waits
 # Retry-After seconds when the answer gives them, or else 0.5 s doubling, at
 # most 30 s (an extend: a third of the lease), and sends the same request
-# again. Sending a complete or a fail again is safe: the service answers a
-# repeat as the first time. With until-stopped it gives up, returning 1,
+# again. Sending a complete, a fail or a snooze again is safe: the service
+# answers a repeat as the first time. With until-stopped it gives up, returning 1,
 # once told to stop.
 post() {
 	case $1 in
@@ -239,7 +248,7 @@ stop_checkpoint() {
 work() {
 	{ read -r id; read -r token; read -r payload; } <"$TMP/job"
 	log "claimed $id"
-	RESULT=null ERROR=
+	RESULT=null ERROR= DELAY_MS=0
 	start_checkpoint "$id" "$token"
 	handle "$payload"
 	outcome=$?
@@ -250,6 +259,7 @@ work() {
 	lost:*) log "lost $id" ;;       # someone else holds it now, or it was removed: report nothing
 	*:0) complete_job "$id" "$token" ;; # also when a cancel came too late to stop it
 	cancelled:*) fail_job "$id" "$token" "$stop" "cancelled $id: ${stop#cancelled: }" ;;
+	*:3) snooze_job "$id" "$token" "$DELAY_MS" ;; # not a failure: the job comes back later
 	*)
 		ERROR=${ERROR:-stopped}
 		fail_job "$id" "$token" "$ERROR" "failed $id: $ERROR"
@@ -276,6 +286,28 @@ complete_job() {
 	404 | 409) log "lost $1" ;;
 	*)
 		refused="result refused: $(refusal report)"
+		fail_job "$1" "$2" "$refused" "failed $1: $refused"
+		;;
+	esac
+}
+
+# snooze_job ID TOKEN DELAY_MS puts the job back for DELAY_MS without
+# spending its attempt; a job whose cancel was requested is cancelled
+# instead. A snooze the service refuses (400: a delay over a year) fails the
+# job, so that it does not stay active until its lease lapses.
+snooze_job() {
+	post report "/jobs/$1/snooze" "{\"token\": $2, \"delay_ms\": $3}"
+	case $status in
+	200)
+		if [ "$(jq -r '.state' "$TMP/report.body")" = cancelled ]; then
+			log "cancelled $1: $(jq -r '.cancel_reason // ""' "$TMP/report.body")"
+		else
+			log "snoozed $1: $3 ms"
+		fi
+		;;
+	404 | 409) log "lost $1" ;;
+	*)
+		refused="snooze refused: $(refusal report)"
 		fail_job "$1" "$2" "$refused" "failed $1: $refused"
 		;;
 	esac

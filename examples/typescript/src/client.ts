@@ -22,6 +22,7 @@ export type ExtendResponse = Schemas["ExtendResponse"];
 export type CompleteRequest = Schemas["CompleteRequest"];
 export type CompleteResponse = Schemas["CompleteResponse"];
 export type FailRequest = Schemas["FailRequest"];
+export type SnoozeRequest = Schemas["SnoozeRequest"];
 export type CancelRequest = Schemas["CancelRequest"];
 export type CancellationResponse = Schemas["CancellationResponse"];
 
@@ -156,6 +157,21 @@ export class EmqClient {
   async fail(queue: string, id: string, request: FailRequest): Promise<Job> {
     return unwrap(
       await this.api.POST("/queues/{queue}/jobs/{id}/fail", {
+        params: { path: { queue, id } },
+        body: request,
+        fetch: fetchWithin(this.timeoutMs),
+      }),
+    );
+  }
+
+  /**
+   * snooze puts a held job back for `delay_ms` without spending its attempt
+   * (delayed; pending at once for 0). The token is dead afterwards; a job
+   * whose cancel was requested is cancelled instead.
+   */
+  async snooze(queue: string, id: string, request: SnoozeRequest): Promise<Job> {
+    return unwrap(
+      await this.api.POST("/queues/{queue}/jobs/{id}/snooze", {
         params: { path: { queue, id } },
         body: request,
         fetch: fetchWithin(this.timeoutMs),

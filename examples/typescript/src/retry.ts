@@ -23,8 +23,8 @@ export interface RetryOptions {
  * withRetry runs `send`, and while it fails with a retryable error (see
  * isRetryable), waits and runs it again: Retry-After seconds when the answer
  * gives it, otherwise 0.5 s doubling, never longer than maxDelaySeconds. Any
- * other error is thrown at once. Running a complete or a fail again is safe:
- * the service answers a repeat as the first time.
+ * other error is thrown at once. Running a complete, a fail or a snooze again
+ * is safe: the service answers a repeat as the first time.
  */
 export async function withRetry<T>(send: () => Promise<T>, options: RetryOptions): Promise<T> {
   const maxDelay = options.maxDelaySeconds ?? 30;

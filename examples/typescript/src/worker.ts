@@ -1,9 +1,10 @@
 // An echo_mq worker in TypeScript, on the typed client of client.ts: the same
 // loop as examples/node/worker.mjs (examples/README.md describes it). It claims
 // jobs with a long poll, checkpoints each job on a timer while it works,
-// completes or fails it, backs off while the service is unavailable, and on
-// SIGTERM or SIGINT finishes the job in hand and exits 0 (a second signal
-// exits at once).
+// completes or fails it (or snoozes it: work that cannot go ahead yet is put
+// back for later, not failed), backs off while the service is unavailable,
+// and on SIGTERM or SIGINT finishes the job in hand and exits 0 (a second
+// signal exits at once).
 //
 //   npm run build && node dist/worker.js     (settings: the EMQ_* variables)
 //
@@ -30,20 +31,43 @@ const client = new EmqClient({ url: config.url, apiKey: config.apiKey });
 type Result = CompleteRequest["result"];
 
 /**
+ * Snooze is what handle() throws when the work cannot go ahead yet (a rate
+ * limit upstream, a file not there yet): the job is put back for delayMs
+ * without spending its attempt, instead of failing.
+ */
+class Snooze extends Error {
+  readonly delayMs: number;
+
+  constructor(delayMs: number) {
+    const ms = Math.max(0, Math.ceil(Number(delayMs) || 0));
+    super(`snooze for ${ms} ms`);
+    this.delayMs = ms;
+  }
+}
+
+/**
  * handle does the work of one job and returns its result. This is the
- * function to replace with your own work.
+ * function to replace with your own work. It throws to fail the job, or
+ * throws a Snooze(delayMs) when the work cannot go ahead yet: the job comes
+ * back after delayMs, and the attempt is not spent.
  *
  * The example work: the payload {"ms": N} works for N milliseconds (default
  * 100) in steps of at most 100 ms, and {"fail": "text"} then fails with that
- * text. Between two steps is a safe point: signal.throwIfAborted() stops the
- * work there when the job was cancelled or lost.
+ * text; {"not_before": <Unix ms>} snoozes the job until then when it comes
+ * earlier. Between two steps is a safe point: signal.throwIfAborted() stops
+ * the work there when the job was cancelled or lost.
  */
 async function handle(job: ClaimedJob, signal: AbortSignal): Promise<Result> {
-  // A payload is any JSON value; this work reads an object's "ms" and "fail".
+  // A payload is any JSON value; this work reads an object's "ms", "fail"
+  // and "not_before".
   const payload: Record<string, unknown> =
     typeof job.payload === "object" && job.payload !== null && !Array.isArray(job.payload)
       ? (job.payload as Record<string, unknown>)
       : {};
+  if (payload.not_before !== undefined) {
+    const waitMs = Number(payload.not_before) - Date.now();
+    if (waitMs > 0) throw new Snooze(waitMs);
+  }
   const ms = Number(payload.ms ?? 100);
   let worked = 0;
   while (worked < ms) {
@@ -146,7 +170,8 @@ function startCheckpoints(job: ClaimedJob, work: AbortController): () => Promise
 /**
  * work runs handle() on one claimed job under checkpoints, then reports the
  * outcome: complete with the result, fail with the error (or "cancelled:
- * <reason>"), or nothing when the job was lost.
+ * <reason>"), snooze when handle() threw a Snooze, or nothing when the job
+ * was lost.
  */
 async function work(job: ClaimedJob): Promise<void> {
   log(`claimed ${job.id}`);
@@ -176,6 +201,12 @@ async function work(job: ClaimedJob): Promise<void> {
     text = `result refused: ${refusal}`;
   } else if (why instanceof Cancelled) {
     text = `cancelled: ${why.message}`;
+  } else if (outcome.error instanceof Snooze) {
+    const refusal = await snooze(job, outcome.error.delayMs);
+    if (refusal === undefined) return;
+    // The service refused the snooze (a delay over a year): fail the job, so
+    // that it does not stay active until its lease lapses.
+    text = `snooze refused: ${refusal}`;
   } else {
     text = errorText(outcome.error);
   }
@@ -192,6 +223,25 @@ async function complete(job: ClaimedJob, result: Result): Promise<string | undef
   try {
     await withRetry(() => client.complete(config.queue, job.id, request), { log });
     log(`completed ${job.id}`);
+  } catch (err) {
+    if (!isLost(err)) return errorText(err);
+    log(`lost ${job.id}`);
+  }
+  return undefined;
+}
+
+/**
+ * snooze puts the job back for delayMs without spending its attempt (a job
+ * whose cancel was requested is cancelled instead). It returns undefined when
+ * that is done (or the job was lost: 409 or 404), or else why the service
+ * refused the snooze.
+ */
+async function snooze(job: ClaimedJob, delayMs: number): Promise<string | undefined> {
+  const request = { token: job.token, delay_ms: delayMs };
+  try {
+    const snoozed = await withRetry(() => client.snooze(config.queue, job.id, request), { log });
+    if (snoozed.state === "cancelled") log(`cancelled ${job.id}: ${snoozed.cancel_reason ?? ""}`);
+    else log(`snoozed ${job.id}: ${delayMs} ms`);
   } catch (err) {
     if (!isLost(err)) return errorText(err);
     log(`lost ${job.id}`);
