@@ -63,13 +63,38 @@ func (s *Script) call(q keyspace.Queue, id, state string, rows []string, args ..
 type Actor struct{ Name, Role string }
 
 // NewJob is one job of enqueue.lua, its defaults already left out: an
-// empty MaxAttempts or Backoff is the default, an empty Group none.
+// empty MaxAttempts or Backoff is the default, an empty Group none, zero
+// options none.
 type NewJob struct {
 	ID, Payload          string
 	Priority             int
 	DelayMS              int64
 	MaxAttempts, Backoff string
 	Group                string
+	Dedupe               Dedupe
+	ExpiresInMS          int64
+	TimeoutMS            int64
+}
+
+// Dedupe is a job's dedupe key (lua/admission.lua): Key "" for none; Mode
+// "until_done", "throttle" or "debounce"; WindowMS the throttle's ttl_ms
+// or the debounce's max_wait_ms, 0 for none.
+type Dedupe struct {
+	Key, Mode string
+	WindowMS  int64
+}
+
+// hasOptions reports whether j has an admission option.
+func (j NewJob) hasOptions() bool {
+	return j.Dedupe.Key != "" || j.ExpiresInMS != 0 || j.TimeoutMS != 0
+}
+
+// blank is "" for zero, else n: an option's absent form in ARGV.
+func blank(n int64) any {
+	if n == 0 {
+		return ""
+	}
+	return n
 }
 
 // EnqueueArgs are enqueue.lua's arguments.
@@ -80,15 +105,22 @@ func (a EnqueueArgs) Call(q keyspace.Queue) Call {
 	ids := make([]string, len(a.Jobs))
 	args := make([]any, 0, 2+6*len(a.Jobs))
 	args = append(args, len(a.Jobs))
-	var groups []any // place, group: only for the jobs that have one
+	// Groups and options only for the jobs that have them, so that a
+	// plain job pays nothing per job for them.
+	var groups, options []any
 	for i, j := range a.Jobs {
 		ids[i] = j.ID
 		args = append(args, j.ID, j.Payload, j.Priority, j.DelayMS, j.MaxAttempts, j.Backoff)
 		if j.Group != "" {
 			groups = append(groups, i, j.Group)
 		}
+		if j.hasOptions() {
+			d := j.Dedupe
+			options = append(options, i, d.Key, d.Mode, blank(d.WindowMS), blank(j.ExpiresInMS), blank(j.TimeoutMS))
+		}
 	}
 	args = append(append(args, len(groups)/2), groups...)
+	args = append(append(args, len(options)/6), options...)
 	return Enqueue.call(q, "", "", ids, args...)
 }
 
@@ -222,6 +254,14 @@ type SweepArgs struct{ MaxStalled, Limit int }
 // Call is the call of sweep.lua on q.
 func (a SweepArgs) Call(q keyspace.Queue) Call {
 	return Sweep.call(q, "", "", nil, a.MaxStalled, a.Limit)
+}
+
+// ExpireArgs are expire.lua's arguments.
+type ExpireArgs struct{ Limit int }
+
+// Call is the call of expire.lua on q.
+func (a ExpireArgs) Call(q keyspace.Queue) Call {
+	return Expire.call(q, "", "", nil, a.Limit)
 }
 
 // PromoteDueArgs are promote_due.lua's arguments.

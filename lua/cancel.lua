@@ -19,7 +19,8 @@
 -- EMQSTALE a token was named and the job is not active under it.
 
 local id, token, reason = ARGV[3], ARGV[4], ARGV[5]
-local state, holder, group = unpack(redis.call('HMGET', JOB, 'state', 'token', 'group'))
+local state, holder, group, dedupe_key, dedupe_mode =
+  unpack(redis.call('HMGET', JOB, 'state', 'token', 'group', 'dedupe_key', 'dedupe_mode'))
 if not state then
   return error_reply('EMQGONE', id)
 end
@@ -49,7 +50,7 @@ redis.call('HDEL', JOB, 'run_at')
 if row then
   flow_unqueued(id, row)
 end
-finish(id, 'cancelled', now_ms())
+finish(id, { dedupe_key = dedupe_key, dedupe_mode = dedupe_mode }, 'cancelled', now_ms())
 if row then
   flow_finished(id, row)
 end

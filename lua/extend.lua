@@ -12,18 +12,29 @@
 --
 -- A lease that has lapsed but that no sweep has recovered yet is extended:
 -- the token proves nobody else holds the job. A job a sweep moved away is
--- not active any more, and is never put back in the active set.
+-- not active any more, and is never put back in the active set. A job with
+-- a timeout (admission.lua) is never extended past started_at +
+-- timeout_ms; once that has come, the run is over and the holder is told
+-- so (EMQSTALE) until the sweep fails the attempt.
 -- Returns {lease_expires_at (ms), cancel_requested (0/1), cancel_reason}.
 -- Errors: EMQGONE no such job; EMQSTALE token is not the current one, or
--- the job is no longer active under it.
+-- the job is no longer active under it, or its timeout has come.
 
 local id, token = ARGV[3], ARGV[4]
-local f = redis.call('HMGET', JOB, 'state', 'token', 'cancel_requested', 'cancel_reason')
+local f = redis.call('HMGET', JOB, 'state', 'token', 'cancel_requested', 'cancel_reason', 'timeout_ms', 'started_at')
 local code = fence_row({ state = f[1], token = f[2] }, token)
 if code then
   return error_reply(code, id)
 end
-local deadline = now_ms() + tonumber(ARGV[5])
+local now = now_ms()
+local deadline = now + tonumber(ARGV[5])
+if f[5] then
+  local ends = tonumber(f[6]) + tonumber(f[5])
+  if now >= ends then
+    return error_reply('EMQSTALE', id)
+  end
+  deadline = math.min(deadline, ends)
+end
 redis.call('ZADD', ACTIVE, int(deadline), id)
 if ARGV[6] == '1' then
   redis.call('HSET', JOB, 'lease_expires_at', int(deadline), 'progress', ARGV[7])

@@ -27,18 +27,6 @@
 -- Errors: EMQGONE no such job; EMQSTALE token is not the current one, or
 -- the job is no longer active under it.
 
-local DEFAULT_BACKOFF = 'exponential:1000:3600000'
-
--- backoff_ms is the retry delay after the given attempt.
-local function backoff_ms(spec, attempts)
-  local kind, delay, cap = string.match(spec, '^(%a+):(%d+):(%d+)$')
-  delay, cap = tonumber(delay), tonumber(cap)
-  if kind == 'exponential' then
-    delay = delay * 2 ^ math.max(attempts - 1, 0)
-  end
-  return math.min(delay, cap)
-end
-
 local id, token, text = ARGV[3], ARGV[4], ARGV[5]
 local row, answer = fenced_report(id, token, 'fail')
 if not row then
@@ -51,7 +39,7 @@ local max_attempts = tonumber(row.max_attempts or DEFAULT_MAX_ATTEMPTS)
 -- The retry delay before the first write: nothing that can fail comes after it.
 local delay = tonumber(ARGV[6])
 if delay < 0 then
-  delay = backoff_ms(row.backoff or DEFAULT_BACKOFF, attempts)
+  delay = backoff_ms(row, attempts)
 end
 leave_active(id, row)
 -- One HSET for the report and the job's new place.

@@ -66,10 +66,27 @@ local function due_in(delayed, now)
 end
 
 -- finish moves a job that has left the active set (or its waiting set)
--- into a terminal state.
-local function finish(id, state, now)
+-- into a terminal state; row (the fields the script read: at least its
+-- dedupe ones) lets go of its dedupe key (admission.lua).
+local function finish(id, row, state, now)
   redis.call('ZADD', set_of(state), int(now), id)
   redis.call('HSET', job_key(id), 'state', state, 'finished_at', int(now))
+  dedupe_released(id, row)
+end
+
+-- DEFAULT_BACKOFF is the retry delay of a job whose enqueue named none.
+local DEFAULT_BACKOFF = 'exponential:1000:3600000'
+
+-- backoff_ms is job row's retry delay after its attempt number attempts:
+-- exponential (delay_ms * 2^(attempts-1)) or fixed (delay_ms), capped at
+-- max_delay_ms.
+local function backoff_ms(row, attempts)
+  local kind, delay, cap = string.match(row.backoff or DEFAULT_BACKOFF, '^(%a+):(%d+):(%d+)$')
+  delay, cap = tonumber(delay), tonumber(cap)
+  if kind == 'exponential' then
+    delay = delay * 2 ^ math.max(attempts - 1, 0)
+  end
+  return math.min(delay, cap)
 end
 
 -- next_tokens draws n fencing tokens from the queue's counter in one call
@@ -118,6 +135,23 @@ local function plan_claim(delayed, now, count)
   return plan
 end
 
+-- expire_claimed ends job id (row), taken for a claim that it may not
+-- start (expired): cancelled, with cancel_reason "expired", instead of
+-- leased. A job taken under flow control gives back what the take counted
+-- and lets its group go on (flow.lua).
+local function expire_claimed(id, row, now, flowed)
+  if flowed then
+    flow_untake(id, row.group)
+  end
+  set_fields(id, row, { 'cancel_reason', 'expired' })
+  finish(id, row, 'cancelled', now)
+  unexpiring(id)
+  if flowed then
+    flow_finished(id, row)
+  end
+  emit('cancelled', id, 'cancelled', 'reason', 'expired')
+end
+
 -- lease leases the jobs of list (every step-th item is an id: step 2 for
 -- a ZPOPMIN reply of ids and scores, 1 for a list of ids) for lease_ms,
 -- each under a fresh fencing token (next_tokens), and returns their
@@ -125,12 +159,14 @@ end
 -- outside a migration (dropped); nil for a popped job plan_claim did not
 -- read (never so, but should it be, it goes back to pending with its
 -- score rather than be lost). extra is a field every leased row gets set
--- to "1", or nil.
+-- to "1", or nil (then the jobs were taken under flow control).
+-- A job whose expiry has come is cancelled instead (expire_claimed), and a
+-- job with a timeout gets a lease that ends by it (admission.lua).
 -- Per job: one HSET (one HDEL if the last attempt left a cancel request or
 -- a worker), one event; per call: one token draw and one ZADD. Keep it so:
 -- this runs for every job the service hands out.
 local function lease(list, step, rows, now, lease_ms, worker, extra)
-  local jobs, leased = {}, {}
+  local jobs, leased, expiring = {}, {}, 0
   local token = next_tokens(#list / step)
   local first = token
   local deadline, started = int(now + lease_ms), int(now)
@@ -139,13 +175,23 @@ local function lease(list, step, rows, now, lease_ms, worker, extra)
     local row = rows[id]
     if row == nil and step == 2 then
       redis.call('ZADD', PENDING, list[i + 1], id)
+    elseif row and row.expires_at and expired(row, now) then
+      expire_claimed(id, row, now, extra)
+      expiring = expiring + 1
     elseif row then
       -- The last attempt's cancel request and worker go (a new worker name
       -- is written over the old one).
       del_fields(id, row, worker == '' and { 'cancel_requested', 'cancel_reason', 'worker' }
         or { 'cancel_requested', 'cancel_reason' })
+      local ends = deadline
+      if row.timeout_ms or row.expires_at then
+        ends = int(run_deadline(row, now, now + lease_ms))
+        if row.expires_at and not row.started_at then
+          unexpiring(id)
+        end
+      end
       local fields = { 'state', 'active', 'token', int(token), 'started_at', started,
-        'lease_expires_at', deadline, 'attempts', tostring((tonumber(row.attempts) or 0) + 1) }
+        'lease_expires_at', ends, 'attempts', tostring((tonumber(row.attempts) or 0) + 1) }
       if worker ~= '' then
         fields[#fields + 1], fields[#fields + 2] = 'worker', worker
       end
@@ -153,13 +199,16 @@ local function lease(list, step, rows, now, lease_ms, worker, extra)
         fields[#fields + 1], fields[#fields + 2] = extra, '1'
       end
       set_fields(id, row, fields)
-      leased[#leased + 1], leased[#leased + 2] = deadline, id
+      leased[#leased + 1], leased[#leased + 2] = ends, id
       emit('claimed', id, 'active', 'worker', worker)
       jobs[#jobs + 1] = reply_of(id, row)
       token = token + 1
     end
   end
   each_chunk(leased, 2, function(...) redis.call('ZADD', ACTIVE, ...) end)
+  if expiring > 0 then
+    wake(expiring) -- a claimer cut short by them looks again
+  end
   return jobs, first
 end
 
@@ -245,13 +294,14 @@ end
 -- end_reported ends job id, which has left the active set (leave_active)
 -- on its holder's report, in the finished state (cancelled, dead): fields
 -- are written with the state and finished_at in one HSET, and its flow
--- control group learns that it finished.
+-- control group learns that it finished, and its dedupe key is let go.
 local function end_reported(id, row, fields, state, now)
   redis.call('ZADD', set_of(state), int(now), id)
   fields[#fields + 1], fields[#fields + 2] = 'state', state
   fields[#fields + 1], fields[#fields + 2] = 'finished_at', int(now)
   set_fields(id, row, fields)
   flow_finished(id, row)
+  dedupe_released(id, row)
 end
 
 -- requeue puts job id, which has left the active set (leave_active), back
@@ -302,6 +352,9 @@ local function complete_one(done, id, row, token, has_result, result, now)
   end
   set_fields(id, row, fields)
   del_fields(id, row, { 'lease_expires_at' })
+  if row.dedupe_key then
+    dedupe_released(id, row)
+  end
   if row.group or row.flow then -- the script made flow_check
     flow_left(id, row)
     flow_finished(id, row)
@@ -406,47 +459,174 @@ local function put_field(row, field, value)
   end
 end
 
+-- enqueue_replies are enqueue_jobs' replies, one {created, job} per job in
+-- order: rows[i] the row written for a new job i; else the job its dedupe
+-- key answered (p.same[i]: a place of the batch, or an {id, row} as now),
+-- else the job that has its id, read now.
+local function enqueue_replies(list, first, n, rows, p)
+  local replies = {}
+  for i = 0, n - 1 do
+    local same = p and p.same[i]
+    if rows[i] then
+      replies[#replies + 1] = { 1, rows[i] }
+    elseif type(same) == 'number' then
+      replies[#replies + 1] = { 0, rows[same] }
+    elseif same then
+      replies[#replies + 1] = { 0, reply_of(same[1], same[2]) }
+    else
+      replies[#replies + 1] = { 0, job_reply(list[first + i * 6]) }
+    end
+  end
+  return replies
+end
+
+-- plan_dedupe decides, before any write, what enqueue i (its options opt,
+-- its six fields from list[at]) does with its dedupe key, in the batch
+-- plan p: p.keyed[key] is the place of the batch's new job with the key,
+-- p.held[key] the {id, row} of a job in Redis that holds it. It returns
+-- true when the enqueue makes a new job; else p.same[i] is what it answers
+-- (a place of the batch, or an {id, row}), and a debounce updates that job:
+-- a new one of the batch at once (its fields in list), one in Redis later
+-- (p.debounced, for debounce_job).
+local function plan_dedupe(p, list, i, at, opt, now)
+  local key, mode, window = opt.key, opt.mode, opt.window
+  local j = p.keyed[key]
+  if j then
+    p.same[i] = j
+    if mode == 'debounce' then
+      -- The batch's own job takes this enqueue's payload, priority and
+      -- delay (bounded by the wait, from now: it was created now).
+      local jat = p.first + j * 6
+      local delay = tonumber(list[at + 3])
+      list[jat + 1], list[jat + 2] = list[at + 1], list[at + 2]
+      list[jat + 3] = tostring(window and math.min(delay, window) or delay)
+    end
+    return false
+  end
+  local held = p.held[key]
+  if not held then
+    local id = redis.call('HGET', BASE .. 'dedupe', key)
+    held = { id, id and row_here(id) }
+  end
+  if dedupe_live(held[2], mode, window, now) then
+    p.held[key], p.same[i] = held, held
+    if mode == 'debounce' and not held[2].group then
+      p.debounced[#p.debounced + 1] = { held, list[at + 1], list[at + 2], tonumber(list[at + 3]), window }
+    end
+    return false
+  end
+  p.keyed[key] = i
+  if mode == 'debounce' and window then -- its own run time is bounded too
+    list[at + 3] = tostring(math.min(tonumber(list[at + 3]), window))
+  end
+  return true
+end
+
+-- debounce_job gives job id (row, pending or delayed, not started) a new
+-- payload and priority and moves its run time to now + delay_ms, but never
+-- past created_at + window (when given). Returns 1 when it is now pending.
+local function debounce_job(id, row, payload, priority, delay_ms, window, now)
+  local run_at = now + delay_ms
+  if window then
+    run_at = math.min(run_at, tonumber(row.created_at) + window)
+  end
+  redis.call('ZREM', set_of(row.state), id)
+  local fields = { 'payload', payload }
+  if priority ~= '0' then
+    fields[#fields + 1], fields[#fields + 2] = 'priority', priority
+  else
+    del_fields(id, row, { 'priority' })
+  end
+  local state = 'delayed'
+  if run_at <= now then
+    state = 'pending'
+    add_pending(id, tonumber(priority), false)
+    del_fields(id, row, { 'run_at' })
+  else
+    redis.call('ZADD', DELAYED, int(run_at), id)
+    fields[#fields + 1], fields[#fields + 2] = 'run_at', int(run_at)
+  end
+  fields[#fields + 1], fields[#fields + 2] = 'state', state
+  set_fields(id, row, fields)
+  emit('debounced', id, state)
+  return state == 'pending' and 1 or 0
+end
+
+-- admit writes what a new job's options (opt, or nil) add: its row's
+-- fields (to row, the list being built) and the queue's indexes (the key it
+-- holds, its throttle window, its expiry).
+local function admit(id, row, opt, now)
+  if opt.key then
+    put_field(row, 'dedupe_key', opt.key)
+    put_field(row, 'dedupe_mode', opt.mode)
+    redis.call('HSET', BASE .. 'dedupe', opt.key, id)
+    if opt.mode == 'throttle' then
+      redis.call('ZADD', BASE .. 'dedupe_ttl', int(now + opt.window), opt.key)
+      throttles_ended(now, 10)
+    end
+  end
+  if opt.expires then
+    local at = int(now + opt.expires)
+    put_field(row, 'expires_at', at)
+    redis.call('ZADD', BASE .. 'expiring', at, id)
+  end
+  put_field(row, 'timeout_ms', opt.timeout)
+end
+
 -- enqueue_jobs adds n jobs, idempotent on id: job i's six fields are
 -- list[first + i * 6 ..] (id, payload, priority, delay_ms, max_attempts,
 -- backoff: enqueue.lua's ARGV per job, for i from 0), groups[i] its group
--- or nil (groups nil when none has one). The rows of the jobs must be
--- declared KEYS. Returns {fresh, replies} as enqueue.lua does: fresh is 1
--- when the queue had enqueued nothing before, replies one {created, job}
--- per job in order. A caller that writes before it calls flow_here first
--- when a job has a group. enqueue.lua and schedule_fire.lua call it, so
+-- or nil (groups nil when none has one), options[i] its admission options
+-- ({key, mode, window, expires, timeout}, admission.lua) or nil (options
+-- nil when none has any). The rows of the jobs must be declared KEYS.
+-- Returns {fresh, replies} as enqueue.lua does: fresh is 1 when the queue
+-- had enqueued nothing before, replies one {created, job} per job in
+-- order. A caller that writes before it calls flow_here first when a job
+-- has a group or options. enqueue.lua and schedule_fire.lua call it, so
 -- that a scheduled job is written as any other.
-local function enqueue_jobs(list, first, n, groups)
+--
+-- An id that exists wins over a dedupe key; a key held by a job the mode
+-- counts (dedupe_live) answers that job, updated when the mode is
+-- debounce; within a batch, the first job with a key holds it for the
+-- ones after it.
+local function enqueue_jobs(list, first, n, groups, options)
   local now = now_ms()
   -- First the ids that are new: not in Redis, and not an earlier job of this
-  -- batch (a repeated id is the existing job the second time).
-  local new, seen, pending_n, created_n = {}, {}, 0, 0
+  -- batch (a repeated id is the existing job the second time), and not
+  -- answered by a job that holds their dedupe key.
+  local new, seen, created_n = {}, {}, 0
+  local p = options and { first = first, keyed = {}, held = {}, same = {}, debounced = {} }
   for i = 0, n - 1 do
     local at = first + i * 6
     local id = list[at]
     if not seen[id] and redis.call('EXISTS', job_key(id)) == 0 then
-      new[i] = true
-      created_n = created_n + 1
-      local grouped = groups and groups[i]
-      if tonumber(list[at + 3]) <= 0 or grouped then
-        pending_n = pending_n + 1
-      end
-      if grouped then
+      local grouped, opt = groups and groups[i], options and options[i]
+      if grouped or opt then
         flow_here()
       end
+      if not (opt and opt.key) or plan_dedupe(p, list, i, at, opt, now) then
+        new[i] = true
+        created_n = created_n + 1
+        seen[id] = true
+      end
+    else
+      seen[id] = true
     end
-    seen[id] = true
   end
-  if created_n == 0 then
-    local replies = {}
-    for i = 0, n - 1 do
-      replies[#replies + 1] = { 0, job_reply(list[first + i * 6]) }
-    end
-    return { 0, replies }
+  local debounced = p and p.debounced or {}
+  if created_n == 0 and #debounced == 0 then
+    return { 0, enqueue_replies(list, first, n, {}, p) }
   end
 
   -- Then write each new job: one HSET and one event per job; the pending
   -- order for all of them in one draw, the sets in one ZADD each (a grouped
   -- job's own, flow.lua).
+  local pending_n = 0
+  for i = 0, n - 1 do
+    if new[i] and (tonumber(list[first + i * 6 + 3]) <= 0 or (groups and groups[i])) then
+      pending_n = pending_n + 1
+    end
+  end
   local seq = pending_n > 0 and redis.call('HINCRBY', META, 'seq', pending_n) - pending_n or 0
   local pending, delayed, rows = {}, {}, {}
   for i = 0, n - 1 do
@@ -462,6 +642,9 @@ local function enqueue_jobs(list, first, n, groups)
       put_field(row, 'priority', priority ~= '0' and priority)
       put_field(row, 'max_attempts', max_attempts ~= '' and max_attempts)
       put_field(row, 'backoff', backoff ~= '' and backoff)
+      if options and options[i] then
+        admit(id, row, options[i], now)
+      end
       if group then
         seq = seq + 1
         put_field(row, 'group', group)
@@ -491,18 +674,17 @@ local function enqueue_jobs(list, first, n, groups)
   end
   each_chunk(pending, 2, function(...) redis.call('ZADD', PENDING, ...) end)
   each_chunk(delayed, 2, function(...) redis.call('ZADD', DELAYED, ...) end)
-
-  local replies = {}
-  for i = 0, n - 1 do
-    if rows[i] then
-      replies[#replies + 1] = { 1, rows[i] }
-    else
-      replies[#replies + 1] = { 0, job_reply(list[first + i * 6]) }
-    end
+  local woken = created_n
+  for _, d in ipairs(debounced) do
+    woken = woken + debounce_job(d[1][1], d[1][2], d[2], d[3], d[4], d[5], now)
   end
+
   -- The counter's first jobs mark a queue the service has not listed yet
   -- (a queue made by a pause alone is listed again: harmless).
-  local fresh = redis.call('HINCRBY', META, 'enqueued', created_n) == created_n and 1 or 0
-  wake(created_n)
-  return { fresh, replies }
+  local fresh = 0
+  if created_n > 0 then
+    fresh = redis.call('HINCRBY', META, 'enqueued', created_n) == created_n and 1 or 0
+  end
+  wake(woken)
+  return { fresh, enqueue_replies(list, first, n, rows, p) }
 end

@@ -25,7 +25,7 @@ import (
 var files embed.FS
 
 // shared are the files every script runs after, in this order.
-var shared = []string{"prelude.lua", "row.lua", "here.lua", "events.lua", "fence.lua", "flow.lua", "lifecycle.lua", "schedules.lua"}
+var shared = []string{"prelude.lua", "row.lua", "here.lua", "events.lua", "fence.lua", "flow.lua", "admission.lua", "lifecycle.lua", "schedules.lua"}
 
 // Script is one of echo_mq's scripts.
 type Script struct {
@@ -51,6 +51,7 @@ var (
 	Cancel         = mustScript("cancel")
 	Sweep          = mustScript("sweep")
 	PromoteDue     = mustScript("promote_due")
+	Expire         = mustScript("expire")
 	Remove         = mustScript("remove")
 	Pause          = mustScript("pause")
 	Drain          = mustScript("drain")
@@ -72,7 +73,7 @@ var (
 // All lists every script.
 var All = []*Script{
 	Enqueue, Claim, Extend, Cancellation, Complete, CompleteBatch,
-	Fail, Snooze, Cancel, Sweep, PromoteDue, Remove, Pause, Drain, Obliterate, Retry, Promote, List,
+	Fail, Snooze, Cancel, Sweep, PromoteDue, Expire, Remove, Pause, Drain, Obliterate, Retry, Promote, List,
 	Settings, GroupPause, Groups,
 	SchedulePut, SchedulePause, ScheduleDelete, ScheduleDue, ScheduleFire, ScheduleList,
 }

@@ -23,8 +23,9 @@ func TestBuildersMatchHeaders(t *testing.T) {
 		call Call
 		argc int // the ARGV the call must carry
 	}{
-		{EnqueueArgs{Jobs: two}.Call(q), 3 + 6*2 + 1},
-		{EnqueueArgs{Jobs: []NewJob{{ID: "a", Group: "g"}, {ID: "b"}}}.Call(q), 3 + 6*2 + 1 + 2},
+		{EnqueueArgs{Jobs: two}.Call(q), 3 + 6*2 + 2},
+		{EnqueueArgs{Jobs: []NewJob{{ID: "a", Group: "g"}, {ID: "b"}}}.Call(q), 3 + 6*2 + 2 + 2},
+		{EnqueueArgs{Jobs: []NewJob{{ID: "a", TimeoutMS: 100}, {ID: "b"}}}.Call(q), 3 + 6*2 + 2 + 6},
 		{ClaimArgs{}.Call(q), Claim.argc},
 		{ExtendArgs{ID: "a"}.Call(q), Extend.argc},
 		{CancellationArgs{ID: "a"}.Call(q), Cancellation.argc},
@@ -35,6 +36,7 @@ func TestBuildersMatchHeaders(t *testing.T) {
 		{CancelArgs{ID: "a"}.Call(q), Cancel.argc},
 		{SweepArgs{}.Call(q), Sweep.argc},
 		{PromoteDueArgs{}.Call(q), PromoteDue.argc},
+		{ExpireArgs{}.Call(q), Expire.argc},
 		{RemoveArgs{ID: "a"}.Call(q), Remove.argc},
 		{PauseArgs{}.Call(q), Pause.argc},
 		{DrainArgs{}.Call(q), Drain.argc},

@@ -15,8 +15,8 @@
 --
 -- Deletes up to limit jobs, rows and all, from the queue's sets; when none
 -- is left it deletes the sets, the meta hash, the event stream and the
--- reapers' turn (and the flow control keys, flow.lua, and the schedules,
--- schedules.lua), so that not one key of the queue remains (a reaper's pass
+-- reapers' turn (and the flow control keys, flow.lua, the admission keys,
+-- admission.lua, and the schedules, schedules.lua), so that not one key of the queue remains (a reaper's pass
 -- under way may take a turn again; it expires within half an interval).
 -- The service calls it until done. Fencing survives: a queue made again
 -- under the same name starts its token counter at the server's time
@@ -33,6 +33,9 @@ local removed = delete_jobs(plan_delete({ PENDING, DELAYED, COMPLETED, DEAD, CAN
 if removed < limit then
   redis.call('DEL', META, PENDING, ACTIVE, DELAYED, COMPLETED, DEAD, CANCELLED, EVENTS, REAPER)
   for _, name in ipairs(FLOW_KEYS) do
+    redis.call('DEL', fkey(name))
+  end
+  for _, name in ipairs(ADMISSION_KEYS) do
     redis.call('DEL', fkey(name))
   end
   for _, name in ipairs(SCHEDULE_KEYS) do

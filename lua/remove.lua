@@ -19,7 +19,8 @@
 -- Errors: EMQGONE no such job; EMQSTATE the job is active and force is not set.
 
 local id = ARGV[3]
-local state, group, flowed = unpack(redis.call('HMGET', JOB, 'state', 'group', 'flow'))
+local state, group, flowed, dedupe_key, dedupe_mode =
+  unpack(redis.call('HMGET', JOB, 'state', 'group', 'flow', 'dedupe_key', 'dedupe_mode'))
 if not state then
   return error_reply('EMQGONE', id)
 end
@@ -41,5 +42,6 @@ if row then
 else
   redis.call('DEL', JOB)
 end
+dedupe_released(id, { dedupe_key = dedupe_key, dedupe_mode = dedupe_mode })
 emit('removed', id, nil, 'actor', ARGV[5], 'role', ARGV[6])
 return state

@@ -65,6 +65,27 @@ func (e ClaimResponseHeldBy) Valid() bool {
 	}
 }
 
+// Defines values for DedupeMode.
+const (
+	Debounce  DedupeMode = "debounce"
+	Throttle  DedupeMode = "throttle"
+	UntilDone DedupeMode = "until_done"
+)
+
+// Valid indicates whether the value is a known member of the DedupeMode enum.
+func (e DedupeMode) Valid() bool {
+	switch e {
+	case Debounce:
+		return true
+	case Throttle:
+		return true
+	case UntilDone:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for EventKind.
 const (
 	EventKindCancelRequested EventKind = "cancel_requested"
@@ -399,11 +420,18 @@ type CompleteRequest struct {
 
 // CompleteResponse The completed job; with claim-next, next holds the jobs claimed in the same step, each with its token.
 type CompleteResponse struct {
-	Attempts        int        `json:"attempts"`
-	CancelReason    *string    `json:"cancel_reason,omitempty"`
-	CancelRequested bool       `json:"cancel_requested"`
-	CreatedAt       time.Time  `json:"created_at"`
-	FinishedAt      *time.Time `json:"finished_at,omitempty"`
+	Attempts        int       `json:"attempts"`
+	CancelReason    *string   `json:"cancel_reason,omitempty"`
+	CancelRequested bool      `json:"cancel_requested"`
+	CreatedAt       time.Time `json:"created_at"`
+
+	// DedupeKey The job's dedupe key, when its enqueue named one.
+	DedupeKey *string `json:"dedupe_key,omitempty"`
+
+	// ExpiresAt When the job stops being claimable if it has not started
+	// (expires_in_ms).
+	ExpiresAt  *time.Time `json:"expires_at,omitempty"`
+	FinishedAt *time.Time `json:"finished_at,omitempty"`
 
 	// Group The job's group, when its enqueue named one (flow control).
 	Group          *string    `json:"group,omitempty"`
@@ -429,10 +457,31 @@ type CompleteResponse struct {
 	StartedAt *time.Time  `json:"started_at,omitempty"`
 
 	// State A job's state: pending (claimable), active (leased to a holder), delayed (until its run_at), or finished: completed, dead or cancelled.
-	State  JobState `json:"state"`
-	Token  *int64   `json:"token,omitempty"`
-	Worker *string  `json:"worker,omitempty"`
+	State JobState `json:"state"`
+
+	// TimeoutMs The total time one attempt may run, when its enqueue set one.
+	TimeoutMs *int64  `json:"timeout_ms,omitempty"`
+	Token     *int64  `json:"token,omitempty"`
+	Worker    *string `json:"worker,omitempty"`
 }
+
+// Dedupe defines model for Dedupe.
+type Dedupe struct {
+	// Key 1 to 256 bytes.
+	Key string `json:"key"`
+
+	// MaxWaitMs debounce only: the longest a job is put off after its first enqueue,
+	// in ms; default no bound.
+	MaxWaitMs *int64     `json:"max_wait_ms,omitempty"`
+	Mode      DedupeMode `json:"mode"`
+
+	// TtlMs throttle only, and required there: the window after the first
+	// enqueue, in ms.
+	TtlMs *int64 `json:"ttl_ms,omitempty"`
+}
+
+// DedupeMode defines model for Dedupe.Mode.
+type DedupeMode string
 
 // EnqueueBatchRequest defines model for EnqueueBatchRequest.
 type EnqueueBatchRequest struct {
@@ -445,9 +494,16 @@ type EnqueueRequest struct {
 	// 1000 ms, capped at one hour.
 	Backoff *Backoff `json:"backoff,omitempty"`
 
+	// Dedupe At most one job per key at a time, or per window: see DedupeRequest.
+	Dedupe *Dedupe `json:"dedupe,omitempty"`
+
 	// DelayMs How long the job waits, delayed, before it may be claimed, in ms;
 	// default 0 (pending at once).
 	DelayMs *int64 `json:"delay_ms,omitempty"`
+
+	// ExpiresInMs A job not started within this many ms of its enqueue is never
+	// claimed: it ends cancelled with cancel_reason "expired". Default none.
+	ExpiresInMs *int64 `json:"expires_in_ms,omitempty"`
 
 	// Group The job's group (flow control): claims take turns over the groups
 	// that have a claimable job, and the queue's group limits apply to each
@@ -467,6 +523,12 @@ type EnqueueRequest struct {
 	// Priority 0 to 9, lower first: a pending job of priority 0 is claimed before
 	// any of priority 1; FIFO within one priority. Default 0.
 	Priority *int `json:"priority,omitempty"`
+
+	// TimeoutMs The total time one attempt may run, in ms: extends never move the
+	// lease past started_at + timeout_ms, and the sweep then fails the
+	// attempt with last_error "timeout" (retried under the backoff).
+	// Default none.
+	TimeoutMs *int64 `json:"timeout_ms,omitempty"`
 }
 
 // Event defines model for Event.
@@ -563,11 +625,18 @@ type Health struct {
 
 // Job defines model for Job.
 type Job struct {
-	Attempts        int        `json:"attempts"`
-	CancelReason    *string    `json:"cancel_reason,omitempty"`
-	CancelRequested bool       `json:"cancel_requested"`
-	CreatedAt       time.Time  `json:"created_at"`
-	FinishedAt      *time.Time `json:"finished_at,omitempty"`
+	Attempts        int       `json:"attempts"`
+	CancelReason    *string   `json:"cancel_reason,omitempty"`
+	CancelRequested bool      `json:"cancel_requested"`
+	CreatedAt       time.Time `json:"created_at"`
+
+	// DedupeKey The job's dedupe key, when its enqueue named one.
+	DedupeKey *string `json:"dedupe_key,omitempty"`
+
+	// ExpiresAt When the job stops being claimable if it has not started
+	// (expires_in_ms).
+	ExpiresAt  *time.Time `json:"expires_at,omitempty"`
+	FinishedAt *time.Time `json:"finished_at,omitempty"`
 
 	// Group The job's group, when its enqueue named one (flow control).
 	Group          *string    `json:"group,omitempty"`
@@ -592,9 +661,12 @@ type Job struct {
 	StartedAt *time.Time  `json:"started_at,omitempty"`
 
 	// State A job's state: pending (claimable), active (leased to a holder), delayed (until its run_at), or finished: completed, dead or cancelled.
-	State  JobState `json:"state"`
-	Token  *int64   `json:"token,omitempty"`
-	Worker *string  `json:"worker,omitempty"`
+	State JobState `json:"state"`
+
+	// TimeoutMs The total time one attempt may run, when its enqueue set one.
+	TimeoutMs *int64  `json:"timeout_ms,omitempty"`
+	Token     *int64  `json:"token,omitempty"`
+	Worker    *string `json:"worker,omitempty"`
 }
 
 // JobList defines model for JobList.
@@ -811,6 +883,11 @@ type SweepResponse struct {
 	Cancelled []string `json:"cancelled"`
 	Dead      []string `json:"dead"`
 	Recovered []string `json:"recovered"`
+
+	// Retried Jobs whose attempt reached its timeout_ms and failed with
+	// last_error "timeout", waiting for another attempt (delayed or
+	// pending); those at max_attempts are in dead.
+	Retried []string `json:"retried"`
 }
 
 // WhoAmI defines model for WhoAmI.

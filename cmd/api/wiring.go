@@ -52,6 +52,8 @@ func (s services) reaper(cfg config, log *slog.Logger) *stall.Reaper {
 		Interval: cfg.SweepInterval, MaxStalled: cfg.MaxStalled, Logger: log,
 		OnSwept: func(queue string, sw stall.Swept) {
 			s.metrics.Swept(queue, len(sw.Recovered), len(sw.Dead), len(sw.Cancelled))
+			s.metrics.Reaped(queue, "timed_out", len(sw.Retried))
+			s.metrics.Reaped(queue, "expired", len(sw.Expired))
 		},
 	})
 }

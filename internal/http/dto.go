@@ -35,7 +35,14 @@ type Job struct {
 	CancelReason    string          `json:"cancel_reason,omitempty"`
 	Worker          string          `json:"worker,omitempty" example:"worker-1"`
 	// The job's group, when its enqueue named one (flow control).
-	Group          string `json:"group,omitempty" example:"tenant-42"`
+	Group string `json:"group,omitempty" example:"tenant-42"`
+	// The job's dedupe key, when its enqueue named one.
+	DedupeKey string `json:"dedupe_key,omitempty" example:"user-42:digest"`
+	// When the job stops being claimable if it has not started
+	// (expires_in_ms).
+	ExpiresAt string `json:"expires_at,omitempty" format:"date-time"`
+	// The total time one attempt may run, when its enqueue set one.
+	TimeoutMs      int64  `json:"timeout_ms,omitempty" format:"int64" example:"30000"`
 	Token          int64  `json:"token,omitempty" format:"int64" example:"42"`
 	CreatedAt      string `json:"created_at,omitempty" format:"date-time" binding:"required" example:"2026-11-29T19:06:37.123Z"`
 	RunAt          string `json:"run_at,omitempty" format:"date-time"`

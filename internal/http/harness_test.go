@@ -311,6 +311,9 @@ type jobView struct {
 	CancelRequested bool            `json:"cancel_requested"`
 	CancelReason    string          `json:"cancel_reason"`
 	Group           string          `json:"group"`
+	DedupeKey       string          `json:"dedupe_key"`
+	ExpiresAt       string          `json:"expires_at"`
+	TimeoutMs       int64           `json:"timeout_ms"`
 	Token           int64           `json:"token"`
 	CreatedAt       string          `json:"created_at"`
 	RunAt           string          `json:"run_at"`
@@ -467,10 +470,11 @@ type swept struct {
 	Recovered []string `json:"recovered"`
 	Dead      []string `json:"dead"`
 	Cancelled []string `json:"cancelled"`
+	Retried   []string `json:"retried"`
 }
 
 func (s swept) all() []string {
-	return append(append(append([]string{}, s.Recovered...), s.Dead...), s.Cancelled...)
+	return append(append(append(append([]string{}, s.Recovered...), s.Dead...), s.Cancelled...), s.Retried...)
 }
 
 // sweepUntil sweeps q with body until every id has been swept (a lease
@@ -485,6 +489,7 @@ func (h *harness) sweepUntil(tb testing.TB, q string, body any, want ...string) 
 		total.Recovered = append(total.Recovered, s.Recovered...)
 		total.Dead = append(total.Dead, s.Dead...)
 		total.Cancelled = append(total.Cancelled, s.Cancelled...)
+		total.Retried = append(total.Retried, s.Retried...)
 		if containsAll(total.all(), want) {
 			return total
 		}

@@ -175,6 +175,11 @@ func appendJobFields(b []byte, j job.Job, token bool) []byte {
 	b = appendOmitEmpty(b, `,"cancel_reason":`, j.CancelReason)
 	b = appendOmitEmpty(b, `,"worker":`, j.Worker)
 	b = appendOmitEmpty(b, `,"group":`, j.Group)
+	b = appendOmitEmpty(b, `,"dedupe_key":`, j.DedupeKey)
+	b = appendStamp(b, `,"expires_at":`, j.ExpiresAt)
+	if j.Timeout != 0 {
+		b = strconv.AppendInt(append(b, `,"timeout_ms":`...), j.Timeout.Milliseconds(), 10)
+	}
 	if token && j.Token != 0 {
 		b = strconv.AppendInt(append(b, `,"token":`...), j.Token, 10)
 	}

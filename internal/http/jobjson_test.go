@@ -31,6 +31,7 @@ func TestJobJSON(t *testing.T) {
 		Result:  json.RawMessage(`{"ok":true}`), Progress: json.RawMessage(`0.5`),
 		Priority: 9, Attempts: 2, MaxAttempts: 1000, Stalled: 1, LastError: "SMTP timeout",
 		CancelRequested: true, CancelReason: "customer asked", Worker: "worker-1", Group: "tenant-42", Token: 42,
+		DedupeKey: "user-42:digest", ExpiresAt: at.Add(time.Minute), Timeout: 30 * time.Second,
 		CreatedAt: at, RunAt: at.Add(time.Millisecond), StartedAt: time.UnixMilli(0).UTC(),
 		LeaseExpiresAt: at.Add(time.Hour), FinishedAt: at.Add(-time.Hour)}
 	for _, c := range []struct {
@@ -165,8 +166,8 @@ func jobOf(j job.Job) Job {
 		Payload: orNull(j.Payload), Result: valueOrNull(j.Result), Progress: valueOrNull(j.Progress),
 		Priority: j.Priority, Attempts: j.Attempts, MaxAttempts: j.MaxAttempts, Stalled: j.Stalled,
 		LastError: j.LastError, CancelRequested: j.CancelRequested, CancelReason: j.CancelReason,
-		Worker:    j.Worker,
-		Group:     j.Group,
+		Worker: j.Worker,
+		Group:  j.Group, DedupeKey: j.DedupeKey, ExpiresAt: stamp(j.ExpiresAt), TimeoutMs: j.Timeout.Milliseconds(),
 		CreatedAt: stamp(j.CreatedAt), RunAt: stamp(j.RunAt), StartedAt: stamp(j.StartedAt),
 		LeaseExpiresAt: stamp(j.LeaseExpiresAt), FinishedAt: stamp(j.FinishedAt),
 	}
@@ -275,6 +276,7 @@ func (s *jobSource) job() job.Job {
 		Payload: s.raw(), Result: s.raw(), Progress: s.raw(),
 		Priority: int(s.int()), Attempts: int(s.int()), MaxAttempts: int(s.int()), Stalled: int(s.int()),
 		LastError: s.string(), CancelRequested: s.next()%2 == 1, CancelReason: s.string(), Worker: s.string(), Group: s.string(),
+		DedupeKey: s.string(), ExpiresAt: s.time(), Timeout: time.Duration(s.int()%1e9) * time.Millisecond,
 		Token: s.int(), CreatedAt: s.time(), RunAt: s.time(), StartedAt: s.time(),
 		LeaseExpiresAt: s.time(), FinishedAt: s.time()}
 }

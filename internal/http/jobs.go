@@ -1,6 +1,7 @@
 package http
 
 import (
+	"cmp"
 	"encoding/json"
 	"net/http"
 	"time"
@@ -32,7 +33,70 @@ type EnqueueRequest struct {
 	// that have a claimable job, and the queue's group limits apply to each
 	// group. Default none.
 	Group *string `json:"group,omitempty" validate:"omitnil,groupname" minLength:"1" maxLength:"128" example:"tenant-42"`
+	// At most one job per key at a time, or per window: see DedupeRequest.
+	Dedupe *DedupeRequest `json:"dedupe,omitempty"`
+	// A job not started within this many ms of its enqueue is never
+	// claimed: it ends cancelled with cancel_reason "expired". Default none.
+	ExpiresInMs *int64 `json:"expires_in_ms,omitempty" format:"int64" validate:"omitnil,min=1,max=31536000000" example:"600000"`
+	// The total time one attempt may run, in ms: extends never move the
+	// lease past started_at + timeout_ms, and the sweep then fails the
+	// attempt with last_error "timeout" (retried under the backoff).
+	// Default none.
+	TimeoutMs *int64 `json:"timeout_ms,omitempty" format:"int64" validate:"omitnil,min=100,max=86400000" example:"30000"`
 } // @name EnqueueRequest
+
+// DedupeRequest is an enqueue's dedupe key, per queue. until_done: while
+// the job with the key is pending, delayed or active, an enqueue with it
+// answers 200 with that job. throttle: for ttl_ms after that job was
+// created, finished or not. debounce: while that job has not started, an
+// enqueue replaces its payload and priority and moves its run time to now
+// + delay_ms, never past max_wait_ms after it was created; once it started,
+// a new job is made. An id that exists wins over the key.
+type DedupeRequest struct {
+	// 1 to 256 bytes.
+	Key  string `json:"key" validate:"required" minLength:"1" maxLength:"256" example:"user-42:digest"`
+	Mode string `json:"mode" validate:"required,oneof=until_done throttle debounce" enums:"until_done,throttle,debounce" example:"until_done"`
+	// throttle only, and required there: the window after the first
+	// enqueue, in ms.
+	TtlMs *int64 `json:"ttl_ms,omitempty" format:"int64" validate:"omitnil,min=1,max=31536000000" example:"60000"`
+	// debounce only: the longest a job is put off after its first enqueue,
+	// in ms; default no bound.
+	MaxWaitMs *int64 `json:"max_wait_ms,omitempty" format:"int64" validate:"omitnil,min=0,max=31536000000" example:"300000"`
+} // @name Dedupe
+
+// maxDedupeKey is the longest dedupe key, in bytes.
+const maxDedupeKey = 256
+
+// dedupeOf checks what the tags cannot (the key's length in bytes, which
+// window goes with which mode, debounce without a group) and turns a
+// dedupe request into a lease.Dedupe.
+func dedupeOf(field valueField, req EnqueueRequest) (lease.Dedupe, error) {
+	d := req.Dedupe
+	if d == nil {
+		return lease.Dedupe{}, nil
+	}
+	at := func(name string) string { return valueField{field.index, "dedupe." + name}.String() }
+	refuse := func(name, message string) error {
+		return invalid("the request has invalid fields", FieldError{Field: at(name), Message: message})
+	}
+	switch {
+	case len(d.Key) > maxDedupeKey:
+		return lease.Dedupe{}, refuse("key", "must be at most 256 bytes")
+	case d.Mode == lease.DedupeThrottle && d.TtlMs == nil:
+		return lease.Dedupe{}, refuse("ttl_ms", "is required for mode throttle")
+	case d.Mode != lease.DedupeThrottle && d.TtlMs != nil:
+		return lease.Dedupe{}, refuse("ttl_ms", "applies to mode throttle only")
+	case d.Mode != lease.DedupeDebounce && d.MaxWaitMs != nil:
+		return lease.Dedupe{}, refuse("max_wait_ms", "applies to mode debounce only")
+	case d.Mode == lease.DedupeDebounce && req.Group != nil:
+		return lease.Dedupe{}, refuse("mode", "debounce does not apply to a job with a group")
+	}
+	out := lease.Dedupe{Key: d.Key, Mode: d.Mode}
+	if w := cmp.Or(d.TtlMs, d.MaxWaitMs); w != nil {
+		out.Window = ms(*w)
+	}
+	return out, nil
+}
 
 // BackoffRequest is the retry delay after a failed attempt: delay_ms,
 // doubled per attempt for "exponential", capped at max_delay_ms.
@@ -64,6 +128,16 @@ func (s *server) newJob(field valueField, req EnqueueRequest) (lease.NewJob, err
 	}
 	if req.MaxAttempts != nil {
 		nj.MaxAttempts = *req.MaxAttempts
+	}
+	var err error
+	if nj.Dedupe, err = dedupeOf(field, req); err != nil {
+		return lease.NewJob{}, err
+	}
+	if req.ExpiresInMs != nil {
+		nj.ExpiresIn = ms(*req.ExpiresInMs)
+	}
+	if req.TimeoutMs != nil {
+		nj.Timeout = ms(*req.TimeoutMs)
 	}
 	if b := req.Backoff; b != nil {
 		var maxDelay *time.Duration

@@ -118,6 +118,7 @@ type observer interface {
 	Transition(queue, kind string, n int)
 	StaleRefusal(queue string)
 	Swept(queue string, recovered, dead, cancelled int)
+	Reaped(queue, outcome string, n int)
 	ClaimHeld(queue, reason string)
 	RedisError()
 }

@@ -20,6 +20,10 @@ type SweepResponse struct {
 	Recovered []string `json:"recovered" binding:"required"`
 	Dead      []string `json:"dead" binding:"required"`
 	Cancelled []string `json:"cancelled" binding:"required"`
+	// Jobs whose attempt reached its timeout_ms and failed with
+	// last_error "timeout", waiting for another attempt (delayed or
+	// pending); those at max_attempts are in dead.
+	Retried []string `json:"retried" binding:"required"`
 } // @name SweepResponse
 
 // handleSweep godoc
@@ -59,6 +63,7 @@ func (s *server) handleSweep(w http.ResponseWriter, r *http.Request) {
 	}
 	if s.cfg.Metrics != nil {
 		s.cfg.Metrics.Swept(queue, len(swept.Recovered), len(swept.Dead), len(swept.Cancelled))
+		s.cfg.Metrics.Reaped(queue, "timed_out", len(swept.Retried))
 	}
-	writeJSON(w, http.StatusOK, SweepResponse{Recovered: swept.Recovered, Dead: swept.Dead, Cancelled: swept.Cancelled})
+	writeJSON(w, http.StatusOK, SweepResponse{Recovered: swept.Recovered, Dead: swept.Dead, Cancelled: swept.Cancelled, Retried: swept.Retried})
 }

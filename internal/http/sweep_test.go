@@ -34,8 +34,8 @@ func TestSweepLists(t *testing.T) {
 			t.Errorf("recovered job %+v, want stalled 1 and no lease", j)
 		}
 		r := h.do(t, "POST", "/queues/"+q+"/sweep", nil)
-		if got := string(r.Body); r.Status != 200 || got != "{\"recovered\":[],\"dead\":[],\"cancelled\":[]}\n" {
-			t.Errorf("an idle sweep got %s, want three empty lists", r)
+		if got := string(r.Body); r.Status != 200 || got != "{\"recovered\":[],\"dead\":[],\"cancelled\":[],\"retried\":[]}\n" {
+			t.Errorf("an idle sweep got %s, want four empty lists", r)
 		}
 	})
 }

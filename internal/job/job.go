@@ -41,6 +41,10 @@ type Job struct {
 	CancelReason    string
 	Worker          string
 	Group           string // "": none (docs/design.md#flow-control)
+	DedupeKey       string // "": none (docs/design.md#admission-and-lifetimes)
+	DedupeMode      string
+	ExpiresAt       time.Time
+	Timeout         time.Duration
 	Token           int64
 	CreatedAt       time.Time
 	RunAt           time.Time
@@ -124,6 +128,16 @@ func (j *Job) set(field, value string) error {
 		j.Worker = value
 	case "group":
 		j.Group = value
+	case "dedupe_key":
+		j.DedupeKey = value
+	case "dedupe_mode":
+		j.DedupeMode = value
+	case "expires_at":
+		j.ExpiresAt, err = millis(value)
+	case "timeout_ms":
+		var ms int64
+		ms, err = strconv.ParseInt(value, 10, 64)
+		j.Timeout = time.Duration(ms) * time.Millisecond
 	case "token":
 		j.Token, err = strconv.ParseInt(value, 10, 64)
 	case "created_at":

@@ -23,6 +23,28 @@ type NewJob struct {
 	MaxAttempts int // 0: DefaultMaxAttempts
 	Backoff     *Backoff
 	Group       string // "": none (docs/design.md#flow-control)
+	// Admission and lifetime options (docs/design.md#admission-and-lifetimes);
+	// zero values are none.
+	Dedupe    Dedupe
+	ExpiresIn time.Duration // not started by created_at + ExpiresIn: cancelled, "expired"
+	Timeout   time.Duration // the total time one attempt may run
+}
+
+// Dedupe modes.
+const (
+	DedupeUntilDone = "until_done"
+	DedupeThrottle  = "throttle"
+	DedupeDebounce  = "debounce"
+)
+
+// Dedupe is a job's dedupe key: while the job holding Key counts under
+// Mode, an enqueue with the key answers that job instead of making one.
+// Window is the throttle's ttl, or the debounce's longest wait after the
+// first enqueue (0: no bound).
+type Dedupe struct {
+	Key    string // "": none
+	Mode   string
+	Window time.Duration
 }
 
 // Backoff is the retry delay after a failed attempt: Delay, doubled per
@@ -57,7 +79,8 @@ func (b Backoff) String() string {
 }
 
 // Enqueued is the outcome of enqueueing one job: the job, and whether it is
-// new (false: a job with that id existed and is returned untouched).
+// new (false: a job with that id existed and is returned untouched, or a
+// job holding its dedupe key answered, updated for a debounce).
 type Enqueued struct {
 	Job     job.Job
 	Created bool
@@ -119,5 +142,7 @@ func ScriptJob(nj NewJob) lua.NewJob {
 		backoff = nj.Backoff.String()
 	}
 	return lua.NewJob{ID: nj.ID, Payload: string(nj.Payload), Priority: nj.Priority,
-		DelayMS: millis(nj.Delay), MaxAttempts: maxAttempts, Backoff: backoff, Group: nj.Group}
+		DelayMS: millis(nj.Delay), MaxAttempts: maxAttempts, Backoff: backoff, Group: nj.Group,
+		Dedupe:      lua.Dedupe{Key: nj.Dedupe.Key, Mode: nj.Dedupe.Mode, WindowMS: millis(nj.Dedupe.Window)},
+		ExpiresInMS: millis(nj.ExpiresIn), TimeoutMS: millis(nj.Timeout)}
 }

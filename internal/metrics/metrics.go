@@ -145,13 +145,17 @@ func (m *Metrics) StaleRefusal(queue string) {
 // Swept counts the jobs one sweep of queue recovered to pending,
 // dead-lettered and cancelled. Counts <= 0 record nothing.
 func (m *Metrics) Swept(queue string, recovered, dead, cancelled int) {
-	for _, o := range []struct {
-		outcome string
-		n       int
-	}{{"recovered", recovered}, {"dead", dead}, {"cancelled", cancelled}} {
-		if o.n > 0 {
-			m.swept.WithLabelValues(queue, o.outcome).Add(float64(o.n))
-		}
+	m.Reaped(queue, "recovered", recovered)
+	m.Reaped(queue, "dead", dead)
+	m.Reaped(queue, "cancelled", cancelled)
+}
+
+// Reaped counts n jobs of queue the reaper (or a sweep) moved with outcome:
+// also "timed_out" (an attempt failed at its timeout and retried) and
+// "expired" (cancelled before it started). n <= 0 records nothing.
+func (m *Metrics) Reaped(queue, outcome string, n int) {
+	if n > 0 {
+		m.swept.WithLabelValues(queue, outcome).Add(float64(n))
 	}
 }
 

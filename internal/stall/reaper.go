@@ -82,7 +82,8 @@ func (r *Reaper) loop(ctx context.Context) {
 			r.config.Logger.Warn("Reaper pass failed", "error", err)
 		case swept.Len() > 0:
 			r.config.Logger.Info("Reaper swept lapsed jobs",
-				"recovered", len(swept.Recovered), "dead", len(swept.Dead), "cancelled", len(swept.Cancelled))
+				"recovered", len(swept.Recovered), "dead", len(swept.Dead), "cancelled", len(swept.Cancelled),
+				"timed_out", len(swept.Retried), "expired", len(swept.Expired))
 		}
 	}
 }
@@ -122,9 +123,21 @@ func (r *Reaper) reapQueue(ctx context.Context, queue string, total *Swept) erro
 		total.Recovered = append(total.Recovered, swept.Recovered...)
 		total.Dead = append(total.Dead, swept.Dead...)
 		total.Cancelled = append(total.Cancelled, swept.Cancelled...)
+		total.Retried = append(total.Retried, swept.Retried...)
 		if swept.Len() < p.Limit {
 			break
 		}
+	}
+	for more := true; more; {
+		var expired []string
+		var err error
+		if expired, more, err = r.svc.Expire(ctx, queue, r.config.BatchSize); err != nil {
+			return err
+		}
+		if r.config.OnSwept != nil && len(expired) > 0 {
+			r.config.OnSwept(queue, Swept{Expired: expired})
+		}
+		total.Expired = append(total.Expired, expired...)
 	}
 	for {
 		moved, err := r.svc.PromoteDue(ctx, queue, r.config.BatchSize)

@@ -53,10 +53,14 @@ type Swept struct {
 	Recovered []string
 	Dead      []string
 	Cancelled []string
+	Retried   []string // timed out (docs/design.md#admission-and-lifetimes), to run again
+	Expired   []string // cancelled by expire.lua: not started before their expiry
 }
 
 // Len is how many jobs the sweep moved.
-func (s Swept) Len() int { return len(s.Recovered) + len(s.Dead) + len(s.Cancelled) }
+func (s Swept) Len() int {
+	return len(s.Recovered) + len(s.Dead) + len(s.Cancelled) + len(s.Retried) + len(s.Expired)
+}
 
 // Sweep takes up to p.Limit active jobs of queue whose lease has lapsed on the
 // server's clock and recovers, dead-letters or cancels each.
@@ -68,10 +72,28 @@ func (s *Service) Sweep(ctx context.Context, queue string, p SweepParams) (Swept
 		return Swept{}, rediserr.Script(err)
 	}
 	lists, ok := reply.([]any)
-	if !ok || len(lists) != 3 {
+	if !ok || len(lists) != 4 {
 		return Swept{}, fmt.Errorf("sweep: unexpected reply %v", reply)
 	}
-	return Swept{Recovered: ids(lists[0]), Dead: ids(lists[1]), Cancelled: ids(lists[2])}, nil
+	return Swept{Recovered: ids(lists[0]), Dead: ids(lists[1]), Cancelled: ids(lists[2]), Retried: ids(lists[3])}, nil
+}
+
+// Expire cancels up to limit jobs of queue whose expiry came before they
+// started, and lets go of up to limit dedupe keys whose throttle window
+// ended (docs/design.md#admission-and-lifetimes). It returns the ids it
+// cancelled and whether it may have left more.
+func (s *Service) Expire(ctx context.Context, queue string, limit int) ([]string, bool, error) {
+	q := keyspace.NewQueue(s.prefix, queue)
+	reply, err := s.scripts.Run(ctx, lua.ExpireArgs{Limit: limit}.Call(q)).Result()
+	if err != nil {
+		return nil, false, rediserr.Script(err)
+	}
+	pair, ok := reply.([]any)
+	if !ok || len(pair) != 2 {
+		return nil, false, fmt.Errorf("expire: unexpected reply %v", reply)
+	}
+	looked, _ := pair[1].(int64)
+	return ids(pair[0]), looked >= int64(limit), nil
 }
 
 // TakeTurn claims queue's sweep for ttl on behalf of one replica's reaper
