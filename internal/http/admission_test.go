@@ -263,18 +263,18 @@ func TestAdmissionValidation(t *testing.T) {
 	q := redistest.Queue(t)
 	before := h.snapshot(t)
 	for body, field := range map[string]string{
-		`{"payload":1,"dedupe":{"mode":"until_done"}}`:                         "dedupe.key",
-		`{"payload":1,"dedupe":{"key":"k","mode":"forever"}}`:                  "dedupe.mode",
-		`{"payload":1,"dedupe":{"key":"k","mode":"throttle"}}`:                 "dedupe.ttl_ms",
-		`{"payload":1,"dedupe":{"key":"k","mode":"until_done","ttl_ms":5}}`:    "dedupe.ttl_ms",
-		`{"payload":1,"dedupe":{"key":"k","mode":"throttle","ttl_ms":0}}`:      "dedupe.ttl_ms",
-		`{"payload":1,"dedupe":{"key":"k","mode":"throttle","ttl_ms":5,"max_wait_ms":5}}`: "dedupe.max_wait_ms",
-		`{"payload":1,"dedupe":{"key":"k","mode":"debounce"},"group":"g"}`:     "dedupe.mode",
+		`{"payload":1,"dedupe":{"mode":"until_done"}}`:                                          "dedupe.key",
+		`{"payload":1,"dedupe":{"key":"k","mode":"forever"}}`:                                   "dedupe.mode",
+		`{"payload":1,"dedupe":{"key":"k","mode":"throttle"}}`:                                  "dedupe.ttl_ms",
+		`{"payload":1,"dedupe":{"key":"k","mode":"until_done","ttl_ms":5}}`:                     "dedupe.ttl_ms",
+		`{"payload":1,"dedupe":{"key":"k","mode":"throttle","ttl_ms":0}}`:                       "dedupe.ttl_ms",
+		`{"payload":1,"dedupe":{"key":"k","mode":"throttle","ttl_ms":5,"max_wait_ms":5}}`:       "dedupe.max_wait_ms",
+		`{"payload":1,"dedupe":{"key":"k","mode":"debounce"},"group":"g"}`:                      "dedupe.mode",
 		`{"payload":1,"dedupe":{"key":"` + strings.Repeat("é", 129) + `","mode":"until_done"}}`: "dedupe.key",
-		`{"payload":1,"expires_in_ms":0}`:           "expires_in_ms",
-		`{"payload":1,"expires_in_ms":31536000001}`: "expires_in_ms",
-		`{"payload":1,"timeout_ms":99}`:             "timeout_ms",
-		`{"payload":1,"timeout_ms":86400001}`:       "timeout_ms",
+		`{"payload":1,"expires_in_ms":0}`:                                                       "expires_in_ms",
+		`{"payload":1,"expires_in_ms":31536000001}`:                                             "expires_in_ms",
+		`{"payload":1,"timeout_ms":99}`:                                                         "timeout_ms",
+		`{"payload":1,"timeout_ms":86400001}`:                                                   "timeout_ms",
 	} {
 		p := wantProblem(t, h.do(t, "POST", "/queues/"+q+"/jobs", body), http.StatusBadRequest, "EMQINVALID")
 		if len(p.Errors) != 1 || p.Errors[0].Field != field {
