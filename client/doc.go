@@ -15,6 +15,12 @@
 //		Payload: map[string]string{"to": "ada@example.com"},
 //	})
 //
+// EnqueueRequest also sets a job's priority, delay, attempts, backoff and
+// group; a dedupe key (Dedupe: DedupeUntilDone, DedupeThrottle or
+// DedupeDebounce), for which Enqueue answers the keyed job with created
+// false; a deadline to start by (ExpiresIn); and a bound on each attempt
+// (Timeout).
+//
 // A worker runs a handler on each job until its context is done:
 //
 //	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

@@ -43,6 +43,15 @@ type Job struct {
 	Worker string `json:"worker,omitempty"`
 	// Group is the job's group, when its enqueue named one.
 	Group string `json:"group,omitempty"`
+	// DedupeKey is the job's dedupe key, when its enqueue named one
+	// (EnqueueRequest.Dedupe).
+	DedupeKey string `json:"dedupe_key,omitempty"`
+	// ExpiresAt is when the job stops being claimable if it has not
+	// started: CreatedAt + EnqueueRequest.ExpiresIn. The zero time: never.
+	ExpiresAt time.Time `json:"expires_at,omitzero"`
+	// Timeout is the total time one attempt may run
+	// (EnqueueRequest.Timeout); 0: no bound.
+	Timeout time.Duration `json:"-"` // timeout_ms, by MarshalJSON and UnmarshalJSON
 	// Token fences every call on a claimed job (extend, complete, fail,
 	// cancellation check). Only a claim's answer carries it; it is 0
 	// anywhere else. Treat it as opaque.
@@ -53,4 +62,28 @@ type Job struct {
 	StartedAt      time.Time `json:"started_at,omitzero"`
 	LeaseExpiresAt time.Time `json:"lease_expires_at,omitzero"`
 	FinishedAt     time.Time `json:"finished_at,omitzero"`
+}
+
+// jobFields is a Job without its methods, for its JSON.
+type jobFields Job
+
+// MarshalJSON writes j as the API does, Timeout as timeout_ms.
+func (j Job) MarshalJSON() ([]byte, error) {
+	return json.Marshal(struct {
+		jobFields
+		TimeoutMs int64 `json:"timeout_ms,omitempty"`
+	}{jobFields(j), millis(j.Timeout)})
+}
+
+// UnmarshalJSON reads j as the API writes it, timeout_ms into Timeout.
+func (j *Job) UnmarshalJSON(data []byte) error {
+	w := struct {
+		*jobFields
+		TimeoutMs int64 `json:"timeout_ms"`
+	}{jobFields: (*jobFields)(j)}
+	if err := json.Unmarshal(data, &w); err != nil {
+		return err
+	}
+	j.Timeout = time.Duration(w.TimeoutMs) * time.Millisecond
+	return nil
 }

@@ -31,6 +31,56 @@ type EnqueueRequest struct {
 	// claims take turns over the groups, and the queue's group limits
 	// apply to each. Empty: none.
 	Group string
+	// Dedupe keeps at most one job per key at a time, or per window: an
+	// enqueue its key matches adds nothing and answers the keyed job
+	// (Enqueue's created is false). See Dedupe. nil: none. An ID that
+	// exists wins over the key.
+	Dedupe *Dedupe
+	// ExpiresIn, when not 0, bounds the wait: a job not started within it
+	// of its enqueue is never claimed, and ends cancelled with the
+	// CancelReason "expired". Job.ExpiresAt is CreatedAt + ExpiresIn.
+	ExpiresIn time.Duration
+	// Timeout, when not 0, is the total time one attempt may run (100 ms
+	// to 24 hours): an extend never moves the lease past StartedAt +
+	// Timeout, and the sweep then fails the attempt with the LastError
+	// "timeout", retried under Backoff. A holder is stale from then on:
+	// Work cancels a handler still running with ErrLeaseLost at its next
+	// extend.
+	Timeout time.Duration
+}
+
+// DedupeMode says what an enqueue with a dedupe key does when the key is
+// held.
+type DedupeMode string
+
+// The modes of a dedupe key.
+const (
+	// DedupeUntilDone: while the keyed job is pending, delayed or active,
+	// an enqueue with the key adds nothing and answers that job.
+	DedupeUntilDone DedupeMode = "until_done"
+	// DedupeThrottle: for Dedupe.TTL after the keyed job was created, an
+	// enqueue with the key adds nothing and answers that job, finished or
+	// not.
+	DedupeThrottle DedupeMode = "throttle"
+	// DedupeDebounce: while the keyed job has not started, an enqueue with
+	// the key replaces its payload and priority and moves its run time to
+	// now + Delay, never past Dedupe.MaxWait after it was created, and
+	// answers it updated; once it started, a new job is made. It does not
+	// apply to a job with a Group.
+	DedupeDebounce DedupeMode = "debounce"
+)
+
+// Dedupe is an enqueue's dedupe key, per queue.
+type Dedupe struct {
+	// Key is 1 to 256 bytes.
+	Key  string
+	Mode DedupeMode
+	// TTL is DedupeThrottle's window after the keyed job's enqueue; it is
+	// required there, and refused (ErrInvalid) with any other mode.
+	TTL time.Duration
+	// MaxWait is, for DedupeDebounce only, the longest the keyed job is
+	// put off after its first enqueue; 0: no bound.
+	MaxWait time.Duration
 }
 
 // Backoff is the wait before a failed job's next attempt: Delay, doubled
@@ -51,6 +101,16 @@ type enqueueBody struct {
 	MaxAttempts int             `json:"max_attempts,omitempty"`
 	Backoff     *backoffBody    `json:"backoff,omitempty"`
 	Group       string          `json:"group,omitempty"`
+	Dedupe      *dedupeBody     `json:"dedupe,omitempty"`
+	ExpiresInMs *int64          `json:"expires_in_ms,omitempty"`
+	TimeoutMs   *int64          `json:"timeout_ms,omitempty"`
+}
+
+type dedupeBody struct {
+	Key       string     `json:"key"`
+	Mode      DedupeMode `json:"mode"`
+	TTLMs     *int64     `json:"ttl_ms,omitempty"`
+	MaxWaitMs *int64     `json:"max_wait_ms,omitempty"`
 }
 
 type backoffBody struct {
@@ -65,7 +125,27 @@ func (r EnqueueRequest) body() (enqueueBody, error) {
 		return enqueueBody{}, err
 	}
 	return enqueueBody{ID: r.ID, Payload: payload, Priority: r.Priority, DelayMs: millis(r.Delay),
-		MaxAttempts: r.MaxAttempts, Backoff: r.Backoff.body(), Group: r.Group}, nil
+		MaxAttempts: r.MaxAttempts, Backoff: r.Backoff.body(), Group: r.Group, Dedupe: r.Dedupe.body(),
+		ExpiresInMs: millisIfSet(r.ExpiresIn), TimeoutMs: millisIfSet(r.Timeout)}, nil
+}
+
+// body is d as the API reads it; nil for a nil d.
+func (d *Dedupe) body() *dedupeBody {
+	if d == nil {
+		return nil
+	}
+	return &dedupeBody{Key: d.Key, Mode: d.Mode, TTLMs: millisIfSet(d.TTL), MaxWaitMs: millisIfSet(d.MaxWait)}
+}
+
+// millisIfSet is d in whole milliseconds, nil for a d of 0. It is sent
+// whenever set, so that a duration under 1 ms (or under a field's minimum)
+// is refused by the service, not taken for none.
+func millisIfSet(d time.Duration) *int64 {
+	if d == 0 {
+		return nil
+	}
+	ms := millis(d)
+	return &ms
 }
 
 // payloadOf is the raw JSON of a job's payload v: JSON null for a nil v
@@ -99,9 +179,12 @@ func (b *backoffBody) backoff() *Backoff {
 		MaxDelay: time.Duration(b.MaxDelayMs) * time.Millisecond}
 }
 
-// Enqueue adds a job to queue. created is true for a new job, false when a
-// job with req.ID was there already: then job is that job, unchanged, and
-// nothing was added.
+// Enqueue adds a job to queue. created is true for a new job (the service
+// answered 201), false when an existing job answered (200) and no job was
+// added: a job with req.ID was there already, and job is that job,
+// unchanged; or req.Dedupe's key is held, and job is the keyed job, as it
+// is (DedupeUntilDone, DedupeThrottle) or updated with req's payload,
+// priority and delay (DedupeDebounce).
 func (c *Client) Enqueue(ctx context.Context, queue string, req EnqueueRequest) (job Job, created bool, err error) {
 	body, err := req.body()
 	if err != nil {
@@ -112,8 +195,10 @@ func (c *Client) Enqueue(ctx context.Context, queue string, req EnqueueRequest) 
 }
 
 // EnqueueBatch adds up to 1000 jobs to queue in one atomic step and
-// returns them in order. A job whose ID exists is answered as it is, as
-// Enqueue does; one invalid job refuses the whole batch.
+// returns them in order. A job whose ID exists, or whose Dedupe key is
+// held, is answered as Enqueue does (a later job of the batch may match the
+// key of an earlier one); the answer does not say which jobs were created.
+// One invalid job refuses the whole batch.
 func (c *Client) EnqueueBatch(ctx context.Context, queue string, reqs []EnqueueRequest) ([]Job, error) {
 	bodies := make([]enqueueBody, len(reqs))
 	for i, r := range reqs {

@@ -31,14 +31,16 @@ local function pcall_here(...)
   return reply
 end
 
--- dedupe_live reports whether the job row (nil: none) that holds a dedupe
--- key still answers an enqueue with the key in mode, now, with window the
--- enqueue's ttl_ms (throttle) or max_wait_ms (debounce) as a number or nil:
+-- dedupe_live reports whether the job row (nil: none) the dedupe hash
+-- names for key still answers an enqueue with the key in mode, now, with
+-- window the enqueue's ttl_ms (throttle) or max_wait_ms (debounce) as a
+-- number or nil. The row must still be the one that took the key (an id
+-- can be removed and enqueued again without it); then:
 --   until_done  the job is pending, delayed or active;
 --   throttle    less than ttl_ms went by since the job was created;
 --   debounce    the job has not started (it is then updated in place).
-local function dedupe_live(row, mode, window, now)
-  if not row then
+local function dedupe_live(row, key, mode, window, now)
+  if not row or row.dedupe_key ~= key then
     return false
   end
   local state = row.state

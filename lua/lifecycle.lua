@@ -508,7 +508,7 @@ local function plan_dedupe(p, list, i, at, opt, now)
     local id = redis.call('HGET', BASE .. 'dedupe', key)
     held = { id, id and row_here(id) }
   end
-  if dedupe_live(held[2], mode, window, now) then
+  if dedupe_live(held[2], key, mode, window, now) then
     p.held[key], p.same[i] = held, held
     if mode == 'debounce' and not held[2].group then
       p.debounced[#p.debounced + 1] = { held, list[at + 1], list[at + 2], tonumber(list[at + 3]), window }

@@ -12,6 +12,11 @@
 -- The job goes to the back of its priority in pending with a fresh attempt
 -- budget (attempts 0) and its stalled count reset; its last_error is kept
 -- for the record. Its next claim draws a new token as any claim does.
+-- It no longer expires (it was sent back on purpose), and its dedupe key
+-- (admission.lua) is taken again, unless another job that is pending,
+-- delayed or active holds it by now: then the job goes without its key,
+-- so that a key is never held by two waiting jobs. A throttle's key is
+-- left to its window.
 -- Returns the job reply.
 -- Errors: EMQGONE no such job; EMQSTATE the job is not dead or cancelled.
 
@@ -24,8 +29,20 @@ if row.state ~= 'dead' and row.state ~= 'cancelled' then
   return error_reply('EMQSTATE', id)
 end
 flow_check(row)
+local key = row.dedupe_mode ~= 'throttle' and row.dedupe_key
+local other
+if key then
+  flow_here() -- the dedupe keys are not declared
+  local holder = redis.call('HGET', BASE .. 'dedupe', key)
+  other = holder and holder ~= id and dedupe_live(row_here(holder), key, 'until_done', nil, 0)
+end
 redis.call('ZREM', set_of(row.state), id)
-del_fields(id, row, { 'attempts', 'stalled', 'finished_at', 'cancel_requested', 'cancel_reason' })
+del_fields(id, row, { 'attempts', 'stalled', 'finished_at', 'cancel_requested', 'cancel_reason', 'expires_at' })
+if other then
+  del_fields(id, row, { 'dedupe_key', 'dedupe_mode' })
+elseif key then
+  redis.call('HSET', BASE .. 'dedupe', key, id)
+end
 push_pending(id, row, false)
 emit('retried', id, 'pending', 'actor', ARGV[4], 'role', ARGV[5])
 wake(1)

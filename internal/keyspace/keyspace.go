@@ -90,13 +90,20 @@ func (q Queue) Set(state string) string { return q.base + state }
 func (q Queue) WakeChannel() string { return WakeChannelPrefix(q.prefix) + q.name }
 
 // Keys are every key of the queue but its job rows: the meta hash, the six
-// state sets, the event stream, the flow control keys and the schedule
-// keys.
+// state sets, the event stream, the flow control keys, the schedule keys
+// and the admission keys.
 func (q Queue) Keys() []string {
 	return append([]string{
 		q.Meta(), q.Set("pending"), q.Set("active"), q.Set("delayed"),
 		q.Set("completed"), q.Set("dead"), q.Set("cancelled"), q.Events(),
-	}, append(q.FlowKeys(), q.ScheduleKeys()...)...)
+	}, append(append(q.FlowKeys(), q.ScheduleKeys()...), q.AdmissionKeys()...)...)
+}
+
+// AdmissionKeys are the keys a queue has once a job used a dedupe key or
+// an expiry (docs/design.md#admission-and-lifetimes); lua/admission.lua's
+// ADMISSION_KEYS names the same.
+func (q Queue) AdmissionKeys() []string {
+	return []string{q.base + "dedupe", q.base + "dedupe_ttl", q.base + "expiring"}
 }
 
 // Schedules is the key of the queue's schedules hash (lua/schedules.lua):

@@ -127,7 +127,8 @@ type smSnapshot struct {
 	meta     map[string]string
 	flow     map[string]string
 	gpending []string
-	groups   []string // the groups listed (GET .../groups)
+	groups   []string          // the groups listed (GET .../groups)
+	dedupe   map[string]string // dedupe key -> the id holding it
 }
 
 func (s smSnapshot) row(id string) (map[string]string, bool) {
@@ -206,7 +207,7 @@ func (m *smMachine) read() smSnapshot {
 	m.t.Helper()
 	var sets []*redis.ZSliceCmd
 	var rows []*redis.MapStringStringCmd
-	var meta, flowHash *redis.MapStringStringCmd
+	var meta, flowHash, dedupe *redis.MapStringStringCmd
 	var gpending, listed *redis.StringSliceCmd
 	_, err := m.svc.rdb.Pipelined(m.ctx, func(p redis.Pipeliner) error {
 		for _, state := range admin.States {
@@ -219,13 +220,14 @@ func (m *smMachine) read() smSnapshot {
 		flowHash = p.HGetAll(m.ctx, m.keys.Flow())
 		gpending = p.ZRange(m.ctx, m.keys.GroupPending(), 0, -1)
 		listed = p.ZRange(m.ctx, m.keys.Base()+"groups", 0, -1)
+		dedupe = p.HGetAll(m.ctx, m.keys.AdmissionKeys()[0])
 		return nil
 	})
 	if err != nil {
 		m.fatalf("read: %v", err)
 	}
 	s := smSnapshot{sets: map[string]map[string]float64{}, rows: map[string]map[string]string{}, meta: meta.Val(),
-		flow: flowHash.Val(), gpending: gpending.Val(), groups: listed.Val()}
+		flow: flowHash.Val(), gpending: gpending.Val(), groups: listed.Val(), dedupe: dedupe.Val()}
 	for i, state := range admin.States {
 		s.sets[state] = map[string]float64{}
 		for _, z := range sets[i].Val() {
@@ -463,15 +465,23 @@ func (m *smMachine) enqueue(id string, v int) {
 		nj.MaxAttempts = 2
 		nj.Backoff = &lease.Backoff{Exponential: true, Delay: time.Minute, MaxDelay: time.Hour}
 	}
+	option := smOptions(&nj, v)
 	before := m.last
 	out, err := m.svc.leases.Enqueue(m.ctx, m.queue, []lease.NewJob{nj})
-	what := fmt.Sprintf("enqueue %s variant %d", id, v%6)
+	what := fmt.Sprintf("enqueue %s variant %d%s", id, v%6, option)
 	m.want(what, err, smOK)
 	_, exists := before.row(id)
-	if out[0].Created == exists {
-		m.fatalf("%s: created = %v, but the job existed before: %v", what, out[0].Created, exists)
+	holder := ""
+	if nj.Dedupe.Key != "" && !exists {
+		holder = before.holder(nj.Dedupe.Key)
 	}
-	if exists {
+	if out[0].Created == (exists || holder != "") {
+		m.fatalf("%s: created = %v, but the job existed before: %v, the key's holder %q", what, out[0].Created, exists, holder)
+	}
+	if holder != "" && out[0].Job.ID != holder {
+		m.fatalf("%s: answered %s, want %s, which holds the key", what, out[0].Job.ID, holder)
+	}
+	if exists || holder != "" {
 		m.unchanged(what+" (existing)", before)
 		return
 	}
@@ -495,6 +505,59 @@ func (m *smMachine) enqueue(id string, v int) {
 	if stored != (wantMax != lease.DefaultMaxAttempts) {
 		m.fatalf("%s: max_attempts stored %v for %d: a row stores only what differs from the default", what, stored, wantMax)
 	}
+}
+
+// smKey is the one dedupe key programs use, so that enqueues collide on it.
+const smKey = "k"
+
+// smOptions gives nj one admission option for the variants from 48 up
+// (docs/design.md#admission-and-lifetimes) and names it for the log: an
+// until_done dedupe key, an expiry or a timeout, both 30 s, which no
+// program outlives; the lapse verb makes them pass.
+func smOptions(nj *lease.NewJob, v int) string {
+	if v < 48 {
+		return ""
+	}
+	switch v / 2 % 3 {
+	case 0:
+		nj.Dedupe = lease.Dedupe{Key: smKey, Mode: lease.DedupeUntilDone}
+		return " dedupe"
+	case 1:
+		nj.ExpiresIn = smLifetime
+		return " expires"
+	default:
+		nj.Timeout = smLifetime
+		return " timeout"
+	}
+}
+
+// smLifetime is the expiry and timeout of the jobs that have one.
+const smLifetime = 30 * time.Second
+
+// holder is the job that holds dedupe key in s: the one whose row has the
+// key and is pending, delayed or active ("" for none).
+func (s smSnapshot) holder(key string) string {
+	for id, row := range s.rows {
+		if row["dedupe_key"] == key && smWaitingOrActive[row["state"]] {
+			return id
+		}
+	}
+	return ""
+}
+
+var smWaitingOrActive = map[string]bool{job.StatePending: true, job.StateDelayed: true, job.StateActive: true}
+
+// smExpired reports whether row may not start at server time now: it has
+// an expiry that came, and never started.
+func smExpired(row map[string]string, now int64) bool {
+	_, started := row["started_at"]
+	return row["expires_at"] != "" && !started && smNum(row, "expires_at") <= now
+}
+
+// smTimedOut reports whether the run of row, active, reached its timeout
+// by server time now.
+func smTimedOut(row map[string]string, now int64) bool {
+	return row["timeout_ms"] != "" && smNum(row, "started_at")+smNum(row, "timeout_ms") <= now
 }
 
 func (m *smMachine) claim(w, v int) {
@@ -525,16 +588,32 @@ func (m *smMachine) checkClaimed(w int, what string, before smSnapshot, count in
 		m.logf("  w%d holds %s under token %d", w, j.ID, j.Token)
 	}
 	flowing := before.meta["flow"] != "" || before.meta["grouped"] != ""
-	if flowing {
-		lo = 0 // a limit may hold the claim back; checkLimits says whether it held
+	expired := m.expiredIn(before)
+	if flowing || len(expired) > 0 {
+		lo = 0 // a limit may hold the claim back (checkLimits says whether it held); an expired job is not handed out
 	}
 	if len(jobs) < lo || len(jobs) > hi {
 		m.fatalf("%s gave %v, want %d to %d jobs (pending %v, %d delayed, paused %q)", what, got, lo, hi, pending, delayed, before.meta["paused"])
 	}
 	if flowing {
 		m.checkLimits(what, before, after, jobs)
-	} else if delayed == 0 && !slices.Equal(got, pending[:len(jobs)]) {
-		m.fatalf("%s gave %v, want the first of pending in claim order %v", what, got, pending)
+	} else if delayed == 0 && before.meta["paused"] == "" {
+		// The first count pending are taken; those expired end cancelled.
+		var want []string
+		for _, id := range pending[:min(count, len(pending))] {
+			if !expired[id] {
+				want = append(want, id)
+			}
+		}
+		if !slices.Equal(got, want) {
+			m.fatalf("%s gave %v, want the first of pending in claim order %v but the expired %v", what, got, pending, expired)
+		}
+	}
+	for id := range expired { // no expired job is ever claimed: it waits, or the claim cancelled it
+		if row, _ := after.row(id); row["state"] != job.StatePending && row["state"] != job.StateDelayed &&
+			(row["state"] != job.StateCancelled || row["cancel_reason"] != "expired") {
+			m.fatalf("%s: %s, expired, is now %v; want it waiting or cancelled \"expired\"", what, id, row)
+		}
 	}
 	for _, j := range jobs { // priority first: no waiting job of a lower priority number is passed over
 		if flowing {
@@ -565,10 +644,25 @@ func (m *smMachine) checkClaimed(w int, what string, before smSnapshot, count in
 		if j.State != job.StateActive || row["state"] != job.StateActive || smNum(row, "token") != j.Token {
 			m.fatalf("%s gave %s as %s token %d; its row says %s token %s", what, j.ID, j.State, j.Token, row["state"], row["token"])
 		}
+		if row["timeout_ms"] != "" && smNum(row, "lease_expires_at") > smNum(row, "started_at")+smNum(row, "timeout_ms") {
+			m.fatalf("%s leased %s to %s, past its start %s + timeout %s", what, j.ID, row["lease_expires_at"], row["started_at"], row["timeout_ms"])
+		}
 		if smNum(row, "attempts") != smNum(prev, "attempts")+1 || row["cancel_requested"] != "" {
 			m.fatalf("%s: %s has attempts %s (was %s), cancel_requested %q: want one more attempt and no cancel", what, j.ID, row["attempts"], prev["attempts"], row["cancel_requested"])
 		}
 	}
+}
+
+// expiredIn is the set of waiting jobs of s whose expiry has come.
+func (m *smMachine) expiredIn(s smSnapshot) map[string]bool {
+	now := m.serverMs()
+	expired := map[string]bool{}
+	for id, row := range s.rows {
+		if (row["state"] == job.StatePending || row["state"] == job.StateDelayed) && smExpired(row, now) {
+			expired[id] = true
+		}
+	}
+	return expired
 }
 
 func (m *smMachine) extend(w int, id string, v int) {
@@ -577,6 +671,9 @@ func (m *smMachine) extend(w int, id string, v int) {
 	before := m.last
 	row, exists := before.row(id)
 	want, _ := smFenced(row, exists, tok, "")
+	if want == smOK && smTimedOut(row, m.serverMs()) {
+		want = smStale // the run is over: no extend past the timeout
+	}
 	ext, err := m.svc.leases.Extend(m.ctx, m.queue, id, lease.ExtendParams{Token: tok, Lease: time.Minute})
 	what := fmt.Sprintf("w%d extend %s with %s token %d", w, id, whose, tok)
 	if m.want(what, err, want) != smOK {
@@ -588,6 +685,9 @@ func (m *smMachine) extend(w int, id string, v int) {
 	if after["state"] != job.StateActive || smNum(after, "lease_expires_at") != deadline ||
 		m.last.sets[job.StateActive][id] != float64(deadline) {
 		m.fatalf("%s: row %v, active score %v; want active with lease %d", what, after, m.last.sets[job.StateActive][id], deadline)
+	}
+	if end := smNum(row, "started_at") + smNum(row, "timeout_ms"); row["timeout_ms"] != "" && deadline > end {
+		m.fatalf("%s: extended to %d, past the run's timeout at %d", what, deadline, end)
 	}
 	if ext.CancelRequested != (row["cancel_requested"] == "1") || ext.CancelReason != row["cancel_reason"] {
 		m.fatalf("%s: answered cancel %v %q, the row has %q %q", what, ext.CancelRequested, ext.CancelReason, row["cancel_requested"], row["cancel_reason"])
@@ -838,7 +938,7 @@ func (m *smMachine) sweep(v int) {
 	m.logf("  swept %+v", s)
 	after := m.after()
 	moved := map[string]string{}
-	for to, ids := range map[string][]string{job.StatePending: s.Recovered, job.StateDead: s.Dead, job.StateCancelled: s.Cancelled} {
+	for to, ids := range map[string][]string{job.StatePending: s.Recovered, job.StateDead: s.Dead, job.StateCancelled: s.Cancelled, "retried": s.Retried} {
 		for _, id := range ids {
 			if moved[id] != "" {
 				m.fatalf("%s listed %s twice", what, id)
@@ -859,6 +959,11 @@ func (m *smMachine) sweep(v int) {
 		if _, was := before.sets[job.StateActive][id]; !was {
 			m.fatalf("%s took %s, which was not active", what, id)
 		}
+		now, _ := after.row(id)
+		if smTimedOut(row, t0) {
+			m.checkTimedOut(what, id, to, row, now)
+			continue
+		}
 		stalled := smNum(row, "stalled") + 1
 		want := job.StatePending
 		switch {
@@ -868,7 +973,6 @@ func (m *smMachine) sweep(v int) {
 			want = job.StateDead
 			m.failed++
 		}
-		now, _ := after.row(id)
 		if to != want || now["state"] != want || smNum(now, "stalled") != stalled {
 			m.fatalf("%s moved %s to %s (row %v), want %s with stalled %d", what, id, to, now, want, stalled)
 		}
@@ -876,13 +980,69 @@ func (m *smMachine) sweep(v int) {
 			m.fatalf("%s dead-lettered %s with last_error %q, want stalled", what, id, now["last_error"])
 		}
 	}
+	m.expire()
+}
+
+// expire runs the reaper's expire pass: it cancels exactly the waiting
+// jobs whose expiry came, "expired", and nothing else.
+func (m *smMachine) expire() {
+	m.t.Helper()
+	before := m.last
+	want := m.expiredIn(before)
+	ids, _, err := m.svc.stall.Expire(m.ctx, m.queue, 100)
+	m.want("expire", err, smOK)
+	after := m.after()
+	if len(ids) != len(want) {
+		m.fatalf("expire cancelled %v, want %v", ids, want)
+	}
+	for _, id := range ids {
+		if row, _ := after.row(id); !want[id] || row["state"] != job.StateCancelled || row["cancel_reason"] != "expired" {
+			m.fatalf("expire cancelled %s (row %v), want %v cancelled \"expired\"", id, row, want)
+		}
+	}
+}
+
+// checkTimedOut checks what a sweep did with job id (row before, now
+// after), whose run reached its timeout: its attempt failed "timeout", not
+// a stall (docs/design.md#admission-and-lifetimes).
+func (m *smMachine) checkTimedOut(what, id, to string, row, now map[string]string) {
+	m.t.Helper()
+	attempts := smNum(row, "attempts")
+	want, listed := job.StatePending, "retried"
+	switch {
+	case row["cancel_requested"] == "1":
+		want, listed = job.StateCancelled, job.StateCancelled
+	case attempts >= smMaxAttempts(row):
+		want, listed = job.StateDead, job.StateDead
+		m.failed++
+	case smBackoffMs(row["backoff"], attempts) > 0:
+		want = job.StateDelayed
+	}
+	if to != listed || now["state"] != want || now["stalled"] != row["stalled"] || now["last_error"] != "timeout" {
+		m.fatalf("%s moved %s, timed out, to %s (row %v); want it listed %s, %s, last_error timeout, stalled %q",
+			what, id, to, now, listed, want, row["stalled"])
+	}
 }
 
 // lapse makes the lease of id lapse now, as if its holder went quiet: its
-// deadline in the active set goes to the past (only if it is active).
+// deadline in the active set goes to the past (only if it is active). A
+// run with a timeout is made to have started long ago, so that it reached
+// its timeout; a waiting job with an expiry is made to have expired.
 func (m *smMachine) lapse(id string) {
 	m.t.Helper()
-	if err := m.svc.rdb.ZAddXX(m.ctx, m.keys.Set(job.StateActive), redis.Z{Score: 0, Member: id}).Err(); err != nil {
+	row, _ := m.last.row(id)
+	err := m.svc.rdb.ZAddXX(m.ctx, m.keys.Set(job.StateActive), redis.Z{Score: 0, Member: id}).Err()
+	switch {
+	case err != nil:
+	case row["state"] == job.StateActive && row["timeout_ms"] != "":
+		err = m.svc.rdb.HSet(m.ctx, m.keys.Job(id), "started_at", "1").Err()
+	case smWaitingOrActive[row["state"]] && row["expires_at"] != "":
+		err = m.svc.rdb.HSet(m.ctx, m.keys.Job(id), "expires_at", "1").Err()
+		if err == nil {
+			err = m.svc.rdb.ZAddXX(m.ctx, m.keys.AdmissionKeys()[2], redis.Z{Score: 1, Member: id}).Err()
+		}
+	}
+	if err != nil {
 		m.fatalf("lapse %s: %v", id, err)
 	}
 	m.logf("lapse %s", id)
@@ -1272,6 +1432,17 @@ func (m *smMachine) checkInvariants(before, s smSnapshot) {
 			m.fatalf("the row of %s does not parse: %v", id, err)
 		}
 	}
+	// One job per live dedupe key, and the key's entry names it.
+	if holder := s.holder(smKey); holder != "" {
+		for id, row := range s.rows {
+			if id != holder && row["dedupe_key"] == smKey && smWaitingOrActive[row["state"]] {
+				m.fatalf("%s and %s both hold dedupe key %q", holder, id, smKey)
+			}
+		}
+		if s.dedupe[smKey] != holder {
+			m.fatalf("dedupe key %q names %q, but %s holds it", smKey, s.dedupe[smKey], holder)
+		}
+	}
 	_, counted := s.meta["token"]
 	if prev := smNum(before.meta, "token"); counted && metaToken < prev {
 		m.fatalf("the token counter went back from %d to %d", prev, metaToken)
@@ -1390,6 +1561,18 @@ var smSeeds = [][]byte{
 		[4]int{smOpMisc, 0, 0, 13}, [4]int{smOpEnqueue, 0, 2, 1}, [4]int{smOpDrain, 0, 0, 0},
 		[4]int{smOpEnqueue, 0, 2, 0}, [4]int{smOpEnqueue, 0, 3, 0}, [4]int{smOpClaim, 1, 0, 1},
 		[4]int{smOpCompleteBatch, 1, 0, 1}, [4]int{smOpMisc, 0, 0, 3}, [4]int{smOpEnqueue, 0, 1, 0}),
+	// Admission and lifetimes: j0 takes dedupe key k and j1's enqueue with
+	// it is answered by j0; j2 expires before it starts and a claim passes
+	// it over; j3's run reaches its timeout, its extend is refused and the
+	// sweep fails the attempt "timeout"; j0 done, j1 takes the key; a
+	// retried j2 waits without its expiry.
+	smProgram(
+		[4]int{smOpEnqueue, 0, 0, 48}, [4]int{smOpEnqueue, 0, 1, 48}, [4]int{smOpEnqueue, 0, 2, 50},
+		[4]int{smOpEnqueue, 0, 3, 52}, [4]int{smOpLapse, 0, 2, 0}, [4]int{smOpClaim, 0, 0, 1},
+		[4]int{smOpClaim, 1, 0, 1}, [4]int{smOpClaim, 2, 0, 0}, [4]int{smOpLapse, 0, 3, 0},
+		[4]int{smOpExtend, 2, 3, 0}, [4]int{smOpSweep, 0, 0, 2}, [4]int{smOpComplete, 0, 0, 0},
+		[4]int{smOpEnqueue, 0, 1, 48}, [4]int{smOpRetry, 0, 2, 0}, [4]int{smOpEnqueue, 0, 2, 50},
+		[4]int{smOpLapse, 0, 2, 0}, [4]int{smOpSweep, 0, 0, 0}, [4]int{smOpEnqueue, 0, 2, 48}),
 	// Raw bytes, for the mutator to start from.
 	[]byte("\x00\x00\x01\x00\x02\x01\x03\x05\x04\x02\x05\x03\x06\x07\x07\x01\x08\x02\x09\x03\x0a\x00\x0b\x00\x0c\x00\x0d\x01\x0e\x03\x0f\x0f"),
 }
