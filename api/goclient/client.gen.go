@@ -93,6 +93,7 @@ const (
 	EventKindClaimed         EventKind = "claimed"
 	EventKindCompleted       EventKind = "completed"
 	EventKindDead            EventKind = "dead"
+	EventKindDebounced       EventKind = "debounced"
 	EventKindDrained         EventKind = "drained"
 	EventKindDue             EventKind = "due"
 	EventKindEnqueued        EventKind = "enqueued"
@@ -126,6 +127,8 @@ func (e EventKind) Valid() bool {
 	case EventKindCompleted:
 		return true
 	case EventKindDead:
+		return true
+	case EventKindDebounced:
 		return true
 	case EventKindDrained:
 		return true

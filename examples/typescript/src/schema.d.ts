@@ -851,6 +851,32 @@ export interface components {
         CompleteResponse: components["schemas"]["Job"] & {
             next?: components["schemas"]["Job"][];
         };
+        Dedupe: {
+            /**
+             * @description 1 to 256 bytes.
+             * @example user-42:digest
+             */
+            key: string;
+            /**
+             * Format: int64
+             * @description debounce only: the longest a job is put off after its first enqueue,
+             *     in ms; default no bound.
+             * @example 300000
+             */
+            max_wait_ms?: number;
+            /**
+             * @example until_done
+             * @enum {string}
+             */
+            mode: "until_done" | "throttle" | "debounce";
+            /**
+             * Format: int64
+             * @description throttle only, and required there: the window after the first
+             *     enqueue, in ms.
+             * @example 60000
+             */
+            ttl_ms?: number;
+        };
         EnqueueBatchRequest: {
             jobs: components["schemas"]["EnqueueRequest"][];
         };
@@ -860,6 +886,8 @@ export interface components {
              *     1000 ms, capped at one hour.
              */
             backoff?: components["schemas"]["Backoff"];
+            /** @description At most one job per key at a time, or per window: see DedupeRequest. */
+            dedupe?: components["schemas"]["Dedupe"];
             /**
              * Format: int64
              * @description How long the job waits, delayed, before it may be claimed, in ms;
@@ -867,6 +895,13 @@ export interface components {
              * @example 0
              */
             delay_ms?: number;
+            /**
+             * Format: int64
+             * @description A job not started within this many ms of its enqueue is never
+             *     claimed: it ends cancelled with cancel_reason "expired". Default none.
+             * @example 600000
+             */
+            expires_in_ms?: number;
             /**
              * @description The job's group (flow control): claims take turns over the groups
              *     that have a claimable job, and the queue's group limits apply to each
@@ -898,6 +933,15 @@ export interface components {
              * @example 0
              */
             priority?: number;
+            /**
+             * Format: int64
+             * @description The total time one attempt may run, in ms: extends never move the
+             *     lease past started_at + timeout_ms, and the sweep then fails the
+             *     attempt with last_error "timeout" (retried under the backoff).
+             *     Default none.
+             * @example 30000
+             */
+            timeout_ms?: number;
         };
         Event: {
             /** @example alice */
@@ -926,7 +970,7 @@ export interface components {
              * @example completed
              * @enum {string}
              */
-            kind: "enqueued" | "claimed" | "progress" | "completed" | "failed" | "dead" | "cancel_requested" | "cancelled" | "recovered" | "retried" | "promoted" | "due" | "removed" | "paused" | "resumed" | "drained" | "settings" | "group_paused" | "group_resumed" | "snoozed" | "schedule_set" | "schedule_paused" | "schedule_resumed" | "schedule_deleted";
+            kind: "enqueued" | "claimed" | "progress" | "completed" | "failed" | "dead" | "cancel_requested" | "cancelled" | "recovered" | "retried" | "promoted" | "due" | "removed" | "paused" | "resumed" | "drained" | "settings" | "group_paused" | "group_resumed" | "snoozed" | "debounced" | "schedule_set" | "schedule_paused" | "schedule_resumed" | "schedule_deleted";
             /** @example emails */
             queue: string;
             /** @example superseded */
@@ -1030,6 +1074,17 @@ export interface components {
              * @example 2026-11-29T19:06:37.123Z
              */
             created_at: string;
+            /**
+             * @description The job's dedupe key, when its enqueue named one.
+             * @example user-42:digest
+             */
+            dedupe_key?: string;
+            /**
+             * Format: date-time
+             * @description When the job stops being claimable if it has not started
+             *     (expires_in_ms).
+             */
+            expires_at?: string;
             /** Format: date-time */
             finished_at?: string;
             /**
@@ -1078,6 +1133,12 @@ export interface components {
             started_at?: string;
             /** @example active */
             state: components["schemas"]["JobState"];
+            /**
+             * Format: int64
+             * @description The total time one attempt may run, when its enqueue set one.
+             * @example 30000
+             */
+            timeout_ms?: number;
             /**
              * Format: int64
              * @example 42
@@ -1363,6 +1424,12 @@ export interface components {
             cancelled: string[];
             dead: string[];
             recovered: string[];
+            /**
+             * @description Jobs whose attempt reached its timeout_ms and failed with
+             *     last_error "timeout", waiting for another attempt (delayed or
+             *     pending); those at max_attempts are in dead.
+             */
+            retried: string[];
         };
         WhoAmI: {
             /**
@@ -1857,6 +1924,7 @@ export interface operations {
                      *           "attempts": 1,
                      *           "cancel_requested": false,
                      *           "created_at": "2026-11-29T19:06:37.123Z",
+                     *           "dedupe_key": "user-42:digest",
                      *           "group": "tenant-42",
                      *           "id": "0190f8a2-7c4e-7d2a-9b1e-3f5c2a1b0c9d",
                      *           "max_attempts": 3,
@@ -1873,6 +1941,7 @@ export interface operations {
                      *           },
                      *           "stalled": 0,
                      *           "state": "active",
+                     *           "timeout_ms": 30000,
                      *           "token": 42,
                      *           "worker": "worker-1"
                      *         }
@@ -2000,6 +2069,7 @@ export interface operations {
                      *           "attempts": 1,
                      *           "cancel_requested": false,
                      *           "created_at": "2026-11-29T19:06:37.123Z",
+                     *           "dedupe_key": "user-42:digest",
                      *           "group": "tenant-42",
                      *           "id": "0190f8a2-7c4e-7d2a-9b1e-3f5c2a1b0c9d",
                      *           "max_attempts": 3,
@@ -2016,6 +2086,7 @@ export interface operations {
                      *           },
                      *           "stalled": 0,
                      *           "state": "active",
+                     *           "timeout_ms": 30000,
                      *           "token": 42,
                      *           "worker": "worker-1"
                      *         }
@@ -2566,6 +2637,7 @@ export interface operations {
                      *           "attempts": 1,
                      *           "cancel_requested": false,
                      *           "created_at": "2026-11-29T19:06:37.123Z",
+                     *           "dedupe_key": "user-42:digest",
                      *           "group": "tenant-42",
                      *           "id": "0190f8a2-7c4e-7d2a-9b1e-3f5c2a1b0c9d",
                      *           "max_attempts": 3,
@@ -2582,6 +2654,7 @@ export interface operations {
                      *           },
                      *           "stalled": 0,
                      *           "state": "active",
+                     *           "timeout_ms": 30000,
                      *           "token": 42,
                      *           "worker": "worker-1"
                      *         }
@@ -2655,13 +2728,15 @@ export interface operations {
                 /**
                  * @example {
                  *       "delay_ms": 0,
+                 *       "expires_in_ms": 600000,
                  *       "group": "tenant-42",
                  *       "id": "order-1234",
                  *       "max_attempts": 3,
                  *       "payload": {
                  *         "to": "ada@example.com"
                  *       },
-                 *       "priority": 0
+                 *       "priority": 0,
+                 *       "timeout_ms": 30000
                  *     }
                  */
                 "application/json": components["schemas"]["EnqueueRequest"];
@@ -2679,6 +2754,7 @@ export interface operations {
                      *       "attempts": 1,
                      *       "cancel_requested": false,
                      *       "created_at": "2026-11-29T19:06:37.123Z",
+                     *       "dedupe_key": "user-42:digest",
                      *       "group": "tenant-42",
                      *       "id": "0190f8a2-7c4e-7d2a-9b1e-3f5c2a1b0c9d",
                      *       "max_attempts": 3,
@@ -2695,6 +2771,7 @@ export interface operations {
                      *       },
                      *       "stalled": 0,
                      *       "state": "active",
+                     *       "timeout_ms": 30000,
                      *       "token": 42,
                      *       "worker": "worker-1"
                      *     }
@@ -2713,6 +2790,7 @@ export interface operations {
                      *       "attempts": 1,
                      *       "cancel_requested": false,
                      *       "created_at": "2026-11-29T19:06:37.123Z",
+                     *       "dedupe_key": "user-42:digest",
                      *       "group": "tenant-42",
                      *       "id": "0190f8a2-7c4e-7d2a-9b1e-3f5c2a1b0c9d",
                      *       "max_attempts": 3,
@@ -2729,6 +2807,7 @@ export interface operations {
                      *       },
                      *       "stalled": 0,
                      *       "state": "active",
+                     *       "timeout_ms": 30000,
                      *       "token": 42,
                      *       "worker": "worker-1"
                      *     }
@@ -2835,6 +2914,7 @@ export interface operations {
                      *       "attempts": 1,
                      *       "cancel_requested": false,
                      *       "created_at": "2026-11-29T19:06:37.123Z",
+                     *       "dedupe_key": "user-42:digest",
                      *       "group": "tenant-42",
                      *       "id": "0190f8a2-7c4e-7d2a-9b1e-3f5c2a1b0c9d",
                      *       "max_attempts": 3,
@@ -2851,6 +2931,7 @@ export interface operations {
                      *       },
                      *       "stalled": 0,
                      *       "state": "active",
+                     *       "timeout_ms": 30000,
                      *       "token": 42,
                      *       "worker": "worker-1"
                      *     }
@@ -3055,6 +3136,7 @@ export interface operations {
                      *       "attempts": 1,
                      *       "cancel_requested": false,
                      *       "created_at": "2026-11-29T19:06:37.123Z",
+                     *       "dedupe_key": "user-42:digest",
                      *       "group": "tenant-42",
                      *       "id": "0190f8a2-7c4e-7d2a-9b1e-3f5c2a1b0c9d",
                      *       "max_attempts": 3,
@@ -3071,6 +3153,7 @@ export interface operations {
                      *       },
                      *       "stalled": 0,
                      *       "state": "active",
+                     *       "timeout_ms": 30000,
                      *       "token": 42,
                      *       "worker": "worker-1"
                      *     }
@@ -3089,6 +3172,7 @@ export interface operations {
                      *       "attempts": 1,
                      *       "cancel_requested": false,
                      *       "created_at": "2026-11-29T19:06:37.123Z",
+                     *       "dedupe_key": "user-42:digest",
                      *       "group": "tenant-42",
                      *       "id": "0190f8a2-7c4e-7d2a-9b1e-3f5c2a1b0c9d",
                      *       "max_attempts": 3,
@@ -3105,6 +3189,7 @@ export interface operations {
                      *       },
                      *       "stalled": 0,
                      *       "state": "active",
+                     *       "timeout_ms": 30000,
                      *       "token": 42,
                      *       "worker": "worker-1"
                      *     }
@@ -3348,6 +3433,7 @@ export interface operations {
                      *       "attempts": 1,
                      *       "cancel_requested": false,
                      *       "created_at": "2026-11-29T19:06:37.123Z",
+                     *       "dedupe_key": "user-42:digest",
                      *       "group": "tenant-42",
                      *       "id": "0190f8a2-7c4e-7d2a-9b1e-3f5c2a1b0c9d",
                      *       "max_attempts": 3,
@@ -3364,6 +3450,7 @@ export interface operations {
                      *       },
                      *       "stalled": 0,
                      *       "state": "active",
+                     *       "timeout_ms": 30000,
                      *       "token": 42,
                      *       "worker": "worker-1"
                      *     }
@@ -3500,6 +3587,7 @@ export interface operations {
                      *       "attempts": 1,
                      *       "cancel_requested": false,
                      *       "created_at": "2026-11-29T19:06:37.123Z",
+                     *       "dedupe_key": "user-42:digest",
                      *       "group": "tenant-42",
                      *       "id": "0190f8a2-7c4e-7d2a-9b1e-3f5c2a1b0c9d",
                      *       "max_attempts": 3,
@@ -3516,6 +3604,7 @@ export interface operations {
                      *       },
                      *       "stalled": 0,
                      *       "state": "active",
+                     *       "timeout_ms": 30000,
                      *       "token": 42,
                      *       "worker": "worker-1"
                      *     }
@@ -3776,6 +3865,7 @@ export interface operations {
                      *       "attempts": 1,
                      *       "cancel_requested": false,
                      *       "created_at": "2026-11-29T19:06:37.123Z",
+                     *       "dedupe_key": "user-42:digest",
                      *       "group": "tenant-42",
                      *       "id": "0190f8a2-7c4e-7d2a-9b1e-3f5c2a1b0c9d",
                      *       "max_attempts": 3,
@@ -3792,6 +3882,7 @@ export interface operations {
                      *       },
                      *       "stalled": 0,
                      *       "state": "active",
+                     *       "timeout_ms": 30000,
                      *       "token": 42,
                      *       "worker": "worker-1"
                      *     }
@@ -3898,6 +3989,7 @@ export interface operations {
                      *       "attempts": 1,
                      *       "cancel_requested": false,
                      *       "created_at": "2026-11-29T19:06:37.123Z",
+                     *       "dedupe_key": "user-42:digest",
                      *       "group": "tenant-42",
                      *       "id": "0190f8a2-7c4e-7d2a-9b1e-3f5c2a1b0c9d",
                      *       "max_attempts": 3,
@@ -3914,6 +4006,7 @@ export interface operations {
                      *       },
                      *       "stalled": 0,
                      *       "state": "active",
+                     *       "timeout_ms": 30000,
                      *       "token": 42,
                      *       "worker": "worker-1"
                      *     }
@@ -4031,6 +4124,7 @@ export interface operations {
                      *       "attempts": 1,
                      *       "cancel_requested": false,
                      *       "created_at": "2026-11-29T19:06:37.123Z",
+                     *       "dedupe_key": "user-42:digest",
                      *       "group": "tenant-42",
                      *       "id": "0190f8a2-7c4e-7d2a-9b1e-3f5c2a1b0c9d",
                      *       "max_attempts": 3,
@@ -4047,6 +4141,7 @@ export interface operations {
                      *       },
                      *       "stalled": 0,
                      *       "state": "active",
+                     *       "timeout_ms": 30000,
                      *       "token": 42,
                      *       "worker": "worker-1"
                      *     }
@@ -4164,13 +4259,15 @@ export interface operations {
                  *       "jobs": [
                  *         {
                  *           "delay_ms": 0,
+                 *           "expires_in_ms": 600000,
                  *           "group": "tenant-42",
                  *           "id": "order-1234",
                  *           "max_attempts": 3,
                  *           "payload": {
                  *             "to": "ada@example.com"
                  *           },
-                 *           "priority": 0
+                 *           "priority": 0,
+                 *           "timeout_ms": 30000
                  *         }
                  *       ]
                  *     }
@@ -4192,6 +4289,7 @@ export interface operations {
                      *           "attempts": 1,
                      *           "cancel_requested": false,
                      *           "created_at": "2026-11-29T19:06:37.123Z",
+                     *           "dedupe_key": "user-42:digest",
                      *           "group": "tenant-42",
                      *           "id": "0190f8a2-7c4e-7d2a-9b1e-3f5c2a1b0c9d",
                      *           "max_attempts": 3,
@@ -4208,6 +4306,7 @@ export interface operations {
                      *           },
                      *           "stalled": 0,
                      *           "state": "active",
+                     *           "timeout_ms": 30000,
                      *           "token": 42,
                      *           "worker": "worker-1"
                      *         }
@@ -5226,6 +5325,7 @@ export interface operations {
                      *       "attempts": 1,
                      *       "cancel_requested": false,
                      *       "created_at": "2026-11-29T19:06:37.123Z",
+                     *       "dedupe_key": "user-42:digest",
                      *       "group": "tenant-42",
                      *       "id": "0190f8a2-7c4e-7d2a-9b1e-3f5c2a1b0c9d",
                      *       "max_attempts": 3,
@@ -5242,6 +5342,7 @@ export interface operations {
                      *       },
                      *       "stalled": 0,
                      *       "state": "active",
+                     *       "timeout_ms": 30000,
                      *       "token": 42,
                      *       "worker": "worker-1"
                      *     }
@@ -5260,6 +5361,7 @@ export interface operations {
                      *       "attempts": 1,
                      *       "cancel_requested": false,
                      *       "created_at": "2026-11-29T19:06:37.123Z",
+                     *       "dedupe_key": "user-42:digest",
                      *       "group": "tenant-42",
                      *       "id": "0190f8a2-7c4e-7d2a-9b1e-3f5c2a1b0c9d",
                      *       "max_attempts": 3,
@@ -5276,6 +5378,7 @@ export interface operations {
                      *       },
                      *       "stalled": 0,
                      *       "state": "active",
+                     *       "timeout_ms": 30000,
                      *       "token": 42,
                      *       "worker": "worker-1"
                      *     }
@@ -5584,6 +5687,9 @@ export interface operations {
                      *         "text"
                      *       ],
                      *       "recovered": [
+                     *         "text"
+                     *       ],
+                     *       "retried": [
                      *         "text"
                      *       ]
                      *     }
