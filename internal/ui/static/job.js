@@ -139,6 +139,10 @@ export class JobView {
     if (job.cancel_reason && !job.cancel_requested) {
       rows.splice(6, 0, ["Cancel reason", job.cancel_reason]);
     }
+    // Admission and lifetimes (docs/admission.md): only for a job that has them.
+    if (job.dedupe_key) rows.push(["Dedupe key", job.dedupe_key]);
+    if (job.expires_at) rows.push(["Expires", when(job.expires_at)]);
+    if (job.timeout_ms) rows.push(["Timeout", duration(job.timeout_ms)]);
     const allowed = actionsFor(job.state).filter((action) => may(action)); // none for a reader key
     keepFocus(this.body, () => this.body.replaceChildren(
       ...(allowed.length === 0 ? [] : [h("div", { class: "job-actions", role: "group", "aria-label": `Actions on job ${job.id}` },
