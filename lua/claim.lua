@@ -3,8 +3,7 @@
 -- KEYS[1] meta
 -- KEYS[2] pending
 -- KEYS[3] active
--- KEYS[4] cancelled (a job that expired before it started, admission.lua)
--- KEYS[5] events
+-- KEYS[4] events
 -- ARGV[3] count, 1-100
 -- ARGV[4] lease_ms
 -- ARGV[5] worker name, or ""

@@ -5,9 +5,8 @@
 -- KEYS[2] pending
 -- KEYS[3] active
 -- KEYS[4] completed
--- KEYS[5] cancelled (a next job that expired, admission.lua)
--- KEYS[6] events
--- KEYS[7] job
+-- KEYS[5] events
+-- KEYS[6] job
 -- ARGV[3] id
 -- ARGV[4] token
 -- ARGV[5] "1" when ARGV[6] carries a result to store, else "0"

@@ -132,6 +132,12 @@ local function plan_claim(delayed, now, count)
   for _, due in ipairs(plan.due) do
     plan.rows[due[1]] = due[2] or false
   end
+  for _, row in pairs(plan.rows) do
+    if row and row.expires_at and expired(row, now) then
+      flow_here() -- expire_claimed writes the undeclared cancelled set
+      break
+    end
+  end
   return plan
 end
 
@@ -143,8 +149,11 @@ local function expire_claimed(id, row, now, flowed)
   if flowed then
     flow_untake(id, row.group)
   end
-  set_fields(id, row, { 'cancel_reason', 'expired' })
-  finish(id, row, 'cancelled', now)
+  -- The cancelled set is not declared (a claim declares no set that may
+  -- not exist while its slot migrates): plan_claim made sure it is here.
+  redis.call('ZADD', BASE .. 'cancelled', int(now), id)
+  set_fields(id, row, { 'cancel_reason', 'expired', 'state', 'cancelled', 'finished_at', int(now) })
+  dedupe_released(id, row)
   unexpiring(id)
   if flowed then
     flow_finished(id, row)
