@@ -415,6 +415,34 @@ async function pageThroughSchedules(page) {
     .waitFor();
 }
 
+/**
+ * A job's admission options on its page: a job enqueued with a dedupe
+ * key, an expiry and a timeout shows each (the expiry as the API's
+ * time); an enqueue with the same key answers the same job; a job
+ * without them shows none of the three rows.
+ */
+async function showAdmission(page) {
+  const q = "reports";
+  const body = { payload: { report: "weekly" }, dedupe: { key: "weekly-report", mode: "until_done" }, expires_in_ms: 3600000, timeout_ms: 90000 };
+  const job = await apiCall("POST", `/queues/${q}/jobs`, body);
+  assert.equal((await apiCall("POST", `/queues/${q}/jobs`, body)).id, job.id, "the same dedupe key answers the same job");
+  const plain = await apiCall("POST", `/queues/${q}/jobs`, { payload: { report: "daily" } });
+
+  await page.goto(`${base}/ui/#/queues/${q}/jobs/${encodeURIComponent(job.id)}`);
+  await page.getByRole("heading", { name: `Job ${job.id}`, exact: true }).waitFor();
+  assert.equal(await jobField(page, "Dedupe key"), "weekly-report", "the job's page shows its dedupe key");
+  assert.equal(await jobField(page, "Timeout"), "1 min 30 s", "the job's page shows its timeout");
+  const expires = page.locator("dl.fields dt", { hasText: /^Expires$/ }).locator("xpath=following-sibling::dd[1]").locator("time");
+  assert.equal(await expires.getAttribute("datetime"), job.expires_at, "the job's page shows the API's expiry");
+  await accessible(page, "a job's page with admission options");
+
+  await page.goto(`${base}/ui/#/queues/${q}/jobs/${encodeURIComponent(plain.id)}`);
+  await page.getByRole("heading", { name: `Job ${plain.id}`, exact: true }).waitFor();
+  await until("the plain job's fields", async () => (await jobField(page, "State")) === "pending");
+  assert.equal(await page.locator("dl.fields dt", { hasText: /^(Dedupe key|Expires|Timeout)$/ }).count(), 0,
+    "a job without admission options shows none of their rows");
+}
+
 /** The browser's console lines for the stream requests reconnects() refuses on purpose. */
 const refusedStream = [/^console error: Failed to load resource: net::ERR_CONNECTION_REFUSED/];
 
@@ -460,10 +488,11 @@ async function main() {
     await controlTheFlow(page);
     await steerSchedules(page);
     await pageThroughSchedules(page);
+    await showAdmission(page);
     await reconnects(page);
   }, refusedStream);
   console.log(`dashboard ok: queue ${queue} with ${pending} pending and ${dead} dead, paused and resumed; ` +
-    `dead job ${deadID} retried, new jobs seen live, active job ${activeID} cancelled; schedules listed, paused, resumed, run and paged`);
+    `dead job ${deadID} retried, new jobs seen live, active job ${activeID} cancelled; schedules listed, paused, resumed, run and paged; a job's admission options shown`);
 }
 
 await main();
