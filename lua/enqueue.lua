@@ -37,20 +37,24 @@ local n = tonumber(ARGV[3])
 -- The jobs' groups, by place: nil when none has one.
 local groups
 local g_at = 4 + n * 6
-for k = 0, tonumber(ARGV[g_at]) - 1 do
+local g_n = tonumber(ARGV[g_at])
+for k = 0, g_n - 1 do
   groups = groups or {}
   groups[tonumber(ARGV[g_at + 1 + 2 * k])] = ARGV[g_at + 2 + 2 * k]
 end
--- Their admission options, by place: nil when none has any.
+-- Their admission options, by place: nil when none has any (a string
+-- test, so that a plain enqueue pays no number parse for them).
 local options
-local o_at = g_at + 1 + 2 * tonumber(ARGV[g_at])
-for k = 0, tonumber(ARGV[o_at]) - 1 do
-  local at = o_at + 1 + 6 * k
-  options = options or {}
-  options[tonumber(ARGV[at])] = {
-    key = ARGV[at + 1] ~= '' and ARGV[at + 1] or nil, mode = ARGV[at + 2],
-    window = tonumber(ARGV[at + 3]), expires = tonumber(ARGV[at + 4]),
-    timeout = ARGV[at + 5] ~= '' and ARGV[at + 5] or nil,
-  }
+local o_at = g_at + 1 + 2 * g_n
+if ARGV[o_at] ~= '0' then
+  for k = 0, tonumber(ARGV[o_at]) - 1 do
+    local at = o_at + 1 + 6 * k
+    options = options or {}
+    options[tonumber(ARGV[at])] = {
+      key = ARGV[at + 1] ~= '' and ARGV[at + 1] or nil, mode = ARGV[at + 2],
+      window = tonumber(ARGV[at + 3]), expires = tonumber(ARGV[at + 4]),
+      timeout = ARGV[at + 5] ~= '' and ARGV[at + 5] or nil,
+    }
+  end
 end
 return enqueue_jobs(ARGV, 4, n, groups, options)

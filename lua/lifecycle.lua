@@ -603,7 +603,7 @@ local function enqueue_jobs(list, first, n, groups, options)
   -- First the ids that are new: not in Redis, and not an earlier job of this
   -- batch (a repeated id is the existing job the second time), and not
   -- answered by a job that holds their dedupe key.
-  local new, seen, created_n = {}, {}, 0
+  local new, seen, created_n, pending_n = {}, {}, 0, 0
   local p = options and { first = first, keyed = {}, held = {}, same = {}, debounced = {} }
   for i = 0, n - 1 do
     local at = first + i * 6
@@ -617,25 +617,30 @@ local function enqueue_jobs(list, first, n, groups, options)
         new[i] = true
         created_n = created_n + 1
         seen[id] = true
+        if not p and (grouped or tonumber(list[at + 3]) <= 0) then
+          pending_n = pending_n + 1
+        end
       end
     else
       seen[id] = true
     end
   end
-  local debounced = p and p.debounced or {}
-  if created_n == 0 and #debounced == 0 then
+  if p then
+    -- A debounce within the batch may have moved an earlier job's delay:
+    -- the pending ones are counted once the plan is made.
+    for i = 0, n - 1 do
+      if new[i] and ((groups and groups[i]) or tonumber(list[first + i * 6 + 3]) <= 0) then
+        pending_n = pending_n + 1
+      end
+    end
+  end
+  if created_n == 0 and not (p and #p.debounced > 0) then
     return { 0, enqueue_replies(list, first, n, {}, p) }
   end
 
   -- Then write each new job: one HSET and one event per job; the pending
   -- order for all of them in one draw, the sets in one ZADD each (a grouped
   -- job's own, flow.lua).
-  local pending_n = 0
-  for i = 0, n - 1 do
-    if new[i] and (tonumber(list[first + i * 6 + 3]) <= 0 or (groups and groups[i])) then
-      pending_n = pending_n + 1
-    end
-  end
   local seq = pending_n > 0 and redis.call('HINCRBY', META, 'seq', pending_n) - pending_n or 0
   local pending, delayed, rows = {}, {}, {}
   for i = 0, n - 1 do
@@ -684,8 +689,10 @@ local function enqueue_jobs(list, first, n, groups, options)
   each_chunk(pending, 2, function(...) redis.call('ZADD', PENDING, ...) end)
   each_chunk(delayed, 2, function(...) redis.call('ZADD', DELAYED, ...) end)
   local woken = created_n
-  for _, d in ipairs(debounced) do
-    woken = woken + debounce_job(d[1][1], d[1][2], d[2], d[3], d[4], d[5], now)
+  if p then
+    for _, d in ipairs(p.debounced) do
+      woken = woken + debounce_job(d[1][1], d[1][2], d[2], d[3], d[4], d[5], now)
+    end
   end
 
   -- The counter's first jobs mark a queue the service has not listed yet
