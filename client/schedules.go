@@ -87,6 +87,13 @@ type ScheduleJob struct {
 	// Group is each job's group for flow control (docs/flow-control.md).
 	// Empty: none.
 	Group string
+	// ExpiresIn, when not 0, bounds each job's wait: one not started
+	// within it of its tick is never claimed, and ends cancelled with the
+	// CancelReason "expired" (EnqueueRequest.ExpiresIn).
+	ExpiresIn time.Duration
+	// Timeout, when not 0, is the total time one attempt of each job may
+	// run (EnqueueRequest.Timeout).
+	Timeout time.Duration
 }
 
 // scheduleBody is a ScheduleRequest as the API reads it.
@@ -109,6 +116,8 @@ type scheduleJobBody struct {
 	MaxAttempts int             `json:"max_attempts,omitempty"`
 	Backoff     *backoffBody    `json:"backoff,omitempty"`
 	Group       string          `json:"group,omitempty"`
+	ExpiresInMs *int64          `json:"expires_in_ms,omitempty"`
+	TimeoutMs   *int64          `json:"timeout_ms,omitempty"`
 }
 
 func (r ScheduleRequest) body() (scheduleBody, error) {
@@ -133,7 +142,7 @@ func (j ScheduleJob) body() (scheduleJobBody, error) {
 		return scheduleJobBody{}, err
 	}
 	return scheduleJobBody{Payload: payload, Priority: j.Priority, MaxAttempts: j.MaxAttempts,
-		Backoff: j.Backoff.body(), Group: j.Group}, nil
+		Backoff: j.Backoff.body(), Group: j.Group, ExpiresInMs: millisIfSet(j.ExpiresIn), TimeoutMs: millisIfSet(j.Timeout)}, nil
 }
 
 // MarshalJSON writes j as the API does.
@@ -153,6 +162,12 @@ func (j *ScheduleJob) UnmarshalJSON(data []byte) error {
 		return err
 	}
 	*j = ScheduleJob{Priority: b.Priority, MaxAttempts: b.MaxAttempts, Backoff: b.Backoff.backoff(), Group: b.Group}
+	if b.ExpiresInMs != nil {
+		j.ExpiresIn = time.Duration(*b.ExpiresInMs) * time.Millisecond
+	}
+	if b.TimeoutMs != nil {
+		j.Timeout = time.Duration(*b.TimeoutMs) * time.Millisecond
+	}
 	if b.Payload != nil {
 		j.Payload = b.Payload
 	}

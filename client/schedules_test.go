@@ -25,7 +25,8 @@ func TestScheduleLifecycle(t *testing.T) {
 	s, created, err := c.PutSchedule(ctx, q, name, client.ScheduleRequest{
 		Cron: "0 9 * * 1", TZ: "Europe/Berlin",
 		Job: client.ScheduleJob{Payload: map[string]string{"report": "weekly"}, Priority: 3, MaxAttempts: 5,
-			Backoff: &client.Backoff{Fixed: true, Delay: time.Minute}, Group: "tenant-1"},
+			Backoff: &client.Backoff{Fixed: true, Delay: time.Minute}, Group: "tenant-1",
+			ExpiresIn: 10 * time.Minute, Timeout: 30 * time.Second},
 		Overlap: client.OverlapSkip, Misfire: client.MisfireSkip, StartAt: start, EndAt: end,
 	})
 	if err != nil || !created {
@@ -39,7 +40,8 @@ func TestScheduleLifecycle(t *testing.T) {
 	}
 	if raw, ok := s.Job.Payload.(json.RawMessage); !ok || string(raw) != `{"report":"weekly"}` ||
 		s.Job.Priority != 3 || s.Job.MaxAttempts != 5 || s.Job.Group != "tenant-1" ||
-		s.Job.Backoff == nil || !s.Job.Backoff.Fixed || s.Job.Backoff.Delay != time.Minute {
+		s.Job.Backoff == nil || !s.Job.Backoff.Fixed || s.Job.Backoff.Delay != time.Minute ||
+		s.Job.ExpiresIn != 10*time.Minute || s.Job.Timeout != 30*time.Second {
 		t.Fatalf("first put answered the job %#v (backoff %+v)", s.Job, s.Job.Backoff)
 	}
 	if s.NextRunAt == nil || !s.NextRunAt.After(time.Now()) || s.NextRunAt.Weekday() != time.Monday ||
@@ -53,7 +55,7 @@ func TestScheduleLifecycle(t *testing.T) {
 	}
 	if replaced.Every != time.Hour || replaced.Cron != "" || replaced.TZ != "" || replaced.Overlap != client.OverlapAllow ||
 		replaced.Misfire != client.MisfireOnce || !replaced.StartAt.IsZero() || !replaced.EndAt.IsZero() ||
-		replaced.Job.Backoff != nil || !replaced.CreatedAt.Equal(s.CreatedAt) || replaced.UpdatedAt.Before(s.UpdatedAt) ||
+		replaced.Job.Backoff != nil || replaced.Job.ExpiresIn != 0 || replaced.Job.Timeout != 0 || !replaced.CreatedAt.Equal(s.CreatedAt) || replaced.UpdatedAt.Before(s.UpdatedAt) ||
 		replaced.NextRunAt == nil || replaced.NextRunAt.UnixMilli()%time.Hour.Milliseconds() != 0 {
 		t.Fatalf("second put answered %+v", replaced)
 	}
@@ -246,7 +248,7 @@ func TestScheduleFiresEvery(t *testing.T) {
 // the times that are null as null.
 func TestScheduleJSON(t *testing.T) {
 	const wire = `{"name":"n","every_ms":60000,"job":{"payload":{"a":1},"priority":2,"max_attempts":4,` +
-		`"backoff":{"type":"fixed","delay_ms":1000,"max_delay_ms":5000},"group":"g"},"overlap":"skip","misfire":"once",` +
+		`"backoff":{"type":"fixed","delay_ms":1000,"max_delay_ms":5000},"group":"g","expires_in_ms":600000,"timeout_ms":30000},"overlap":"skip","misfire":"once",` +
 		`"start_at":"2026-12-01T00:00:00Z","paused":true,"next_run_at":null,"last_run_at":"2026-12-02T04:55:00.003Z",` +
 		`"last_job_id":"n:1764651300000","runs":1,"skipped":2,"missed":3,"created_at":"2026-12-01T09:30:00Z",` +
 		`"updated_at":"2026-12-01T09:30:00Z"}`
@@ -256,7 +258,7 @@ func TestScheduleJSON(t *testing.T) {
 	}
 	if s.Every != time.Minute || s.NextRunAt != nil || s.LastRunAt == nil || !s.LastRunAt.Equal(time.Date(2026, 12, 2, 4, 55, 0, 3e6, time.UTC)) ||
 		*s.LastJobID != "n:1764651300000" || s.Job.Backoff == nil || *s.Job.Backoff != (client.Backoff{Fixed: true, Delay: time.Second, MaxDelay: 5 * time.Second}) ||
-		s.Job.MaxAttempts != 4 || s.Job.Group != "g" || s.Overlap != client.OverlapSkip || !s.Paused || !s.EndAt.IsZero() {
+		s.Job.MaxAttempts != 4 || s.Job.Group != "g" || s.Job.ExpiresIn != 10*time.Minute || s.Job.Timeout != 30*time.Second || s.Overlap != client.OverlapSkip || !s.Paused || !s.EndAt.IsZero() {
 		t.Fatalf("decoded %+v", s)
 	}
 	b, err := json.Marshal(s)

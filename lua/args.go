@@ -460,7 +460,7 @@ type Fire struct {
 	Next          int64    // the tick after them, ms; 0: none
 	Missed        int
 	OverlapSkip   bool
-	Job           NewJob // the template: its ID and DelayMS are not used
+	Job           NewJob // the template: its ID, DelayMS and Dedupe are not used
 }
 
 // ScheduleFireArgs are schedule_fire.lua's arguments.
@@ -469,7 +469,7 @@ type ScheduleFireArgs struct{ Fires []Fire }
 // Call is the call of schedule_fire.lua on q.
 func (a ScheduleFireArgs) Call(q keyspace.Queue) Call {
 	var rows []string
-	args := make([]any, 0, 1+12*len(a.Fires))
+	args := make([]any, 0, 1+14*len(a.Fires))
 	args = append(args, len(a.Fires))
 	for _, f := range a.Fires {
 		rows = append(rows, f.IDs...)
@@ -478,7 +478,8 @@ func (a ScheduleFireArgs) Call(q keyspace.Queue) Call {
 			overlap = "skip"
 		}
 		args = append(args, f.Name, f.Version, tick(f.Tick), strings.Join(f.IDs, ","), tick(f.Next), f.Missed, overlap,
-			f.Job.Payload, f.Job.Priority, f.Job.MaxAttempts, f.Job.Backoff, f.Job.Group)
+			f.Job.Payload, f.Job.Priority, f.Job.MaxAttempts, f.Job.Backoff, f.Job.Group,
+			blank(f.Job.ExpiresInMS), blank(f.Job.TimeoutMS))
 	}
 	return ScheduleFire.call(q, "", "", rows, args...)
 }

@@ -52,7 +52,7 @@ func TestBuildersMatchHeaders(t *testing.T) {
 		{ScheduleDeleteArgs{}.Call(q), ScheduleDelete.argc},
 		{ScheduleDueArgs{}.Call(q), ScheduleDue.argc},
 		{ScheduleListArgs{}.Call(q), ScheduleList.argc},
-		{ScheduleFireArgs{Fires: []Fire{{IDs: []string{"a"}}, {}, {IDs: []string{"b"}}}}.Call(q), 3 + 12*3},
+		{ScheduleFireArgs{Fires: []Fire{{IDs: []string{"a"}}, {}, {IDs: []string{"b"}}}}.Call(q), 3 + 14*3},
 	}
 	seen := map[*Script]bool{}
 	for _, c := range calls {

@@ -8,7 +8,7 @@
 -- KEYS[5] schedules
 -- KEYS[6] schedule_due
 -- KEYS[7..] rows: the row of every job id the fires name, in ARGV order
--- ARGV[3] n, the number of fires; then 12 ARGV per fire:
+-- ARGV[3] n, the number of fires; then 14 ARGV per fire:
 --         name; version, the schedule's version the fire was planned
 --         from; tick, the next tick it was planned for ("" for a run now,
 --         which fires outside the cadence and leaves it as it is); ids,
@@ -17,7 +17,8 @@
 --         none: past the schedule's end); missed, the ticks the plan
 --         passed over; overlap ("skip" or "allow"); then the job: payload,
 --         priority, max_attempts, backoff, group ("" none), as enqueue.lua
---         takes them
+--         takes them, and expires_in_ms, timeout_ms ("" none) as its
+--         admission options (admission.lua)
 --
 -- A planned fire does nothing ("stale") unless the schedule's version and
 -- next tick are still the ones it was planned from: of several replicas
@@ -37,7 +38,7 @@
 -- flow control keys a grouped job needs, are away on a migrating slot.
 
 local n = tonumber(ARGV[3])
-local WIDTH = 12
+local WIDTH = 14
 
 -- live reports whether the job id is pending, delayed or active.
 local function live(id)
@@ -64,7 +65,7 @@ for i = 0, n - 1 do
       plan.skipped = #plan.ids - keep
       plan.ids = { plan.ids[keep] }
     end
-    if #plan.ids > 0 and ARGV[at + 11] ~= '' then
+    if #plan.ids > 0 and (ARGV[at + 11] ~= '' or ARGV[at + 12] ~= '' or ARGV[at + 13] ~= '') then
       flow_here()
     end
   end
@@ -72,7 +73,7 @@ for i = 0, n - 1 do
 end
 
 -- Then the jobs, in one enqueue.
-local jobs, groups, k = {}, nil, 0
+local jobs, groups, options, k = {}, nil, nil, 0
 for i = 0, n - 1 do
   local plan, at = plans[i], plans[i].at
   plan.first = k
@@ -84,12 +85,16 @@ for i = 0, n - 1 do
       groups = groups or {}
       groups[k] = ARGV[at + 11]
     end
+    if ARGV[at + 12] ~= '' or ARGV[at + 13] ~= '' then
+      options = options or {}
+      options[k] = { expires = tonumber(ARGV[at + 12]), timeout = ARGV[at + 13] ~= '' and ARGV[at + 13] or nil }
+    end
     k = k + 1
   end
 end
 local fresh, replies = 0, {}
 if k > 0 then
-  local enqueued = enqueue_jobs(jobs, 1, k, groups)
+  local enqueued = enqueue_jobs(jobs, 1, k, groups, options)
   fresh, replies = enqueued[1], enqueued[2]
 end
 

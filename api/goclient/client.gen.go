@@ -800,6 +800,10 @@ type ScheduleJob struct {
 	// 1000 ms, capped at one hour.
 	Backoff *Backoff `json:"backoff,omitempty"`
 
+	// ExpiresInMs Each job is never claimed once this long has passed since its tick
+	// enqueued it: it ends cancelled, reason "expired". Default never.
+	ExpiresInMs *int64 `json:"expires_in_ms,omitempty"`
+
 	// Group The jobs' group (flow control). Default none.
 	Group *string `json:"group,omitempty"`
 
@@ -811,6 +815,10 @@ type ScheduleJob struct {
 
 	// Priority 0 to 9, lower first. Default 0.
 	Priority *int `json:"priority,omitempty"`
+
+	// TimeoutMs The total time one attempt of each job may run; then the sweep fails
+	// the attempt with last_error "timeout". Default none.
+	TimeoutMs *int64 `json:"timeout_ms,omitempty"`
 }
 
 // SchedulePage defines model for SchedulePage.

@@ -37,6 +37,12 @@ type ScheduleJob struct {
 	Backoff *BackoffRequest `json:"backoff,omitempty"`
 	// The jobs' group (flow control). Default none.
 	Group *string `json:"group,omitempty" validate:"omitnil,groupname" minLength:"1" maxLength:"128" example:"tenant-42"`
+	// Each job is never claimed once this long has passed since its tick
+	// enqueued it: it ends cancelled, reason "expired". Default never.
+	ExpiresInMs *int64 `json:"expires_in_ms,omitempty" format:"int64" validate:"omitnil,min=1,max=31536000000" example:"600000"`
+	// The total time one attempt of each job may run; then the sweep fails
+	// the attempt with last_error "timeout". Default none.
+	TimeoutMs *int64 `json:"timeout_ms,omitempty" format:"int64" validate:"omitnil,min=100,max=86400000" example:"30000"`
 } // @name ScheduleJob
 
 // ScheduleRequest is a schedule, put whole: exactly one of cron and
@@ -104,7 +110,8 @@ type SchedulePage struct {
 // definition is the scheduler.Definition req asks for, its values checked.
 func (s *server) definition(req ScheduleRequest) (scheduler.Definition, error) {
 	nj, err := s.newJob(topField("job.payload"), EnqueueRequest{Payload: req.Job.Payload, Priority: req.Job.Priority,
-		MaxAttempts: req.Job.MaxAttempts, Backoff: req.Job.Backoff, Group: req.Job.Group})
+		MaxAttempts: req.Job.MaxAttempts, Backoff: req.Job.Backoff, Group: req.Job.Group,
+		ExpiresInMs: req.Job.ExpiresInMs, TimeoutMs: req.Job.TimeoutMs})
 	if err != nil {
 		return scheduler.Definition{}, err
 	}
@@ -185,6 +192,14 @@ func scheduleJobOf(nj lease.NewJob) ScheduleJob {
 	}
 	if nj.Group != "" {
 		out.Group = &nj.Group
+	}
+	if nj.ExpiresIn != 0 {
+		expires := nj.ExpiresIn.Milliseconds()
+		out.ExpiresInMs = &expires
+	}
+	if nj.Timeout != 0 {
+		timeout := nj.Timeout.Milliseconds()
+		out.TimeoutMs = &timeout
 	}
 	if b := nj.Backoff; b != nil {
 		kind := map[bool]string{true: "exponential", false: "fixed"}[b.Exponential]

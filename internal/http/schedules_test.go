@@ -37,6 +37,8 @@ type scheduleJobView struct {
 	MaxAttempts *int           `json:"max_attempts"`
 	Backoff     map[string]any `json:"backoff"`
 	Group       *string        `json:"group"`
+	ExpiresInMs int64          `json:"expires_in_ms"`
+	TimeoutMs   int64          `json:"timeout_ms"`
 }
 
 type schedulePage struct {
@@ -120,6 +122,55 @@ func TestSchedulesContract(t *testing.T) {
 			wantProblem(t, h.do(t, "POST", schedulePath(q, "fast", verb), nil), http.StatusNotFound, "EMQGONE")
 		}
 		wantProblem(t, h.do(t, "DELETE", schedulePath(q, "fast"), nil), http.StatusNotFound, "EMQGONE")
+	}, withTimers())
+}
+
+// A schedule's job template takes expires_in_ms and timeout_ms, and the
+// jobs its ticks and runs make have them: a tick's job that nobody claims
+// in time expires.
+func TestScheduleJobLifetimes(t *testing.T) {
+	t.Parallel()
+	forEachBackend(t, func(t *testing.T, h *harness) {
+		q := redistest.Queue(t)
+		body := `{"every_ms":3600000,"job":{"payload":{},"expires_in_ms":600000,"timeout_ms":30000},"paused":true}`
+		put := must[scheduleView](t, h.do(t, "PUT", schedulePath(q, "hourly"), body), http.StatusCreated)
+		if put.Job.ExpiresInMs != 600000 || put.Job.TimeoutMs != 30000 {
+			t.Fatalf("put %+v", put.Job)
+		}
+		if got := must[scheduleView](t, h.do(t, "GET", schedulePath(q, "hourly"), nil), http.StatusOK); !reflect.DeepEqual(got.Job, put.Job) {
+			t.Fatalf("read back %+v, put %+v", got.Job, put.Job)
+		}
+		run := must[jobView](t, h.do(t, "POST", schedulePath(q, "hourly", "run"), nil), http.StatusCreated)
+		if run.TimeoutMs != 30000 || !parseStamp(t, run.ExpiresAt).Equal(parseStamp(t, run.CreatedAt).Add(10*time.Minute)) {
+			t.Fatalf("run now made %+v", run)
+		}
+
+		// Every 200 ms, each job expiring 100 ms after its tick: none is claimed.
+		must[scheduleView](t, h.do(t, "PUT", schedulePath(q, "fast"), `{"every_ms":200,"job":{"payload":null,"expires_in_ms":100}}`), http.StatusCreated)
+		deadline := time.Now().Add(5 * time.Second)
+		var fast scheduleView
+		for time.Now().Before(deadline) {
+			if fast = must[scheduleView](t, h.do(t, "GET", schedulePath(q, "fast"), nil), http.StatusOK); fast.Runs >= 1 {
+				break
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		if fast.LastJobID == nil {
+			t.Fatalf("after 5 s: %+v", fast)
+		}
+		must[map[string]int](t, h.do(t, "DELETE", schedulePath(q, "fast"), nil), http.StatusOK)
+		// Every job the schedule made was created by now: expired 100 ms on.
+		time.Sleep(150 * time.Millisecond)
+		tick := h.get(t, q, *fast.LastJobID)
+		waitPast(t, tick.ExpiresAt)
+		for _, j := range h.claim(t, q, `{"count":100,"lease_ms":30000}`) {
+			if strings.HasPrefix(j.ID, "fast:") {
+				t.Fatalf("claimed %s after its expiry", j.ID)
+			}
+		}
+		if e := h.wantState(t, q, tick.ID, "cancelled"); e.CancelReason != "expired" {
+			t.Fatalf("the tick's job: %+v", e)
+		}
 	}, withTimers())
 }
 

@@ -89,6 +89,8 @@ type stored struct {
 	MaxAttempts int             `json:"max_attempts,omitempty"`
 	Backoff     *storedBackoff  `json:"backoff,omitempty"`
 	Group       string          `json:"group,omitempty"`
+	ExpiresInMS int64           `json:"expires_in_ms,omitempty"`
+	TimeoutMS   int64           `json:"timeout_ms,omitempty"`
 	Overlap     string          `json:"overlap"`
 	Misfire     string          `json:"misfire"`
 	StartAt     int64           `json:"start_at,omitempty"` // ms
@@ -105,6 +107,7 @@ type storedBackoff struct {
 func (d Definition) encode() (string, error) {
 	s := stored{Cron: d.Cron, TZ: d.TZ, EveryMS: d.Every.Milliseconds(), Payload: d.Job.Payload,
 		Priority: d.Job.Priority, MaxAttempts: d.Job.MaxAttempts, Group: d.Job.Group,
+		ExpiresInMS: d.Job.ExpiresIn.Milliseconds(), TimeoutMS: d.Job.Timeout.Milliseconds(),
 		Overlap: d.Overlap, Misfire: d.Misfire, StartAt: unixMilli(d.Window.Start), EndAt: unixMilli(d.Window.End)}
 	if b := d.Job.Backoff; b != nil {
 		s.Backoff = &storedBackoff{Exponential: b.Exponential, DelayMS: b.Delay.Milliseconds(), MaxDelayMS: b.MaxDelay.Milliseconds()}
@@ -120,7 +123,8 @@ func decodeDefinition(text string) (Definition, error) {
 		return Definition{}, fmt.Errorf("stored schedule: %w", err)
 	}
 	d := Definition{Cron: s.Cron, TZ: s.TZ, Every: time.Duration(s.EveryMS) * time.Millisecond,
-		Job:     lease.NewJob{Payload: s.Payload, Priority: s.Priority, MaxAttempts: s.MaxAttempts, Group: s.Group},
+		Job: lease.NewJob{Payload: s.Payload, Priority: s.Priority, MaxAttempts: s.MaxAttempts, Group: s.Group,
+			ExpiresIn: time.Duration(s.ExpiresInMS) * time.Millisecond, Timeout: time.Duration(s.TimeoutMS) * time.Millisecond},
 		Overlap: s.Overlap, Misfire: s.Misfire, Window: schedule.Window{Start: fromMilli(s.StartAt), End: fromMilli(s.EndAt)}}
 	if b := s.Backoff; b != nil {
 		d.Job.Backoff = &lease.Backoff{Exponential: b.Exponential, Delay: time.Duration(b.DelayMS) * time.Millisecond,

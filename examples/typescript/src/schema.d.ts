@@ -1314,6 +1314,13 @@ export interface components {
              */
             backoff?: components["schemas"]["Backoff"];
             /**
+             * Format: int64
+             * @description Each job is never claimed once this long has passed since its tick
+             *     enqueued it: it ends cancelled, reason "expired". Default never.
+             * @example 600000
+             */
+            expires_in_ms?: number;
+            /**
              * @description The jobs' group (flow control). Default none.
              * @example tenant-42
              */
@@ -1335,6 +1342,13 @@ export interface components {
              * @example 0
              */
             priority?: number;
+            /**
+             * Format: int64
+             * @description The total time one attempt of each job may run; then the sweep fails
+             *     the attempt with last_error "timeout". Default none.
+             * @example 30000
+             */
+            timeout_ms?: number;
         };
         SchedulePage: {
             /** @description Fetches the next page; null on the last one. */
@@ -4590,12 +4604,14 @@ export interface operations {
                      *           "cron": "*\/5 * * * *",
                      *           "end_at": "2027-01-01T00:00:00.000Z",
                      *           "job": {
+                     *             "expires_in_ms": 600000,
                      *             "group": "tenant-42",
                      *             "max_attempts": 3,
                      *             "payload": {
                      *               "to": "ada@example.com"
                      *             },
-                     *             "priority": 0
+                     *             "priority": 0,
+                     *             "timeout_ms": 30000
                      *           },
                      *           "last_job_id": "nightly-report:1764651600000",
                      *           "last_run_at": "2026-12-02T04:55:00.003Z",
@@ -4699,12 +4715,14 @@ export interface operations {
                      *       "cron": "*\/5 * * * *",
                      *       "end_at": "2027-01-01T00:00:00.000Z",
                      *       "job": {
+                     *         "expires_in_ms": 600000,
                      *         "group": "tenant-42",
                      *         "max_attempts": 3,
                      *         "payload": {
                      *           "to": "ada@example.com"
                      *         },
-                     *         "priority": 0
+                     *         "priority": 0,
+                     *         "timeout_ms": 30000
                      *       },
                      *       "last_job_id": "nightly-report:1764651600000",
                      *       "last_run_at": "2026-12-02T04:55:00.003Z",
@@ -4809,12 +4827,14 @@ export interface operations {
                  *       "cron": "*\/5 * * * *",
                  *       "end_at": "2027-01-01T00:00:00Z",
                  *       "job": {
+                 *         "expires_in_ms": 600000,
                  *         "group": "tenant-42",
                  *         "max_attempts": 3,
                  *         "payload": {
                  *           "to": "ada@example.com"
                  *         },
-                 *         "priority": 0
+                 *         "priority": 0,
+                 *         "timeout_ms": 30000
                  *       },
                  *       "misfire": "once",
                  *       "overlap": "allow",
@@ -4839,12 +4859,14 @@ export interface operations {
                      *       "cron": "*\/5 * * * *",
                      *       "end_at": "2027-01-01T00:00:00.000Z",
                      *       "job": {
+                     *         "expires_in_ms": 600000,
                      *         "group": "tenant-42",
                      *         "max_attempts": 3,
                      *         "payload": {
                      *           "to": "ada@example.com"
                      *         },
-                     *         "priority": 0
+                     *         "priority": 0,
+                     *         "timeout_ms": 30000
                      *       },
                      *       "last_job_id": "nightly-report:1764651600000",
                      *       "last_run_at": "2026-12-02T04:55:00.003Z",
@@ -4876,12 +4898,14 @@ export interface operations {
                      *       "cron": "*\/5 * * * *",
                      *       "end_at": "2027-01-01T00:00:00.000Z",
                      *       "job": {
+                     *         "expires_in_ms": 600000,
                      *         "group": "tenant-42",
                      *         "max_attempts": 3,
                      *         "payload": {
                      *           "to": "ada@example.com"
                      *         },
-                     *         "priority": 0
+                     *         "priority": 0,
+                     *         "timeout_ms": 30000
                      *       },
                      *       "last_job_id": "nightly-report:1764651600000",
                      *       "last_run_at": "2026-12-02T04:55:00.003Z",
@@ -5094,12 +5118,14 @@ export interface operations {
                      *       "cron": "*\/5 * * * *",
                      *       "end_at": "2027-01-01T00:00:00.000Z",
                      *       "job": {
+                     *         "expires_in_ms": 600000,
                      *         "group": "tenant-42",
                      *         "max_attempts": 3,
                      *         "payload": {
                      *           "to": "ada@example.com"
                      *         },
-                     *         "priority": 0
+                     *         "priority": 0,
+                     *         "timeout_ms": 30000
                      *       },
                      *       "last_job_id": "nightly-report:1764651600000",
                      *       "last_run_at": "2026-12-02T04:55:00.003Z",
@@ -5210,12 +5236,14 @@ export interface operations {
                      *       "cron": "*\/5 * * * *",
                      *       "end_at": "2027-01-01T00:00:00.000Z",
                      *       "job": {
+                     *         "expires_in_ms": 600000,
                      *         "group": "tenant-42",
                      *         "max_attempts": 3,
                      *         "payload": {
                      *           "to": "ada@example.com"
                      *         },
-                     *         "priority": 0
+                     *         "priority": 0,
+                     *         "timeout_ms": 30000
                      *       },
                      *       "last_job_id": "nightly-report:1764651600000",
                      *       "last_run_at": "2026-12-02T04:55:00.003Z",
