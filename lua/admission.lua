@@ -20,17 +20,6 @@
 -- ADMISSION_KEYS are the option keys' names, for obliterate.
 local ADMISSION_KEYS = { 'dedupe', 'dedupe_ttl', 'expiring' }
 
--- pcall_here runs a write on an undeclared key after a script's first
--- write: its reply, or false when the key is on the other node of a
--- migration (the write is then left undone).
-local function pcall_here(...)
-  local reply = redis.pcall(...)
-  if not_here(reply) then
-    return false
-  end
-  return reply
-end
-
 -- dedupe_live reports whether the job row (nil: none) the dedupe hash
 -- names for key still answers an enqueue with the key in mode, now, with
 -- window the enqueue's ttl_ms (throttle) or max_wait_ms (debounce) as a
@@ -61,7 +50,7 @@ local function dedupe_released(id, row)
   if not key or row.dedupe_mode == 'throttle' then
     return
   end
-  if pcall_here('HGET', BASE .. 'dedupe', key) == id then
+  if call_here('HGET', BASE .. 'dedupe', key) == id then
     redis.call('HDEL', BASE .. 'dedupe', key)
   end
 end
@@ -74,7 +63,7 @@ end
 
 -- unexpiring takes job id out of the expiring set: it started, or ended.
 local function unexpiring(id)
-  pcall_here('ZREM', BASE .. 'expiring', id)
+  call_here('ZREM', BASE .. 'expiring', id)
 end
 
 -- run_deadline is the lease deadline of a job row started at started (ms)

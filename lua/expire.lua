@@ -20,8 +20,8 @@
 
 local now = now_ms()
 local limit = ARGV[3]
-local due = range_here('ZRANGEBYSCORE', BASE .. 'expiring', '-inf', int(now), 'LIMIT', '0', limit) or {}
-local windows = range_here('ZRANGEBYSCORE', BASE .. 'dedupe_ttl', '-inf', int(now), 'LIMIT', '0', '1') or {}
+local due = call_here('ZRANGEBYSCORE', BASE .. 'expiring', '-inf', int(now), 'LIMIT', '0', limit) or {}
+local windows = call_here('ZRANGEBYSCORE', BASE .. 'dedupe_ttl', '-inf', int(now), 'LIMIT', '0', '1') or {}
 if #due == 0 and #windows == 0 then
   return { {}, 0 }
 end

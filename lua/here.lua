@@ -97,11 +97,13 @@ local function rows_here(ids)
   end
 end
 
--- range_here runs a read (ZRANGEBYSCORE, ZRANGE) on a set the script did
--- not declare, because what it does with it may be skipped: its reply, or
--- false when the set is on the other node of a migration. On the node
--- taking the slot, a set that has not come yet reads as empty.
-local function range_here(...)
+-- call_here runs a command on a key the script did not declare, because
+-- what it does with it may be skipped (a read of a set such as
+-- ZRANGEBYSCORE, or a write after the script's first one that is left
+-- undone): its reply, or false when the key is on the other node of a
+-- migration. On the node taking the slot, a key that has not come yet
+-- reads as empty.
+local function call_here(...)
   local reply = redis.pcall(...)
   if not_here(reply) then
     return false

@@ -32,7 +32,7 @@ end
 -- delayed is the delayed set's key, declared or not (a claim promotes
 -- only when the set is on this node, and leaves the rest to the reaper).
 local function plan_due(delayed, now, limit)
-  local due = range_here('ZRANGEBYSCORE', delayed, '-inf', int(now), 'LIMIT', '0', limit) or {}
+  local due = call_here('ZRANGEBYSCORE', delayed, '-inf', int(now), 'LIMIT', '0', limit) or {}
   local plan = {}
   for i, id in ipairs(due) do
     plan[i] = { id, row_here(id) }
@@ -58,7 +58,7 @@ end
 -- it is due), or -1 when none is delayed (or the set is not here). It is a
 -- span on the server's clock, so a waiter needs no clock of its own.
 local function due_in(delayed, now)
-  local first = range_here('ZRANGE', delayed, '0', '0', 'WITHSCORES')
+  local first = call_here('ZRANGE', delayed, '0', '0', 'WITHSCORES')
   if not first or #first == 0 then
     return -1
   end
