@@ -46,6 +46,34 @@ func BenchmarkServerTime(b *testing.B) {
 		{"enqueue-100", 100, func(b *testing.B, f fixture, n int) func(int) {
 			return func(int) { must(b, enqueueErr(f, 100)) }
 		}},
+		// Admission and lifetimes (docs/admission.md): a job with a dedupe
+		// key (its own), an expiry and a timeout, enqueued, claimed and
+		// extended.
+		{"enqueue-admitted", 1, func(b *testing.B, f fixture, n int) func(int) {
+			return func(i int) {
+				_, err := f.leases.Enqueue(ctx, f.queue, []lease.NewJob{admitted(i)})
+				must(b, err)
+			}
+		}},
+		{"claim-admitted", 1, func(b *testing.B, f fixture, n int) func(int) {
+			for i := 0; i < n+100; i++ {
+				_, err := f.leases.Enqueue(ctx, f.queue, []lease.NewJob{admitted(i)})
+				must(b, err)
+			}
+			return func(int) {
+				_, err := f.leases.Claim(ctx, f.queue, lease.ClaimParams{Count: 1, Lease: time.Hour})
+				must(b, err)
+			}
+		}},
+		{"extend-timeout", 1, func(b *testing.B, f fixture, n int) func(int) {
+			_, err := f.leases.Enqueue(ctx, f.queue, []lease.NewJob{admitted(0)})
+			must(b, err)
+			j := f.claimOne(b, time.Hour)
+			return func(int) {
+				_, err := f.leases.Extend(ctx, f.queue, j.ID, lease.ExtendParams{Token: j.Token, Lease: time.Minute})
+				must(b, err)
+			}
+		}},
 		{"claim", 1, func(b *testing.B, f fixture, n int) func(int) {
 			f.fill(b, n+100, nil)
 			return func(int) {
@@ -230,6 +258,13 @@ func hold(b *testing.B, f fixture, n int) []job.Job {
 		held = append(held, c.Jobs...)
 	}
 	return held
+}
+
+// admitted is job i with every admission option: a dedupe key of its
+// own (until_done), an expiry of an hour and a timeout of ten minutes.
+func admitted(i int) lease.NewJob {
+	return lease.NewJob{Payload: payload100, Dedupe: lease.Dedupe{Key: "key-" + strconv.Itoa(i), Mode: lease.DedupeUntilDone},
+		ExpiresIn: time.Hour, Timeout: 10 * time.Minute}
 }
 
 func enqueueErr(f fixture, n int) error {
