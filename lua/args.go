@@ -130,10 +130,16 @@ type ClaimArgs struct {
 	Count   int
 	LeaseMS int64
 	Worker  string
+	// MaxActive, when not 0, caps the queue's active jobs: a push
+	// delivery's claim (lua/push.lua). A worker's claim sends no ARGV for it.
+	MaxActive int
 }
 
 // Call is the call of claim.lua on q.
 func (a ClaimArgs) Call(q keyspace.Queue) Call {
+	if a.MaxActive != 0 {
+		return Claim.call(q, "", "", nil, a.Count, a.LeaseMS, a.Worker, a.MaxActive)
+	}
 	return Claim.call(q, "", "", nil, a.Count, a.LeaseMS, a.Worker)
 }
 
@@ -437,6 +443,23 @@ type ScheduleDueArgs struct{ Limit int }
 // Call is the call of schedule_due.lua on q.
 func (a ScheduleDueArgs) Call(q keyspace.Queue) Call {
 	return ScheduleDue.call(q, "", "", nil, a.Limit)
+}
+
+// PushPutArgs are push_put.lua's arguments: a target, or (URL "") none.
+type PushPutArgs struct {
+	URL                string
+	TimeoutMS, LeaseMS int64
+	Concurrency        int
+	Secret             string
+	By                 Actor
+}
+
+// Call is the call of push_put.lua on q.
+func (a PushPutArgs) Call(q keyspace.Queue) Call {
+	if a.URL == "" {
+		return PushPut.call(q, "", "", nil, "", "", "", "", "", a.By.Name, a.By.Role)
+	}
+	return PushPut.call(q, "", "", nil, a.URL, a.TimeoutMS, a.Concurrency, a.LeaseMS, a.Secret, a.By.Name, a.By.Role)
 }
 
 // ScheduleListArgs are schedule_list.lua's arguments: one schedule by

@@ -7,6 +7,9 @@
 -- ARGV[3] count, 1-100
 -- ARGV[4] lease_ms
 -- ARGV[5] worker name, or ""
+-- ARGV[6] max_active, only for a push delivery's claim (push.lua): the
+--         claim takes no more jobs than leave the queue's active set at
+--         most this big, every worker's and replica's jobs counted
 --
 -- Due delayed jobs are moved to pending first (when the delayed set is on
 -- this node: it is not declared, so that a queue without delayed jobs
@@ -26,6 +29,9 @@
 
 local now = now_ms()
 local count, delayed = tonumber(ARGV[3]), BASE .. 'delayed'
+if ARGV[6] then
+  count = math.max(0, math.min(count, tonumber(ARGV[6]) - redis.call('ZCARD', ACTIVE)))
+end
 local plan = plan_claim(delayed, now, count)
 local jobs = claim(plan, now, count, tonumber(ARGV[4]), ARGV[5])
 return flow_reply({ due_in(delayed, now), jobs }, plan)

@@ -25,7 +25,7 @@ import (
 var files embed.FS
 
 // shared are the files every script runs after, in this order.
-var shared = []string{"prelude.lua", "row.lua", "here.lua", "events.lua", "fence.lua", "flow.lua", "admission.lua", "lifecycle.lua", "schedules.lua"}
+var shared = []string{"prelude.lua", "row.lua", "here.lua", "events.lua", "fence.lua", "flow.lua", "admission.lua", "lifecycle.lua", "schedules.lua", "push.lua"}
 
 // Script is one of echo_mq's scripts.
 type Script struct {
@@ -68,6 +68,7 @@ var (
 	ScheduleDue    = mustScript("schedule_due")
 	ScheduleFire   = mustScript("schedule_fire")
 	ScheduleList   = mustScript("schedule_list")
+	PushPut        = mustScript("push_put")
 )
 
 // All lists every script.
@@ -76,6 +77,7 @@ var All = []*Script{
 	Fail, Snooze, Cancel, Sweep, PromoteDue, Expire, Remove, Pause, Drain, Obliterate, Retry, Promote, List,
 	Settings, GroupPause, Groups,
 	SchedulePut, SchedulePause, ScheduleDelete, ScheduleDue, ScheduleFire, ScheduleList,
+	PushPut,
 }
 
 // library is every script as one Redis Functions library.

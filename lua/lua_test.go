@@ -26,7 +26,8 @@ func TestBuildersMatchHeaders(t *testing.T) {
 		{EnqueueArgs{Jobs: two}.Call(q), 3 + 6*2 + 2},
 		{EnqueueArgs{Jobs: []NewJob{{ID: "a", Group: "g"}, {ID: "b"}}}.Call(q), 3 + 6*2 + 2 + 2},
 		{EnqueueArgs{Jobs: []NewJob{{ID: "a", TimeoutMS: 100}, {ID: "b"}}}.Call(q), 3 + 6*2 + 2 + 6},
-		{ClaimArgs{}.Call(q), Claim.argc},
+		{ClaimArgs{}.Call(q), Claim.argc - 1},
+		{ClaimArgs{MaxActive: 10}.Call(q), Claim.argc},
 		{ExtendArgs{ID: "a"}.Call(q), Extend.argc},
 		{CancellationArgs{ID: "a"}.Call(q), Cancellation.argc},
 		{CompleteArgs{ID: "a"}.Call(q), Complete.argc},
@@ -52,6 +53,8 @@ func TestBuildersMatchHeaders(t *testing.T) {
 		{ScheduleDeleteArgs{}.Call(q), ScheduleDelete.argc},
 		{ScheduleDueArgs{}.Call(q), ScheduleDue.argc},
 		{ScheduleListArgs{}.Call(q), ScheduleList.argc},
+		{PushPutArgs{}.Call(q), PushPut.argc},
+		{PushPutArgs{URL: "http://a"}.Call(q), PushPut.argc},
 		{ScheduleFireArgs{Fires: []Fire{{IDs: []string{"a"}}, {}, {IDs: []string{"b"}}}}.Call(q), 3 + 14*3},
 	}
 	seen := map[*Script]bool{}

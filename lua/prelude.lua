@@ -1,7 +1,7 @@
 -- prelude.lua: the keys and arguments every echo_mq script runs with
 -- (docs/design.md#scripts). lua.go puts the shared files first, in this
 -- order: prelude.lua, row.lua, here.lua, events.lua, fence.lua, flow.lua, admission.lua,
--- lifecycle.lua, schedules.lua; then each script, wrapped in a function of its own.
+-- lifecycle.lua, schedules.lua, push.lua; then each script, wrapped in a function of its own.
 --
 -- A script's header names its KEYS by role, one per line:
 --   meta       HASH  seq (pending order), token (fencing counter), paused,

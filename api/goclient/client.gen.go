@@ -699,6 +699,60 @@ type Problem struct {
 	Type     string        `json:"type"`
 }
 
+// PushError defines model for PushError.
+type PushError struct {
+	At      time.Time `json:"at"`
+	Attempt int       `json:"attempt"`
+
+	// Error What the attempt's last_error says.
+	Error string `json:"error"`
+	JobId string `json:"job_id"`
+
+	// Status The receiver's HTTP status; absent when none came (a timeout, a
+	// refused connection).
+	Status *int `json:"status,omitempty"`
+}
+
+// PushTarget defines model for PushTarget.
+type PushTarget struct {
+	Concurrency int   `json:"concurrency"`
+	LeaseMs     int64 `json:"lease_ms"`
+
+	// RecentErrors The last failed deliveries, newest first (at most 20).
+	RecentErrors []PushError `json:"recent_errors"`
+
+	// SecretSet Whether deliveries are signed.
+	SecretSet bool      `json:"secret_set"`
+	TimeoutMs int64     `json:"timeout_ms"`
+	UpdatedAt time.Time `json:"updated_at"`
+	Url       string    `json:"url"`
+}
+
+// PushTargetRequest defines model for PushTargetRequest.
+type PushTargetRequest struct {
+	// Concurrency At most this many of the queue's jobs active at once, across every
+	// service replica (a worker's claimed jobs count too). Default 10.
+	Concurrency *int `json:"concurrency,omitempty"`
+
+	// LeaseMs Each delivery's lease, in ms: longer than timeout_ms. A receiver
+	// that answers 202 has this long before its first extend. Default
+	// timeout_ms + 30000.
+	LeaseMs *int64 `json:"lease_ms,omitempty"`
+
+	// Secret The Standard Webhooks signing secret: "whsec_" and the base64 of 24
+	// to 64 random bytes. Each delivery then carries webhook-signature.
+	// Never answered back. Default none (unsigned deliveries).
+	Secret *string `json:"secret,omitempty"`
+
+	// TimeoutMs How long one delivery may take, in ms; then it fails as a timeout.
+	// Default 30000.
+	TimeoutMs *int64 `json:"timeout_ms,omitempty"`
+
+	// Url Where each job is POSTed: http or https, its host in the service's
+	// EMQ_PUSH_ALLOW. No credentials in it: sign with secret instead.
+	Url string `json:"url"`
+}
+
 // Queue defines model for Queue.
 type Queue struct {
 	// Counts Holds how many jobs are in each state: pending, active,
@@ -1198,6 +1252,33 @@ type PauseQueueParams struct {
 	XEMQSignature *Signature `json:"X-EMQ-Signature,omitempty"`
 }
 
+// DeletePushTargetParams defines parameters for DeletePushTarget.
+type DeletePushTargetParams struct {
+	// XEMQTimestamp With X-EMQ-Signature, instead of a bearer key: the Unix time in seconds at which the request was signed, within 5 minutes of the service's clock.
+	XEMQTimestamp *SignatureTimestamp `json:"X-EMQ-Timestamp,omitempty"`
+
+	// XEMQSignature Instead of a bearer key: sha256= and the hex HMAC-SHA256, under a key of EMQ_API_KEYS, of "<X-EMQ-Timestamp>.<METHOD>.<path and query>.<body>". Each signature is accepted once: a sender that retries signs again.
+	XEMQSignature *Signature `json:"X-EMQ-Signature,omitempty"`
+}
+
+// GetPushTargetParams defines parameters for GetPushTarget.
+type GetPushTargetParams struct {
+	// XEMQTimestamp With X-EMQ-Signature, instead of a bearer key: the Unix time in seconds at which the request was signed, within 5 minutes of the service's clock.
+	XEMQTimestamp *SignatureTimestamp `json:"X-EMQ-Timestamp,omitempty"`
+
+	// XEMQSignature Instead of a bearer key: sha256= and the hex HMAC-SHA256, under a key of EMQ_API_KEYS, of "<X-EMQ-Timestamp>.<METHOD>.<path and query>.<body>". Each signature is accepted once: a sender that retries signs again.
+	XEMQSignature *Signature `json:"X-EMQ-Signature,omitempty"`
+}
+
+// PutPushTargetParams defines parameters for PutPushTarget.
+type PutPushTargetParams struct {
+	// XEMQTimestamp With X-EMQ-Signature, instead of a bearer key: the Unix time in seconds at which the request was signed, within 5 minutes of the service's clock.
+	XEMQTimestamp *SignatureTimestamp `json:"X-EMQ-Timestamp,omitempty"`
+
+	// XEMQSignature Instead of a bearer key: sha256= and the hex HMAC-SHA256, under a key of EMQ_API_KEYS, of "<X-EMQ-Timestamp>.<METHOD>.<path and query>.<body>". Each signature is accepted once: a sender that retries signs again.
+	XEMQSignature *Signature `json:"X-EMQ-Signature,omitempty"`
+}
+
 // ResumeQueueParams defines parameters for ResumeQueue.
 type ResumeQueueParams struct {
 	// XEMQTimestamp With X-EMQ-Signature, instead of a bearer key: the Unix time in seconds at which the request was signed, within 5 minutes of the service's clock.
@@ -1338,6 +1419,9 @@ type ExtendLeaseJSONRequestBody = ExtendRequest
 
 // SnoozeJobJSONRequestBody defines body for SnoozeJob for application/json ContentType.
 type SnoozeJobJSONRequestBody = SnoozeRequest
+
+// PutPushTargetJSONRequestBody defines body for PutPushTarget for application/json ContentType.
+type PutPushTargetJSONRequestBody = PushTargetRequest
 
 // PutScheduleJSONRequestBody defines body for PutSchedule for application/json ContentType.
 type PutScheduleJSONRequestBody = ScheduleRequest
@@ -1771,6 +1855,38 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /queues/{queue}/pause (the `PauseQueue` operationId).
 	PauseQueue(ctx context.Context, queue string, params *PauseQueueParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DeletePushTarget Stop pushing a queue's jobs
+	//
+	// Takes the target away: no delivery starts once each replica has seen it (within a second); deliveries under way finish and report. The queue's jobs wait for workers again. Audited.
+	//
+	// Corresponds with DELETE /queues/{queue}/push (the `DeletePushTarget` operationId).
+	DeletePushTarget(ctx context.Context, queue string, params *DeletePushTargetParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetPushTarget Read a queue's push target
+	//
+	// The target without its secret (secret_set says whether there is one), and the last failed deliveries, newest first.
+	//
+	// Corresponds with GET /queues/{queue}/push (the `GetPushTarget` operationId).
+	GetPushTarget(ctx context.Context, queue string, params *GetPushTargetParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PutPushTargetWithBody Set a queue's push target
+	//
+	// From now on every service replica claims the queue's jobs itself (under its flow control, and with at most concurrency of them active across replicas) and POSTs each to url: the job as a claim answers it, token included, with the Standard Webhooks headers webhook-id ("<queue>:<id>:<token>"), webhook-timestamp and, with a secret, webhook-signature. A 2xx answer but 202 completes the job (a JSON body is its result); 202 leaves it to the receiver, which reports over the worker routes with the token; any other status, a timeout or a connection error fails the attempt (429 and 503 honour Retry-After). Replaces the target whole. Needs the host in EMQ_PUSH_ALLOW: without that variable every target is refused (409). Audited; the secret is never answered, logged or put in an event.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PUT /queues/{queue}/push (the `PutPushTarget` operationId).
+	PutPushTargetWithBody(ctx context.Context, queue string, params *PutPushTargetParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PutPushTarget Set a queue's push target
+	//
+	// From now on every service replica claims the queue's jobs itself (under its flow control, and with at most concurrency of them active across replicas) and POSTs each to url: the job as a claim answers it, token included, with the Standard Webhooks headers webhook-id ("<queue>:<id>:<token>"), webhook-timestamp and, with a secret, webhook-signature. A 2xx answer but 202 completes the job (a JSON body is its result); 202 leaves it to the receiver, which reports over the worker routes with the token; any other status, a timeout or a connection error fails the attempt (429 and 503 honour Retry-After). Replaces the target whole. Needs the host in EMQ_PUSH_ALLOW: without that variable every target is refused (409). Audited; the secret is never answered, logged or put in an event.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PUT /queues/{queue}/push (the `PutPushTarget` operationId).
+	PutPushTarget(ctx context.Context, queue string, params *PutPushTargetParams, body PutPushTargetJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ResumeQueue Resume a queue
 	//
@@ -2535,6 +2651,78 @@ func (c *Client) SnoozeJob(ctx context.Context, queue string, id string, params 
 // Corresponds with POST /queues/{queue}/pause (the `PauseQueue` operationId).
 func (c *Client) PauseQueue(ctx context.Context, queue string, params *PauseQueueParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewPauseQueueRequest(c.Server, queue, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DeletePushTarget Stop pushing a queue's jobs
+//
+// Takes the target away: no delivery starts once each replica has seen it (within a second); deliveries under way finish and report. The queue's jobs wait for workers again. Audited.
+//
+// Corresponds with DELETE /queues/{queue}/push (the `DeletePushTarget` operationId).
+func (c *Client) DeletePushTarget(ctx context.Context, queue string, params *DeletePushTargetParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeletePushTargetRequest(c.Server, queue, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetPushTarget Read a queue's push target
+//
+// The target without its secret (secret_set says whether there is one), and the last failed deliveries, newest first.
+//
+// Corresponds with GET /queues/{queue}/push (the `GetPushTarget` operationId).
+func (c *Client) GetPushTarget(ctx context.Context, queue string, params *GetPushTargetParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetPushTargetRequest(c.Server, queue, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PutPushTargetWithBody Set a queue's push target
+//
+// From now on every service replica claims the queue's jobs itself (under its flow control, and with at most concurrency of them active across replicas) and POSTs each to url: the job as a claim answers it, token included, with the Standard Webhooks headers webhook-id ("<queue>:<id>:<token>"), webhook-timestamp and, with a secret, webhook-signature. A 2xx answer but 202 completes the job (a JSON body is its result); 202 leaves it to the receiver, which reports over the worker routes with the token; any other status, a timeout or a connection error fails the attempt (429 and 503 honour Retry-After). Replaces the target whole. Needs the host in EMQ_PUSH_ALLOW: without that variable every target is refused (409). Audited; the secret is never answered, logged or put in an event.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PUT /queues/{queue}/push (the `PutPushTarget` operationId).
+func (c *Client) PutPushTargetWithBody(ctx context.Context, queue string, params *PutPushTargetParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPutPushTargetRequestWithBody(c.Server, queue, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PutPushTarget Set a queue's push target
+//
+// From now on every service replica claims the queue's jobs itself (under its flow control, and with at most concurrency of them active across replicas) and POSTs each to url: the job as a claim answers it, token included, with the Standard Webhooks headers webhook-id ("<queue>:<id>:<token>"), webhook-timestamp and, with a secret, webhook-signature. A 2xx answer but 202 completes the job (a JSON body is its result); 202 leaves it to the receiver, which reports over the worker routes with the token; any other status, a timeout or a connection error fails the attempt (429 and 503 honour Retry-After). Replaces the target whole. Needs the host in EMQ_PUSH_ALLOW: without that variable every target is refused (409). Audited; the secret is never answered, logged or put in an event.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PUT /queues/{queue}/push (the `PutPushTarget` operationId).
+func (c *Client) PutPushTarget(ctx context.Context, queue string, params *PutPushTargetParams, body PutPushTargetJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPutPushTargetRequest(c.Server, queue, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -4848,6 +5036,199 @@ func NewPauseQueueRequest(server string, queue string, params *PauseQueueParams)
 	return req, nil
 }
 
+// NewDeletePushTargetRequest constructs an http.Request for the DeletePushTarget method
+func NewDeletePushTargetRequest(server string, queue string, params *DeletePushTargetParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "queue", queue, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/queues/%s/push", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.XEMQTimestamp != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-EMQ-Timestamp", *params.XEMQTimestamp, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-EMQ-Timestamp", headerParam0)
+		}
+
+		if params.XEMQSignature != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "X-EMQ-Signature", *params.XEMQSignature, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-EMQ-Signature", headerParam1)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewGetPushTargetRequest constructs an http.Request for the GetPushTarget method
+func NewGetPushTargetRequest(server string, queue string, params *GetPushTargetParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "queue", queue, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/queues/%s/push", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.XEMQTimestamp != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-EMQ-Timestamp", *params.XEMQTimestamp, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-EMQ-Timestamp", headerParam0)
+		}
+
+		if params.XEMQSignature != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "X-EMQ-Signature", *params.XEMQSignature, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-EMQ-Signature", headerParam1)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewPutPushTargetRequest calls the generic PutPushTarget builder with application/json body
+func NewPutPushTargetRequest(server string, queue string, params *PutPushTargetParams, body PutPushTargetJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewPutPushTargetRequestWithBody(server, queue, params, "application/json", bodyReader)
+}
+
+// NewPutPushTargetRequestWithBody constructs an http.Request for the PutPushTarget method, with any body, and a specified content type
+func NewPutPushTargetRequestWithBody(server string, queue string, params *PutPushTargetParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "queue", queue, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/queues/%s/push", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPut, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.XEMQTimestamp != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-EMQ-Timestamp", *params.XEMQTimestamp, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-EMQ-Timestamp", headerParam0)
+		}
+
+		if params.XEMQSignature != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "X-EMQ-Signature", *params.XEMQSignature, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-EMQ-Signature", headerParam1)
+		}
+
+	}
+
+	return req, nil
+}
+
 // NewResumeQueueRequest constructs an http.Request for the ResumeQueue method
 func NewResumeQueueRequest(server string, queue string, params *ResumeQueueParams) (*http.Request, error) {
 	var err error
@@ -6075,6 +6456,42 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /queues/{queue}/pause (the `PauseQueue` operationId).
 	PauseQueueWithResponse(ctx context.Context, queue string, params *PauseQueueParams, reqEditors ...RequestEditorFn) (*PauseQueueResponse, error)
+
+	// DeletePushTargetWithResponse Stop pushing a queue's jobs
+	//
+	// Takes the target away: no delivery starts once each replica has seen it (within a second); deliveries under way finish and report. The queue's jobs wait for workers again. Audited.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /queues/{queue}/push (the `DeletePushTarget` operationId).
+	DeletePushTargetWithResponse(ctx context.Context, queue string, params *DeletePushTargetParams, reqEditors ...RequestEditorFn) (*DeletePushTargetResponse, error)
+
+	// GetPushTargetWithResponse Read a queue's push target
+	//
+	// The target without its secret (secret_set says whether there is one), and the last failed deliveries, newest first.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /queues/{queue}/push (the `GetPushTarget` operationId).
+	GetPushTargetWithResponse(ctx context.Context, queue string, params *GetPushTargetParams, reqEditors ...RequestEditorFn) (*GetPushTargetResponse, error)
+
+	// PutPushTargetWithBodyWithResponse Set a queue's push target
+	//
+	// From now on every service replica claims the queue's jobs itself (under its flow control, and with at most concurrency of them active across replicas) and POSTs each to url: the job as a claim answers it, token included, with the Standard Webhooks headers webhook-id ("<queue>:<id>:<token>"), webhook-timestamp and, with a secret, webhook-signature. A 2xx answer but 202 completes the job (a JSON body is its result); 202 leaves it to the receiver, which reports over the worker routes with the token; any other status, a timeout or a connection error fails the attempt (429 and 503 honour Retry-After). Replaces the target whole. Needs the host in EMQ_PUSH_ALLOW: without that variable every target is refused (409). Audited; the secret is never answered, logged or put in an event.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /queues/{queue}/push (the `PutPushTarget` operationId).
+	PutPushTargetWithBodyWithResponse(ctx context.Context, queue string, params *PutPushTargetParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PutPushTargetResponse, error)
+
+	// PutPushTargetWithResponse Set a queue's push target
+	//
+	// From now on every service replica claims the queue's jobs itself (under its flow control, and with at most concurrency of them active across replicas) and POSTs each to url: the job as a claim answers it, token included, with the Standard Webhooks headers webhook-id ("<queue>:<id>:<token>"), webhook-timestamp and, with a secret, webhook-signature. A 2xx answer but 202 completes the job (a JSON body is its result); 202 leaves it to the receiver, which reports over the worker routes with the token; any other status, a timeout or a connection error fails the attempt (429 and 503 honour Retry-After). Replaces the target whole. Needs the host in EMQ_PUSH_ALLOW: without that variable every target is refused (409). Audited; the secret is never answered, logged or put in an event.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /queues/{queue}/push (the `PutPushTarget` operationId).
+	PutPushTargetWithResponse(ctx context.Context, queue string, params *PutPushTargetParams, body PutPushTargetJSONRequestBody, reqEditors ...RequestEditorFn) (*PutPushTargetResponse, error)
 
 	// ResumeQueueWithResponse Resume a queue
 	//
@@ -8819,6 +9236,311 @@ func (r PauseQueueResponse) ContentType() string {
 	return ""
 }
 
+// DeletePushTargetResponse401Headers the declared response headers of an HTTP 401 response for DeletePushTarget
+type DeletePushTargetResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// DeletePushTargetResponse503Headers the declared response headers of an HTTP 503 response for DeletePushTarget
+type DeletePushTargetResponse503Headers struct {
+	RetryAfter *int
+}
+
+type DeletePushTargetResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Removed
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Problem
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *DeletePushTargetResponse401Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *DeletePushTargetResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r DeletePushTargetResponse) GetJSON200() *Removed {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r DeletePushTargetResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r DeletePushTargetResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r DeletePushTargetResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r DeletePushTargetResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r DeletePushTargetResponse) GetApplicationproblemJSON500() *Problem {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r DeletePushTargetResponse) GetApplicationproblemJSON503() *Problem {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r DeletePushTargetResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r DeletePushTargetResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DeletePushTargetResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DeletePushTargetResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetPushTargetResponse401Headers the declared response headers of an HTTP 401 response for GetPushTarget
+type GetPushTargetResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// GetPushTargetResponse503Headers the declared response headers of an HTTP 503 response for GetPushTarget
+type GetPushTargetResponse503Headers struct {
+	RetryAfter *int
+}
+
+type GetPushTargetResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *PushTarget
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Problem
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetPushTargetResponse401Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetPushTargetResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetPushTargetResponse) GetJSON200() *PushTarget {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r GetPushTargetResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r GetPushTargetResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r GetPushTargetResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r GetPushTargetResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r GetPushTargetResponse) GetApplicationproblemJSON500() *Problem {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r GetPushTargetResponse) GetApplicationproblemJSON503() *Problem {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetPushTargetResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetPushTargetResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetPushTargetResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetPushTargetResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// PutPushTargetResponse401Headers the declared response headers of an HTTP 401 response for PutPushTarget
+type PutPushTargetResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// PutPushTargetResponse503Headers the declared response headers of an HTTP 503 response for PutPushTarget
+type PutPushTargetResponse503Headers struct {
+	RetryAfter *int
+}
+
+type PutPushTargetResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *PushTarget
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Problem
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *Problem
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *Problem
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Problem
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *PutPushTargetResponse401Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *PutPushTargetResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r PutPushTargetResponse) GetJSON200() *PushTarget {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r PutPushTargetResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r PutPushTargetResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r PutPushTargetResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r PutPushTargetResponse) GetApplicationproblemJSON409() *Problem {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r PutPushTargetResponse) GetApplicationproblemJSON413() *Problem {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r PutPushTargetResponse) GetApplicationproblemJSON415() *Problem {
+	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r PutPushTargetResponse) GetApplicationproblemJSON500() *Problem {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r PutPushTargetResponse) GetApplicationproblemJSON503() *Problem {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r PutPushTargetResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PutPushTargetResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PutPushTargetResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PutPushTargetResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // ResumeQueueResponse401Headers the declared response headers of an HTTP 401 response for ResumeQueue
 type ResumeQueueResponse401Headers struct {
 	WWWAuthenticate *string
@@ -10576,6 +11298,66 @@ func (c *ClientWithResponses) PauseQueueWithResponse(ctx context.Context, queue 
 		return nil, err
 	}
 	return ParsePauseQueueResponse(rsp)
+}
+
+// DeletePushTargetWithResponse Stop pushing a queue's jobs
+//
+// Takes the target away: no delivery starts once each replica has seen it (within a second); deliveries under way finish and report. The queue's jobs wait for workers again. Audited.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /queues/{queue}/push (the `DeletePushTarget` operationId).
+func (c *ClientWithResponses) DeletePushTargetWithResponse(ctx context.Context, queue string, params *DeletePushTargetParams, reqEditors ...RequestEditorFn) (*DeletePushTargetResponse, error) {
+	rsp, err := c.DeletePushTarget(ctx, queue, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDeletePushTargetResponse(rsp)
+}
+
+// GetPushTargetWithResponse Read a queue's push target
+//
+// The target without its secret (secret_set says whether there is one), and the last failed deliveries, newest first.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /queues/{queue}/push (the `GetPushTarget` operationId).
+func (c *ClientWithResponses) GetPushTargetWithResponse(ctx context.Context, queue string, params *GetPushTargetParams, reqEditors ...RequestEditorFn) (*GetPushTargetResponse, error) {
+	rsp, err := c.GetPushTarget(ctx, queue, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetPushTargetResponse(rsp)
+}
+
+// PutPushTargetWithBodyWithResponse Set a queue's push target
+//
+// From now on every service replica claims the queue's jobs itself (under its flow control, and with at most concurrency of them active across replicas) and POSTs each to url: the job as a claim answers it, token included, with the Standard Webhooks headers webhook-id ("<queue>:<id>:<token>"), webhook-timestamp and, with a secret, webhook-signature. A 2xx answer but 202 completes the job (a JSON body is its result); 202 leaves it to the receiver, which reports over the worker routes with the token; any other status, a timeout or a connection error fails the attempt (429 and 503 honour Retry-After). Replaces the target whole. Needs the host in EMQ_PUSH_ALLOW: without that variable every target is refused (409). Audited; the secret is never answered, logged or put in an event.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /queues/{queue}/push (the `PutPushTarget` operationId).
+func (c *ClientWithResponses) PutPushTargetWithBodyWithResponse(ctx context.Context, queue string, params *PutPushTargetParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PutPushTargetResponse, error) {
+	rsp, err := c.PutPushTargetWithBody(ctx, queue, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePutPushTargetResponse(rsp)
+}
+
+// PutPushTargetWithResponse Set a queue's push target
+//
+// From now on every service replica claims the queue's jobs itself (under its flow control, and with at most concurrency of them active across replicas) and POSTs each to url: the job as a claim answers it, token included, with the Standard Webhooks headers webhook-id ("<queue>:<id>:<token>"), webhook-timestamp and, with a secret, webhook-signature. A 2xx answer but 202 completes the job (a JSON body is its result); 202 leaves it to the receiver, which reports over the worker routes with the token; any other status, a timeout or a connection error fails the attempt (429 and 503 honour Retry-After). Replaces the target whole. Needs the host in EMQ_PUSH_ALLOW: without that variable every target is refused (409). Audited; the secret is never answered, logged or put in an event.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /queues/{queue}/push (the `PutPushTarget` operationId).
+func (c *ClientWithResponses) PutPushTargetWithResponse(ctx context.Context, queue string, params *PutPushTargetParams, body PutPushTargetJSONRequestBody, reqEditors ...RequestEditorFn) (*PutPushTargetResponse, error) {
+	rsp, err := c.PutPushTarget(ctx, queue, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePutPushTargetResponse(rsp)
 }
 
 // ResumeQueueWithResponse Resume a queue
@@ -13232,6 +14014,293 @@ func ParsePauseQueueResponse(rsp *http.Response) (*PauseQueueResponse, error) {
 		response.Headers401 = &headers
 	case rsp.StatusCode == 503:
 		var headers PauseQueueResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseDeletePushTargetResponse parses an HTTP response from a DeletePushTargetWithResponse call
+func ParseDeletePushTargetResponse(rsp *http.Response) (*DeletePushTargetResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DeletePushTargetResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Removed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers DeletePushTargetResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 503:
+		var headers DeletePushTargetResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetPushTargetResponse parses an HTTP response from a GetPushTargetWithResponse call
+func ParseGetPushTargetResponse(rsp *http.Response) (*GetPushTargetResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetPushTargetResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest PushTarget
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GetPushTargetResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetPushTargetResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParsePutPushTargetResponse parses an HTTP response from a PutPushTargetWithResponse call
+func ParsePutPushTargetResponse(rsp *http.Response) (*PutPushTargetResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PutPushTargetResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest PushTarget
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers PutPushTargetResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 503:
+		var headers PutPushTargetResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {

@@ -12,6 +12,7 @@ import (
 	emqhttp "github.com/echo-mq/echo_mq/internal/http"
 	"github.com/echo-mq/echo_mq/internal/keyspace"
 	"github.com/echo-mq/echo_mq/internal/lease"
+	"github.com/echo-mq/echo_mq/internal/push"
 	"github.com/echo-mq/echo_mq/internal/stall"
 )
 
@@ -34,6 +35,8 @@ type config struct {
 	Metrics         string        // EMQ_METRICS: "on" (a reader key when keys are set), "open" or "off"
 	AutoPipeline    bool          // EMQ_REDIS_AUTOPIPELINE: "on" (default) or "off"
 	Keys            *auth.Keyring // EMQ_API_KEYS: none leaves the API open
+	PushAllow       push.Allow    // EMQ_PUSH_ALLOW: the hosts a push target may name; none: push is off
+	PushAllowList   string        // EMQ_PUSH_ALLOW as given, for the start-up log
 }
 
 // variables are the environment variables the service reads.
@@ -41,7 +44,7 @@ var variables = []string{
 	"EMQ_ADDR", "EMQ_REDIS_URL", "EMQ_PREFIX", "EMQ_SWEEP_INTERVAL", "EMQ_MAX_STALLED",
 	"EMQ_LOG_LEVEL", "EMQ_MAX_VALUE_BYTES", "EMQ_MAX_BODY_BYTES", "EMQ_SHUTDOWN_TIMEOUT", "EMQ_API_KEYS", "EMQ_HEADER_TIMEOUT",
 	"EMQ_KEEP_COMPLETED", "EMQ_CORS_ORIGINS", "EMQ_METRICS", "EMQ_MAX_WAITERS", "EMQ_REDIS_CA_FILE",
-	"EMQ_REDIS_AUTOPIPELINE",
+	"EMQ_REDIS_AUTOPIPELINE", "EMQ_PUSH_ALLOW",
 }
 
 var prefixRE = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,64}$`)
@@ -99,6 +102,10 @@ func loadConfig(getenv func(string) string) (config, error) {
 	if c.Keys, err = auth.ParseKeys(getenv("EMQ_API_KEYS")); err != nil {
 		fail("EMQ_API_KEYS", err) // the error never quotes a key
 	}
+	c.PushAllowList = env("EMQ_PUSH_ALLOW", "")
+	if c.PushAllow, err = push.ParseAllow(c.PushAllowList); err != nil {
+		fail("EMQ_PUSH_ALLOW", err)
+	}
 	for _, origin := range strings.Split(env("EMQ_CORS_ORIGINS", ""), ",") {
 		if origin = strings.TrimSpace(origin); origin != "" {
 			c.CORSOrigins = append(c.CORSOrigins, origin)
@@ -143,5 +150,6 @@ func (c config) logAttrs() []any {
 		"sweep_interval", c.SweepInterval, "max_stalled", c.MaxStalled,
 		"max_value_bytes", c.MaxValueBytes, "max_body_bytes", c.MaxBodyBytes, "log_level", c.LogLevel,
 		"keep_completed", c.KeepCompleted, "cors_origins", c.CORSOrigins, "metrics", c.Metrics,
-		"api_keys", c.Keys.Len(), "max_waiters", c.MaxWaiters, "redis_autopipeline", c.AutoPipeline}
+		"api_keys", c.Keys.Len(), "max_waiters", c.MaxWaiters, "redis_autopipeline", c.AutoPipeline,
+		"push_allow", c.PushAllowList}
 }

@@ -77,10 +77,19 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 	reaper.Start(bg)
 	timerDone := make(chan struct{})
 	go func() { defer close(timerDone); svc.timer(log).Run(bg) }()
+	leases := svc.leases(cfg, log)
+	pushDone := make(chan struct{})
+	pushing, stopPushing := context.WithCancel(bg) // stopped with the HTTP server: both drain at once
+	defer stopPushing()
+	if d := svc.deliverer(cfg, leases, log); d != nil {
+		go func() { defer close(pushDone); d.Run(pushing) }()
+	} else {
+		close(pushDone)
+	}
 
 	stopping := make(chan struct{})
 	srv := &http.Server{
-		Handler:           svc.handler(cfg, stopping, log),
+		Handler:           svc.handler(cfg, leases, stopping, log),
 		ReadHeaderTimeout: cfg.HeaderTimeout, // a client that trickles headers is cut off
 		ReadTimeout:       60 * time.Second,
 		WriteTimeout:      60 * time.Second, // a long poll waits 30 s at most
@@ -96,10 +105,12 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 		err = fmt.Errorf("serve: %w", err)
 	case <-ctx.Done():
 		log.Info("Shutting down", "timeout", cfg.ShutdownTimeout)
+		stopPushing()
 		err = shutdown(srv, stopping, cfg.ShutdownTimeout, log)
 	}
 	reaper.Stop()
 	stopBackground()
+	<-pushDone
 	<-hubDone
 	<-timerDone
 	log.Info("Stopped")

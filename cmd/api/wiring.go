@@ -13,6 +13,7 @@ import (
 	emqhttp "github.com/echo-mq/echo_mq/internal/http"
 	"github.com/echo-mq/echo_mq/internal/lease"
 	"github.com/echo-mq/echo_mq/internal/metrics"
+	"github.com/echo-mq/echo_mq/internal/push"
 	"github.com/echo-mq/echo_mq/internal/scheduler"
 	"github.com/echo-mq/echo_mq/internal/stall"
 	"github.com/echo-mq/echo_mq/internal/wake"
@@ -26,6 +27,7 @@ type services struct {
 	hub     *wake.Hub
 	metrics *metrics.Metrics
 	sched   *scheduler.Service
+	pushes  *push.Store
 }
 
 func newServices(cfg config, rdb redis.UniversalClient, log *slog.Logger) services {
@@ -33,7 +35,8 @@ func newServices(cfg config, rdb redis.UniversalClient, log *slog.Logger) servic
 	m := metrics.New(depthOf(adm))
 	m.SetLogger(log)
 	return services{rdb: rdb, admin: adm, sweeper: stall.NewService(rdb, cfg.Prefix),
-		hub: wake.NewHub(rdb, cfg.Prefix, log), metrics: m, sched: scheduler.NewService(rdb, cfg.Prefix)}
+		hub: wake.NewHub(rdb, cfg.Prefix, log), metrics: m, sched: scheduler.NewService(rdb, cfg.Prefix),
+		pushes: push.NewStore(rdb, cfg.Prefix)}
 }
 
 // timer fires the schedules' ticks, feeding what it did to the metrics.
@@ -58,14 +61,31 @@ func (s services) reaper(cfg config, log *slog.Logger) *stall.Reaper {
 	})
 }
 
+// deliverer pushes the jobs of the queues with a push target, feeding
+// its outcomes to the metrics; nil when EMQ_PUSH_ALLOW permits no host.
+func (s services) deliverer(cfg config, leases *lease.Service, log *slog.Logger) *push.Deliverer {
+	if !cfg.PushAllow.On() {
+		return nil
+	}
+	return push.NewDeliverer(push.Config{Store: s.pushes, Leases: leases, Waiters: s.hub, Allow: cfg.PushAllow,
+		Encode: emqhttp.PushBody, MaxResultBytes: cfg.MaxValueBytes, Drain: cfg.ShutdownTimeout, Logger: log,
+		OnDelivery: s.metrics.PushDelivery})
+}
+
+// leases is the worker plane's service.
+func (s services) leases(cfg config, log *slog.Logger) *lease.Service {
+	return lease.NewService(s.rdb, cfg.Prefix, lease.KeepCompleted(cfg.KeepCompleted),
+		lease.ScriptsVia(workerClient(cfg, s.rdb, log)))
+}
+
 // handler is the HTTP API over the services.
-func (s services) handler(cfg config, stopping <-chan struct{}, log *slog.Logger) http.Handler {
+func (s services) handler(cfg config, leases *lease.Service, stopping <-chan struct{}, log *slog.Logger) http.Handler {
 	hc := emqhttp.Config{
-		Leases: lease.NewService(s.rdb, cfg.Prefix, lease.KeepCompleted(cfg.KeepCompleted),
-			lease.ScriptsVia(workerClient(cfg, s.rdb, log))),
+		Leases:    leases,
 		Admin:     s.admin,
 		Schedules: s.sched,
-		Sweeper:   s.sweeper, Waiters: s.hub, Stopping: stopping,
+		Pushes:    s.pushes, PushAllow: cfg.PushAllow,
+		Sweeper: s.sweeper, Waiters: s.hub, Stopping: stopping,
 		Events:      events.NewLog(s.rdb, cfg.Prefix),
 		Ready:       func(ctx context.Context) error { return s.rdb.Ping(ctx).Err() },
 		Metrics:     s.metrics,

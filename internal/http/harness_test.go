@@ -25,6 +25,7 @@ import (
 	emqhttp "github.com/echo-mq/echo_mq/internal/http"
 	"github.com/echo-mq/echo_mq/internal/lease"
 	"github.com/echo-mq/echo_mq/internal/metrics"
+	"github.com/echo-mq/echo_mq/internal/push"
 	"github.com/echo-mq/echo_mq/internal/redistest"
 	"github.com/echo-mq/echo_mq/internal/scheduler"
 	"github.com/echo-mq/echo_mq/internal/stall"
@@ -74,7 +75,12 @@ type option struct {
 	config func(*emqhttp.Config)
 	lease  []lease.Option
 	timers bool
+	push   string // EMQ_PUSH_ALLOW; not "": a push deliverer in each replica
 }
+
+// withPush allows push targets on the hosts of allow (EMQ_PUSH_ALLOW) and
+// runs a push deliverer in each replica, as cmd/api does.
+func withPush(allow string) option { return option{push: allow} }
 
 // withTimers runs a schedule timer in each replica, as cmd/api does.
 func withTimers() option { return option{timers: true} }
@@ -202,8 +208,15 @@ func (h *harness) replica(tb testing.TB, rdb redis.UniversalClient, opts []optio
 	go func() { defer close(done); hub.Run(ctx) }()
 	tb.Cleanup(func() { cancel(); <-done })
 	var leaseOpts []lease.Option
+	var allow push.Allow
 	for _, o := range opts {
 		leaseOpts = append(leaseOpts, o.lease...)
+		if o.push != "" {
+			var err error
+			if allow, err = push.ParseAllow(o.push); err != nil {
+				tb.Fatal(err)
+			}
+		}
 		if o.timers {
 			timer := scheduler.NewTimer(scheduler.NewService(rdb, h.prefix), scheduler.TimerConfig{Logger: logger})
 			timerDone := make(chan struct{})
@@ -211,16 +224,25 @@ func (h *harness) replica(tb testing.TB, rdb redis.UniversalClient, opts []optio
 			tb.Cleanup(func() { cancel(); <-timerDone })
 		}
 	}
+	leases := lease.NewService(rdb, h.prefix, leaseOpts...)
+	if allow.On() {
+		d := push.NewDeliverer(push.Config{Store: push.NewStore(rdb, h.prefix), Leases: leases, Waiters: hub, Allow: allow,
+			Encode: emqhttp.PushBody, MaxResultBytes: emqhttp.DefaultMaxValueBytes, Interval: 100 * time.Millisecond, Logger: logger})
+		pushDone := make(chan struct{})
+		go func() { defer close(pushDone); d.Run(ctx) }()
+		tb.Cleanup(func() { cancel(); <-pushDone })
+	}
 	cfg := emqhttp.Config{
-		Leases:    lease.NewService(rdb, h.prefix, leaseOpts...),
+		Leases:    leases,
 		Admin:     admin.NewService(rdb, h.prefix),
 		Schedules: scheduler.NewService(rdb, h.prefix),
-		Sweeper:   stall.NewService(rdb, h.prefix),
-		Waiters:   hub,
-		Events:    events.NewLog(rdb, h.prefix),
-		Ready:     func(ctx context.Context) error { return rdb.Ping(ctx).Err() },
-		Stopping:  h.stopping,
-		Logger:    logger,
+		Pushes:    push.NewStore(rdb, h.prefix), PushAllow: allow,
+		Sweeper:  stall.NewService(rdb, h.prefix),
+		Waiters:  hub,
+		Events:   events.NewLog(rdb, h.prefix),
+		Ready:    func(ctx context.Context) error { return rdb.Ping(ctx).Err() },
+		Stopping: h.stopping,
+		Logger:   logger,
 	}
 	for _, o := range opts {
 		if o.config != nil {

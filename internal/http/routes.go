@@ -33,6 +33,7 @@ func (s *server) apiRoutes() []route {
 		{"GET", "/events", auth.Reader, s.handleAllEvents(s.cfg.Events)},
 		{"GET", q + "/schedules", auth.Reader, s.handleScheduleList},
 		{"GET", schedule, auth.Reader, s.handleScheduleGet},
+		{"GET", q + "/push", auth.Reader, s.handlePushGet},
 
 		{"POST", q + "/jobs", auth.Worker, s.handleEnqueue},
 		{"POST", q + "/jobs/batch", auth.Worker, s.handleEnqueueBatch},
@@ -61,6 +62,8 @@ func (s *server) apiRoutes() []route {
 		{"POST", schedule + "/pause", auth.Admin, s.handleSchedulePause},
 		{"POST", schedule + "/resume", auth.Admin, s.handleScheduleResume},
 		{"POST", schedule + "/run", auth.Admin, s.handleScheduleRun},
+		{"PUT", q + "/push", auth.Admin, s.handlePushPut},
+		{"DELETE", q + "/push", auth.Admin, s.handlePushDelete},
 	}
 }
 

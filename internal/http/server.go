@@ -44,6 +44,7 @@ import (
 	"github.com/echo-mq/echo_mq/internal/flow"
 	"github.com/echo-mq/echo_mq/internal/job"
 	"github.com/echo-mq/echo_mq/internal/lease"
+	"github.com/echo-mq/echo_mq/internal/push"
 	"github.com/echo-mq/echo_mq/internal/stall"
 	"github.com/echo-mq/echo_mq/internal/wake"
 )
@@ -132,6 +133,10 @@ type Config struct {
 	Events  *events.Log // each queue's event stream, and all of them merged
 	// Schedules keeps the queues' schedules (*scheduler.Service).
 	Schedules schedules
+	// Pushes keeps the queues' push targets; PushAllow is the hosts one
+	// may name (EMQ_PUSH_ALLOW; none refuses every target).
+	Pushes    *push.Store
+	PushAllow push.Allow
 	// Metrics records requests and job transitions; nil records nothing.
 	Metrics observer
 	// MetricsHandler serves GET /metrics; nil serves no such route.

@@ -90,14 +90,29 @@ func (q Queue) Set(state string) string { return q.base + state }
 func (q Queue) WakeChannel() string { return WakeChannelPrefix(q.prefix) + q.name }
 
 // Keys are every key of the queue but its job rows: the meta hash, the six
-// state sets, the event stream, the flow control keys, the schedule keys
-// and the admission keys.
+// state sets, the event stream, the flow control keys, the schedule keys,
+// the admission keys and the push keys.
 func (q Queue) Keys() []string {
-	return append([]string{
+	keys := []string{
 		q.Meta(), q.Set("pending"), q.Set("active"), q.Set("delayed"),
 		q.Set("completed"), q.Set("dead"), q.Set("cancelled"), q.Events(),
-	}, append(append(q.FlowKeys(), q.ScheduleKeys()...), q.AdmissionKeys()...)...)
+	}
+	for _, more := range [][]string{q.FlowKeys(), q.ScheduleKeys(), q.AdmissionKeys(), q.PushKeys()} {
+		keys = append(keys, more...)
+	}
+	return keys
 }
+
+// Push is the key of the queue's push target hash (lua/push.lua).
+func (q Queue) Push() string { return q.base + "push" }
+
+// PushErrors is the key of the list of the queue's last delivery errors,
+// newest first (lua/push.lua).
+func (q Queue) PushErrors() string { return q.base + "push_errors" }
+
+// PushKeys are the keys a queue has once it had a push target
+// (docs/design.md#push-delivery); lua/push.lua's PUSH_KEYS names the same.
+func (q Queue) PushKeys() []string { return []string{q.Push(), q.PushErrors()} }
 
 // AdmissionKeys are the keys a queue has once a job used a dedupe key or
 // an expiry (docs/design.md#admission-and-lifetimes); lua/admission.lua's
@@ -142,6 +157,11 @@ func (q Queue) FlowKeys() []string {
 // QueuesKey is the key of the set of known queue names. It has no hash tag:
 // it is touched outside any script.
 func QueuesKey(prefix string) string { return prefix + ":queues" }
+
+// PushKey is the key of the set of queues that have (or had) a push
+// target, which every replica's deliverer watches. No hash tag: it is
+// touched outside any script.
+func PushKey(prefix string) string { return prefix + ":push" }
 
 // SchedulesKey is the key of the set of queues that have (or had)
 // schedules, which every replica's timer watches. No hash tag: it is

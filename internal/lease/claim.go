@@ -13,6 +13,10 @@ type ClaimParams struct {
 	Count  int           // 0: 1
 	Lease  time.Duration // 0: DefaultLease
 	Worker string        // optional, recorded on the job
+	// MaxActive, when not 0, caps the queue's active jobs, everyone's: a
+	// push delivery's claim (internal/push) takes no more than leave at
+	// most MaxActive active.
+	MaxActive int
 }
 
 func (p ClaimParams) args() lua.ClaimArgs {
@@ -22,7 +26,7 @@ func (p ClaimParams) args() lua.ClaimArgs {
 	if p.Lease == 0 {
 		p.Lease = DefaultLease
 	}
-	return lua.ClaimArgs{Count: p.Count, LeaseMS: millis(p.Lease), Worker: p.Worker}
+	return lua.ClaimArgs{Count: p.Count, LeaseMS: millis(p.Lease), Worker: p.Worker, MaxActive: p.MaxActive}
 }
 
 // Claimed is the outcome of a claim: the jobs, each with its Token, and how

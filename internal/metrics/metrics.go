@@ -33,6 +33,8 @@ type Metrics struct {
 	ticks       *prometheus.CounterVec
 	lateness    prometheus.Histogram
 	redisErrors prometheus.Counter
+	deliveries  *prometheus.CounterVec
+	delivering  *prometheus.HistogramVec
 }
 
 // New returns Metrics on a fresh registry that also holds the Go and process
@@ -80,11 +82,21 @@ func New(depth DepthFunc) *Metrics {
 			Name: "emq_redis_errors_total",
 			Help: "Redis calls that failed.",
 		}),
+		deliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "emq_push_deliveries_total",
+			Help: "Push deliveries, by queue and outcome: completed (a 2xx), accepted (202: the receiver reports), failed (another status), timeout, unreachable, late (answered after the attempt lost its lease).",
+		}, []string{"queue", "outcome"}),
+		delivering: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "emq_push_delivery_duration_seconds",
+			Help:    "How long push deliveries took, from the POST to its answer reported, by queue.",
+			Buckets: durationBuckets,
+		}, []string{"queue"}),
 	}
 	m.registry.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		m.requests, m.durations, m.transitions, m.stale, m.swept, m.held, m.ticks, m.lateness, m.redisErrors,
+		m.deliveries, m.delivering,
 	)
 	if depth != nil {
 		m.registry.MustRegister(newDepthCollector(depth, m.redisErrors))
@@ -157,6 +169,13 @@ func (m *Metrics) Reaped(queue, outcome string, n int) {
 	if n > 0 {
 		m.swept.WithLabelValues(queue, outcome).Add(float64(n))
 	}
+}
+
+// PushDelivery counts one push delivery of queue with outcome (a push
+// outcome word), which took took.
+func (m *Metrics) PushDelivery(queue, outcome string, took time.Duration) {
+	m.deliveries.WithLabelValues(queue, outcome).Inc()
+	m.delivering.WithLabelValues(queue).Observe(took.Seconds())
 }
 
 // ClaimHeld counts one claim of queue that the flow control limit reason
