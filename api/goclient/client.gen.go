@@ -103,6 +103,8 @@ const (
 	EventKindPaused          EventKind = "paused"
 	EventKindProgress        EventKind = "progress"
 	EventKindPromoted        EventKind = "promoted"
+	EventKindPushDeleted     EventKind = "push_deleted"
+	EventKindPushSet         EventKind = "push_set"
 	EventKindRecovered       EventKind = "recovered"
 	EventKindRemoved         EventKind = "removed"
 	EventKindResumed         EventKind = "resumed"
@@ -147,6 +149,10 @@ func (e EventKind) Valid() bool {
 	case EventKindProgress:
 		return true
 	case EventKindPromoted:
+		return true
+	case EventKindPushDeleted:
+		return true
+	case EventKindPushSet:
 		return true
 	case EventKindRecovered:
 		return true
@@ -559,6 +565,9 @@ type Event struct {
 
 	// State A job's state: pending (claimable), active (leased to a holder), delayed (until its run_at), or finished: completed, dead or cancelled.
 	State *JobState `json:"state,omitempty"`
+
+	// Url The push target's url a push_set event names (never its secret).
+	Url *string `json:"url,omitempty"`
 }
 
 // EventKind defines model for Event.Kind.

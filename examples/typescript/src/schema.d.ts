@@ -496,6 +496,34 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/queues/{queue}/push": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read a queue's push target
+         * @description The target without its secret (secret_set says whether there is one), and the last failed deliveries, newest first.
+         */
+        get: operations["getPushTarget"];
+        /**
+         * Set a queue's push target
+         * @description From now on every service replica claims the queue's jobs itself (under its flow control, and with at most concurrency of them active across replicas) and POSTs each to url: the job as a claim answers it, token included, with the Standard Webhooks headers webhook-id ("<queue>:<id>:<token>"), webhook-timestamp and, with a secret, webhook-signature. A 2xx answer but 202 completes the job (a JSON body is its result); 202 leaves it to the receiver, which reports over the worker routes with the token; any other status, a timeout or a connection error fails the attempt (429 and 503 honour Retry-After). Replaces the target whole. Needs the host in EMQ_PUSH_ALLOW: without that variable every target is refused (409). Audited; the secret is never answered, logged or put in an event.
+         */
+        put: operations["putPushTarget"];
+        post?: never;
+        /**
+         * Stop pushing a queue's jobs
+         * @description Takes the target away: no delivery starts once each replica has seen it (within a second); deliveries under way finish and report. The queue's jobs wait for workers again. Audited.
+         */
+        delete: operations["deletePushTarget"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/queues/{queue}/resume": {
         parameters: {
             query?: never;
@@ -970,7 +998,7 @@ export interface components {
              * @example completed
              * @enum {string}
              */
-            kind: "enqueued" | "claimed" | "progress" | "completed" | "failed" | "dead" | "cancel_requested" | "cancelled" | "recovered" | "retried" | "promoted" | "due" | "removed" | "paused" | "resumed" | "drained" | "settings" | "group_paused" | "group_resumed" | "snoozed" | "debounced" | "schedule_set" | "schedule_paused" | "schedule_resumed" | "schedule_deleted";
+            kind: "enqueued" | "claimed" | "progress" | "completed" | "failed" | "dead" | "cancel_requested" | "cancelled" | "recovered" | "retried" | "promoted" | "due" | "removed" | "paused" | "resumed" | "drained" | "settings" | "group_paused" | "group_resumed" | "snoozed" | "debounced" | "schedule_set" | "schedule_paused" | "schedule_resumed" | "schedule_deleted" | "push_set" | "push_deleted";
             /** @example emails */
             queue: string;
             /** @example superseded */
@@ -986,6 +1014,11 @@ export interface components {
             settings?: components["schemas"]["QueueSettings"];
             /** @example completed */
             state?: components["schemas"]["JobState"];
+            /**
+             * @description The push target's url a push_set event names (never its secret).
+             * @example https://worker.example.com/jobs
+             */
+            url?: string;
         };
         ExtendRequest: {
             /**
@@ -1174,6 +1207,89 @@ export interface components {
             title: string;
             /** @example https://github.com/echo-mq/echo_mq#emqstale */
             type: string;
+        };
+        PushError: {
+            /**
+             * Format: date-time
+             * @example 2026-12-02T09:31:04.512Z
+             */
+            at: string;
+            /** @example 1 */
+            attempt: number;
+            /**
+             * @description What the attempt's last_error says.
+             * @example HTTP 503: busy
+             */
+            error: string;
+            /** @example 3f2b8c1e-7a4d-4e9b-9c2a-1d5e6f7a8b9c */
+            job_id: string;
+            /**
+             * @description The receiver's HTTP status; absent when none came (a timeout, a
+             *     refused connection).
+             * @example 503
+             */
+            status?: number;
+        };
+        PushTarget: {
+            /** @example 10 */
+            concurrency: number;
+            /**
+             * Format: int64
+             * @example 60000
+             */
+            lease_ms: number;
+            /** @description The last failed deliveries, newest first (at most 20). */
+            recent_errors: components["schemas"]["PushError"][];
+            /** @description Whether deliveries are signed. */
+            secret_set: boolean;
+            /**
+             * Format: int64
+             * @example 30000
+             */
+            timeout_ms: number;
+            /**
+             * Format: date-time
+             * @example 2026-12-02T09:30:00.000Z
+             */
+            updated_at: string;
+            /** @example https://worker.example.com/jobs */
+            url: string;
+        };
+        PushTargetRequest: {
+            /**
+             * @description At most this many of the queue's jobs active at once, across every
+             *     service replica (a worker's claimed jobs count too). Default 10.
+             * @example 10
+             */
+            concurrency?: number;
+            /**
+             * Format: int64
+             * @description Each delivery's lease, in ms: longer than timeout_ms. A receiver
+             *     that answers 202 has this long before its first extend. Default
+             *     timeout_ms + 30000.
+             * @example 60000
+             */
+            lease_ms?: number;
+            /**
+             * @description The Standard Webhooks signing secret: "whsec_" and the base64 of 24
+             *     to 64 random bytes. Each delivery then carries webhook-signature.
+             *     Never answered back. Default none (unsigned deliveries).
+             * @example whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw
+             */
+            secret?: string;
+            /**
+             * Format: int64
+             * @description How long one delivery may take, in ms; then it fails as a timeout.
+             *     Default 30000.
+             * @example 30000
+             */
+            timeout_ms?: number;
+            /**
+             * @description Where each job is POSTed: http or https, its host in the service's
+             *     EMQ_PUSH_ALLOW. No credentials in it: sign with secret instead.
+             * @example https://worker.example.com/jobs
+             */
+            url: string;
         };
         Queue: {
             /**
@@ -4454,6 +4570,339 @@ export interface operations {
             };
             /** @description EMQFORBIDDEN: the key's role may not do this */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQINTERNAL: a bug, logged with the request id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQUNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getPushTarget: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description With X-EMQ-Signature, instead of a bearer key: the Unix time in seconds at which the request was signed, within 5 minutes of the service's clock. */
+                "X-EMQ-Timestamp"?: components["parameters"]["SignatureTimestamp"];
+                /** @description Instead of a bearer key: sha256= and the hex HMAC-SHA256, under a key of EMQ_API_KEYS, of "<X-EMQ-Timestamp>.<METHOD>.<path and query>.<body>". Each signature is accepted once: a sender that retries signs again. */
+                "X-EMQ-Signature"?: components["parameters"]["Signature"];
+            };
+            path: {
+                /** @description queue name: 1 to 100 of A-Z a-z 0-9 . _ -, not only dots */
+                queue: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "concurrency": 10,
+                     *       "lease_ms": 60000,
+                     *       "recent_errors": [
+                     *         {
+                     *           "at": "2026-12-02T09:31:04.512Z",
+                     *           "attempt": 1,
+                     *           "error": "HTTP 503: busy",
+                     *           "job_id": "3f2b8c1e-7a4d-4e9b-9c2a-1d5e6f7a8b9c",
+                     *           "status": 503
+                     *         }
+                     *       ],
+                     *       "secret_set": false,
+                     *       "timeout_ms": 30000,
+                     *       "updated_at": "2026-12-02T09:30:00.000Z",
+                     *       "url": "https://worker.example.com/jobs"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["PushTarget"];
+                };
+            };
+            /** @description EMQINVALID */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQUNAUTHORIZED: no key, a wrong one, or a bad signature */
+            401: {
+                headers: {
+                    /** @description the Bearer scheme, realm echo_mq */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQFORBIDDEN: the key's role may not do this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQGONE: the queue has no push target */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQINTERNAL: a bug, logged with the request id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQUNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    putPushTarget: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description With X-EMQ-Signature, instead of a bearer key: the Unix time in seconds at which the request was signed, within 5 minutes of the service's clock. */
+                "X-EMQ-Timestamp"?: components["parameters"]["SignatureTimestamp"];
+                /** @description Instead of a bearer key: sha256= and the hex HMAC-SHA256, under a key of EMQ_API_KEYS, of "<X-EMQ-Timestamp>.<METHOD>.<path and query>.<body>". Each signature is accepted once: a sender that retries signs again. */
+                "X-EMQ-Signature"?: components["parameters"]["Signature"];
+            };
+            path: {
+                /** @description queue name: 1 to 100 of A-Z a-z 0-9 . _ -, not only dots */
+                queue: string;
+            };
+            cookie?: never;
+        };
+        /** @description the target */
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "concurrency": 10,
+                 *       "lease_ms": 60000,
+                 *       "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+                 *       "timeout_ms": 30000,
+                 *       "url": "https://worker.example.com/jobs"
+                 *     }
+                 */
+                "application/json": components["schemas"]["PushTargetRequest"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "concurrency": 10,
+                     *       "lease_ms": 60000,
+                     *       "recent_errors": [
+                     *         {
+                     *           "at": "2026-12-02T09:31:04.512Z",
+                     *           "attempt": 1,
+                     *           "error": "HTTP 503: busy",
+                     *           "job_id": "3f2b8c1e-7a4d-4e9b-9c2a-1d5e6f7a8b9c",
+                     *           "status": 503
+                     *         }
+                     *       ],
+                     *       "secret_set": false,
+                     *       "timeout_ms": 30000,
+                     *       "updated_at": "2026-12-02T09:30:00.000Z",
+                     *       "url": "https://worker.example.com/jobs"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["PushTarget"];
+                };
+            };
+            /** @description EMQINVALID: a field is wrong, or url's host is not in EMQ_PUSH_ALLOW */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQUNAUTHORIZED: no key, a wrong one, or a bad signature */
+            401: {
+                headers: {
+                    /** @description the Bearer scheme, realm echo_mq */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQFORBIDDEN: the key's role may not do this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQSTATE: EMQ_PUSH_ALLOW is not set: push delivery is off */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQTOOLARGE */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQMEDIATYPE */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQINTERNAL: a bug, logged with the request id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQUNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    deletePushTarget: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description With X-EMQ-Signature, instead of a bearer key: the Unix time in seconds at which the request was signed, within 5 minutes of the service's clock. */
+                "X-EMQ-Timestamp"?: components["parameters"]["SignatureTimestamp"];
+                /** @description Instead of a bearer key: sha256= and the hex HMAC-SHA256, under a key of EMQ_API_KEYS, of "<X-EMQ-Timestamp>.<METHOD>.<path and query>.<body>". Each signature is accepted once: a sender that retries signs again. */
+                "X-EMQ-Signature"?: components["parameters"]["Signature"];
+            };
+            path: {
+                /** @description queue name: 1 to 100 of A-Z a-z 0-9 . _ -, not only dots */
+                queue: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description removed: 1 */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "removed": 1
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Removed"];
+                };
+            };
+            /** @description EMQINVALID */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQUNAUTHORIZED: no key, a wrong one, or a bad signature */
+            401: {
+                headers: {
+                    /** @description the Bearer scheme, realm echo_mq */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQFORBIDDEN: the key's role may not do this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQGONE: the queue has no push target */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
