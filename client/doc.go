@@ -2,7 +2,7 @@
 // worker plane (enqueue, claim, extend, complete, fail, cancel), Work, a
 // ready worker loop that does what every echo_mq worker should, and the
 // management of a queue's schedules (put, read, list, pause, resume, run
-// now, delete).
+// now, delete) and of its push target (put, read, delete).
 //
 // A producer enqueues jobs:
 //
@@ -52,6 +52,14 @@
 //		Cron: "0 9 * * 1", // or Every: time.Hour
 //		TZ:   "Europe/Berlin",
 //		Job:  client.ScheduleJob{Payload: map[string]string{"report": "weekly"}},
+//	})
+//
+// A push target has the service POST the queue's jobs to a URL instead
+// (docs/push.md; the service must allow its host in EMQ_PUSH_ALLOW):
+//
+//	t, err := c.PutPush(ctx, "receipts", client.PushTarget{
+//		URL:    "https://hooks.example.com/receipts",
+//		Secret: os.Getenv("RECEIPTS_SECRET"), // "whsec_...": deliveries are signed
 //	})
 //
 // # Values
