@@ -769,6 +769,10 @@ type Queue struct {
 	Counts map[string]int `json:"counts"`
 	Name   string         `json:"name"`
 	Paused bool           `json:"paused"`
+
+	// Push Whether the queue has a push target: the service delivers its jobs
+	// to a URL (GET /queues/{queue}/push says where).
+	Push bool `json:"push"`
 }
 
 // QueueList defines model for QueueList.

@@ -192,6 +192,7 @@ func TestLoadConfigRefusesBadValues(t *testing.T) {
 		"EMQ_PREFIX":             "a{b}",
 		"EMQ_API_KEYS":           "admin:short",
 		"EMQ_REDIS_AUTOPIPELINE": "maybe",
+		"EMQ_PUSH_ALLOW":         "hooks.example.com,*",
 	}
 	for name, value := range cases {
 		_, err := loadConfig(func(k string) string {
@@ -205,8 +206,9 @@ func TestLoadConfigRefusesBadValues(t *testing.T) {
 		}
 	}
 	c, err := loadConfig(func(string) string { return "" })
-	if err != nil || c.Addr != "127.0.0.1:8080" || c.Prefix != "emq" || c.SweepInterval != 5*time.Second || c.MaxStalled != 2 || !c.AutoPipeline {
-		t.Fatalf("defaults %+v (%v), want 127.0.0.1:8080, emq, 5s, 2, autopipelining on", c, err)
+	if err != nil || c.Addr != "127.0.0.1:8080" || c.Prefix != "emq" || c.SweepInterval != 5*time.Second || c.MaxStalled != 2 || !c.AutoPipeline ||
+		c.PushAllow.On() {
+		t.Fatalf("defaults %+v (%v), want 127.0.0.1:8080, emq, 5s, 2, autopipelining on, push off", c, err)
 	}
 }
 

@@ -30,6 +30,7 @@ type QueueInfo struct {
 	Name   string
 	Paused bool
 	Counts map[string]int64
+	Push   bool // it has a push target (internal/push)
 }
 
 // Queue reads one queue's counts in O(1): one ZCARD per state. A queue
@@ -89,6 +90,7 @@ func (s *Service) FirstQueues(ctx context.Context, n int) ([]QueueInfo, error) {
 func (s *Service) queueInfos(ctx context.Context, names []string) ([]QueueInfo, error) {
 	type pending struct {
 		paused *redis.StringCmd
+		push   *redis.IntCmd
 		counts []*redis.IntCmd
 	}
 	cmds := make([]pending, len(names))
@@ -96,6 +98,7 @@ func (s *Service) queueInfos(ctx context.Context, names []string) ([]QueueInfo, 
 		for i, name := range names {
 			q := keyspace.NewQueue(s.prefix, name)
 			cmds[i].paused = p.HGet(ctx, q.Meta(), "paused")
+			cmds[i].push = p.Exists(ctx, q.Push())
 			for _, state := range States {
 				cmds[i].counts = append(cmds[i].counts, p.ZCard(ctx, q.Set(state)))
 			}
@@ -107,7 +110,8 @@ func (s *Service) queueInfos(ctx context.Context, names []string) ([]QueueInfo, 
 	}
 	infos := make([]QueueInfo, len(names))
 	for i, name := range names {
-		infos[i] = QueueInfo{Name: name, Paused: cmds[i].paused.Val() == "1", Counts: map[string]int64{}}
+		infos[i] = QueueInfo{Name: name, Paused: cmds[i].paused.Val() == "1", Push: cmds[i].push.Val() == 1,
+			Counts: map[string]int64{}}
 		for j, state := range States {
 			infos[i].Counts[state] = cmds[i].counts[j].Val()
 		}

@@ -225,13 +225,6 @@ func (h *harness) replica(tb testing.TB, rdb redis.UniversalClient, opts []optio
 		}
 	}
 	leases := lease.NewService(rdb, h.prefix, leaseOpts...)
-	if allow.On() {
-		d := push.NewDeliverer(push.Config{Store: push.NewStore(rdb, h.prefix), Leases: leases, Waiters: hub, Allow: allow,
-			Encode: emqhttp.PushBody, MaxResultBytes: emqhttp.DefaultMaxValueBytes, Interval: 100 * time.Millisecond, Logger: logger})
-		pushDone := make(chan struct{})
-		go func() { defer close(pushDone); d.Run(ctx) }()
-		tb.Cleanup(func() { cancel(); <-pushDone })
-	}
 	cfg := emqhttp.Config{
 		Leases:    leases,
 		Admin:     admin.NewService(rdb, h.prefix),
@@ -248,6 +241,17 @@ func (h *harness) replica(tb testing.TB, rdb redis.UniversalClient, opts []optio
 		if o.config != nil {
 			o.config(&cfg)
 		}
+	}
+	if allow.On() {
+		pc := push.Config{Store: cfg.Pushes, Leases: leases, Waiters: hub, Allow: allow, Encode: emqhttp.PushBody,
+			MaxResultBytes: emqhttp.DefaultMaxValueBytes, Interval: 100 * time.Millisecond, Logger: logger}
+		if m, ok := cfg.Metrics.(*metrics.Metrics); ok {
+			pc.OnDelivery = m.PushDelivery
+		}
+		d := push.NewDeliverer(pc)
+		pushDone := make(chan struct{})
+		go func() { defer close(pushDone); d.Run(ctx) }()
+		tb.Cleanup(func() { cancel(); <-pushDone })
 	}
 	return emqhttp.NewHandler(cfg)
 }

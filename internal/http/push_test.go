@@ -240,7 +240,14 @@ func TestPushDeliversSigned(t *testing.T) {
 		if most, twice := rc.overlaps(); most > 4 || len(twice) > 0 {
 			t.Errorf("%d deliveries at once, over the concurrency of 4; delivered while under way: %v", most, twice)
 		}
-	}, withPush("127.0.0.1"))
+		fams := h.scrapeMetrics(t)
+		if got := metricSeries(fams, "emq_push_deliveries_total")["outcome=completed,queue="+q]; got != n {
+			t.Errorf("emq_push_deliveries_total{outcome=completed} = %v, want %d", got, n)
+		}
+		if got := metricSeries(fams, "emq_push_delivery_duration_seconds")["queue="+q]; got != n {
+			t.Errorf("emq_push_delivery_duration_seconds count = %v, want %d", got, n)
+		}
+	}, withPush("127.0.0.1"), withMetrics())
 }
 
 // A 202 leaves the job to the receiver, which reports with the token over
@@ -337,11 +344,15 @@ func TestPushFailures(t *testing.T) {
 			if want := map[bool]time.Duration{true: 3 * time.Second, false: time.Minute}[c.id == "busy"]; retry < want || retry > want+2*time.Second {
 				t.Errorf("%s: retried %v after its start, want about %v", c.id, retry, want)
 			}
+			outcome := map[string]string{"boom": "failed", "busy": "failed", "moved": "failed", "hang": "timeout", "down": "unreachable"}[c.id]
+			until(t, c.id+" counted as "+outcome, func() bool {
+				return metricSeries(h.scrapeMetrics(t), "emq_push_deliveries_total")["outcome="+outcome+",queue="+q] == 1
+			})
 			target := must[pushView](t, h.do(t, "GET", "/queues/"+q+"/push", nil), http.StatusOK)
 			if len(target.RecentErrors) != 1 || target.RecentErrors[0].JobID != c.id || target.RecentErrors[0].Attempt != 1 ||
 				!strings.HasPrefix(target.RecentErrors[0].Error, c.lastError) {
 				t.Errorf("%s: recent errors %+v", c.id, target.RecentErrors)
 			}
 		}
-	}, withPush("127.0.0.1"))
+	}, withPush("127.0.0.1"), withMetrics())
 }

@@ -14,6 +14,9 @@ type Queue struct {
 	// Holds how many jobs are in each state: pending, active,
 	// delayed, completed, dead, cancelled.
 	Counts map[string]int64 `json:"counts" binding:"required"`
+	// Whether the queue has a push target: the service delivers its jobs
+	// to a URL (GET /queues/{queue}/push says where).
+	Push bool `json:"push" binding:"required"`
 } // @name Queue
 
 // QueueList is a page of queues.
@@ -24,7 +27,7 @@ type QueueList struct {
 } // @name QueueList
 
 func queueOf(info admin.QueueInfo) Queue {
-	return Queue{Name: info.Name, Paused: info.Paused, Counts: info.Counts}
+	return Queue{Name: info.Name, Paused: info.Paused, Counts: info.Counts, Push: info.Push}
 }
 
 // nextCursor is a listing's next_cursor: null when there is no next page.

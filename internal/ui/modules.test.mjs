@@ -262,3 +262,11 @@ test("a schedule's cadence in words: the interval in its largest whole unit, or 
   assert.equal(noNextRun({ paused: true, next_run_at: null }), "none while paused");
   assert.equal(noNextRun({ paused: false, next_run_at: null, end_at: "2026-01-01T00:00:00.000Z" }), "none: past its end");
 });
+
+test("the push panel says a target's limits in words", async () => {
+  const { describeTarget } = await import("./static/push.js");
+  assert.equal(describeTarget({ concurrency: 4, timeout_ms: 30_000, lease_ms: 60_000, secret_set: true }),
+    "4 at once, 30 s timeout, 1 min 0 s lease, signed");
+  assert.equal(describeTarget({ concurrency: 1000, timeout_ms: 100, lease_ms: 90_000, secret_set: false }),
+    `${(1000).toLocaleString()} at once, 100 ms timeout, 1 min 30 s lease, not signed`);
+});

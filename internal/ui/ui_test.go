@@ -63,6 +63,7 @@ func TestAssetsAreServedWithTheirTypes(t *testing.T) {
 		"/deadletters.js": "text/javascript; charset=utf-8",
 		"/flow.js":        "text/javascript; charset=utf-8",
 		"/schedules.js":   "text/javascript; charset=utf-8",
+		"/push.js":        "text/javascript; charset=utf-8",
 		"/live.js":        "text/javascript; charset=utf-8",
 		"/style.css":      "text/css; charset=utf-8",
 	}
@@ -214,7 +215,7 @@ func TestEveryModuleIsReachedFromTheEntryPoint(t *testing.T) {
 		}
 	}
 	visit("app.js")
-	for _, view := range []string{"queues.js", "queue.js", "job.js", "deadletters.js", "flow.js", "schedules.js", "routes.js", "role.js", "live.js"} {
+	for _, view := range []string{"queues.js", "queue.js", "job.js", "deadletters.js", "flow.js", "schedules.js", "push.js", "routes.js", "role.js", "live.js"} {
 		if _, ok := all[view]; !ok {
 			t.Errorf("%s is not embedded", view)
 		}

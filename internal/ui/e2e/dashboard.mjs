@@ -443,6 +443,40 @@ async function showAdmission(page) {
     "a job without admission options shows none of their rows");
 }
 
+/**
+ * The push delivery panel: a queue whose target is down shows the target
+ * (its url and limits in words) and the failed delivery, linked to its
+ * job, with the API's error; a queue without a target says how one is set.
+ */
+async function seePushDelivery(page) {
+  const q = "webhooks";
+  const job = await apiCall("POST", `/queues/${q}/jobs`, { payload: { hook: 1 }, max_attempts: 1 });
+  // Port 9 on loopback: nothing listens, so the delivery fails at once.
+  await apiCall("PUT", `/queues/${q}/push`, { url: "http://127.0.0.1:9/hooks", concurrency: 3, timeout_ms: 2000 });
+  await until("the failed delivery in the API", async () => (await apiCall("GET", `/queues/${q}/push`)).recent_errors.length === 1);
+  const error = (await apiCall("GET", `/queues/${q}/push`)).recent_errors[0];
+  await page.goto(`${base}/ui/#/queues/${q}/dead`);
+  const panel = page.getByRole("region", { name: "Push delivery", exact: true });
+  await panel.getByText("http://127.0.0.1:9/hooks", { exact: true }).waitFor();
+  assert.match(await panel.innerText(), /3 at once, 2 s timeout, 32 s lease, not signed/, "the target's limits in words");
+  const table = panel.getByRole("table", { name: /failed deliveries, newest first$/ });
+  const row = await until("the failed delivery's row", () => rowOf(table, job.id));
+  assert.equal(row.Attempt, "1");
+  assert.equal(row.Status, "—", "no status came from a receiver that is down");
+  assert.equal(row.Error, error.error, "the row shows the API's error");
+  assert.match(row.Error, /^unreachable: /);
+  await accessible(page, "the push delivery panel");
+  await fitsAPhone(page, "the push delivery panel");
+  await table.getByRole("link", { name: job.id, exact: true }).click();
+  await page.getByRole("heading", { name: `Job ${job.id}`, exact: true }).waitFor();
+  assert.equal(await jobField(page, "State"), "dead", "the job its one attempt failed is dead");
+
+  await page.goto(`${base}/ui/#/queues/${encodeURIComponent(queue)}/pending`);
+  await page.getByRole("region", { name: "Push delivery", exact: true })
+    .getByText(`No push target: workers claim this queue's jobs. One is set over the API, with PUT /queues/${queue}/push.`, { exact: true })
+    .waitFor();
+}
+
 /** The browser's console lines for the stream requests reconnects() refuses on purpose. */
 const refusedStream = [/^console error: Failed to load resource: net::ERR_CONNECTION_REFUSED/];
 
@@ -489,10 +523,11 @@ async function main() {
     await steerSchedules(page);
     await pageThroughSchedules(page);
     await showAdmission(page);
+    await seePushDelivery(page);
     await reconnects(page);
   }, refusedStream);
   console.log(`dashboard ok: queue ${queue} with ${pending} pending and ${dead} dead, paused and resumed; ` +
-    `dead job ${deadID} retried, new jobs seen live, active job ${activeID} cancelled; schedules listed, paused, resumed, run and paged; a job's admission options shown`);
+    `dead job ${deadID} retried, new jobs seen live, active job ${activeID} cancelled; schedules listed, paused, resumed, run and paged; a job's admission options shown; a push target and its failed delivery shown`);
 }
 
 await main();

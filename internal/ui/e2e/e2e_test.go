@@ -47,7 +47,8 @@ func TestDashboard(t *testing.T) {
 	installPackages(t)
 
 	prefix := fmt.Sprintf("emq-e2e-%d", time.Now().UnixNano())
-	svc := servicetest.Start(t, bin, "EMQ_REDIS_URL=redis://"+redistest.Addr()+"/0", "EMQ_PREFIX="+prefix)
+	svc := servicetest.Start(t, bin, "EMQ_REDIS_URL=redis://"+redistest.Addr()+"/0", "EMQ_PREFIX="+prefix,
+		"EMQ_PUSH_ALLOW=127.0.0.1")
 	const queue, pending = "emails", 3
 	api := client{t: t, base: svc.URL() + "/queues/" + queue}
 

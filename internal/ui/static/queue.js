@@ -11,6 +11,7 @@ import { FlowPanel } from "./flow.js";
 import { button, h, keepFocus, tabStopWhenScrolling, when } from "./dom.js";
 import { throttle } from "./live.js";
 import { finishedStates, jobHref, queueHref, states } from "./routes.js";
+import { PushPanel } from "./push.js";
 import { SchedulesPanel } from "./schedules.js";
 
 const pageSize = 50;
@@ -89,6 +90,7 @@ export class QueueView {
     });
     this.flow = new FlowPanel(ctx, () => this.load());
     this.schedules = new SchedulesPanel(ctx, () => this.load());
+    this.push = new PushPanel();
   }
 
   show(route) {
@@ -175,6 +177,7 @@ export class QueueView {
       this.dead.panel,
       this.flow.panel,
       this.schedules.panel,
+      this.push.panel,
       h("nav", { "aria-label": `Job states of queue ${q}` }, this.tabs),
       find,
       this.findMessage,
@@ -186,7 +189,7 @@ export class QueueView {
     this.heading.focus();
   }
 
-  /** Reads the queue's counts, the dead letters, flow control, schedules and the current page. */
+  /** Reads the queue's counts, the dead letters, flow control, schedules, its push target and the current page. */
   async load() {
     const shown = this.shown;
     if (!shown) {
@@ -201,6 +204,7 @@ export class QueueView {
       await this.dead.load(this.queue, (queue.counts && queue.counts.dead) || 0, () => this.shown === shown);
       await this.flow.load(this.queue, () => this.shown === shown);
       await this.schedules.load(this.queue, () => this.shown === shown);
+      await this.push.load(this.queue, queue.push, () => this.shown === shown);
       await this.page(this.cursors.length - 1);
     } catch (err) {
       if (this.shown === shown) {
