@@ -1302,6 +1302,11 @@ export interface components {
             /** @example emails */
             name: string;
             paused: boolean;
+            /**
+             * @description Whether the queue has a push target: the service delivers its jobs
+             *     to a URL (GET /queues/{queue}/push says where).
+             */
+            push: boolean;
         };
         QueueList: {
             /** @description Fetches the next page; null on the last one. */
@@ -1791,7 +1796,8 @@ export interface operations {
                      *         {
                      *           "counts": {},
                      *           "name": "emails",
-                     *           "paused": false
+                     *           "paused": false,
+                     *           "push": false
                      *         }
                      *       ]
                      *     }
@@ -1868,7 +1874,8 @@ export interface operations {
                      * @example {
                      *       "counts": {},
                      *       "name": "emails",
-                     *       "paused": false
+                     *       "paused": false,
+                     *       "push": false
                      *     }
                      */
                     "application/json": components["schemas"]["Queue"];
@@ -4542,7 +4549,8 @@ export interface operations {
                      * @example {
                      *       "counts": {},
                      *       "name": "emails",
-                     *       "paused": false
+                     *       "paused": false,
+                     *       "push": false
                      *     }
                      */
                     "application/json": components["schemas"]["Queue"];
@@ -4959,7 +4967,8 @@ export interface operations {
                      * @example {
                      *       "counts": {},
                      *       "name": "emails",
-                     *       "paused": false
+                     *       "paused": false,
+                     *       "push": false
                      *     }
                      */
                     "application/json": components["schemas"]["Queue"];
