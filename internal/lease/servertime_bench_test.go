@@ -81,6 +81,15 @@ func BenchmarkServerTime(b *testing.B) {
 				must(b, err)
 			}
 		}},
+		// A push delivery's claim (docs/push.md): capped by the queue's
+		// active jobs (claim.lua's max_active), a cap that does not bind.
+		{"claim-push", 1, func(b *testing.B, f fixture, n int) func(int) {
+			f.fill(b, n+100, nil)
+			return func(int) {
+				_, err := f.leases.Claim(ctx, f.queue, lease.ClaimParams{Count: 1, Lease: time.Hour, MaxActive: 1_000_000})
+				must(b, err)
+			}
+		}},
 		// Flow control (docs/flow-control.md): limits that do not bind, and
 		// a claim over 10 or 10,000 groups, which costs O(log groups).
 		{"claim-limits", 1, func(b *testing.B, f fixture, n int) func(int) {

@@ -69,7 +69,7 @@ type Config struct {
 type Deliverer struct {
 	cfg    Config
 	client *http.Client
-	worker string // the claims' worker name
+	worker string // the claims' worker name: push@<host>:<pid>
 	log    *slog.Logger
 
 	mu      sync.Mutex
@@ -93,7 +93,7 @@ func NewDeliverer(cfg Config) *Deliverer {
 	transport := http.DefaultTransport.(*http.Transport).Clone()
 	transport.Proxy = nil // a target is called directly: EMQ_PUSH_ALLOW names what is called
 	transport.MaxIdleConnsPerHost = 100
-	return &Deliverer{cfg: cfg, worker: "push@" + host, log: cfg.Logger, loops: map[string]bool{}, refused: map[string]time.Time{},
+	return &Deliverer{cfg: cfg, worker: "push@" + host + ":" + strconv.Itoa(os.Getpid()), log: cfg.Logger, loops: map[string]bool{}, refused: map[string]time.Time{},
 		client: &http.Client{Transport: transport,
 			// A redirect is an answer like any other status: following it
 			// would call a host EMQ_PUSH_ALLOW may not name.
