@@ -244,7 +244,7 @@ func (h *harness) replica(tb testing.TB, rdb redis.UniversalClient, opts []optio
 	}
 	if allow.On() {
 		pc := push.Config{Store: cfg.Pushes, Leases: leases, Waiters: hub, Allow: allow, Encode: emqhttp.PushBody,
-			MaxResultBytes: emqhttp.DefaultMaxValueBytes, Interval: 100 * time.Millisecond, Logger: logger}
+			MaxResultBytes: emqhttp.DefaultMaxValueBytes, Interval: 100 * time.Millisecond, Logger: cfg.Logger}
 		if m, ok := cfg.Metrics.(*metrics.Metrics); ok {
 			pc.OnDelivery = m.PushDelivery
 		}

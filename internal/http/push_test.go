@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -15,6 +16,7 @@ import (
 
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
+	emqhttp "github.com/echo-mq/echo_mq/internal/http"
 	"github.com/echo-mq/echo_mq/internal/redistest"
 )
 
@@ -108,6 +110,12 @@ func until(t *testing.T, what string, cond func() bool) {
 			t.Fatalf("after 10 s: %s", what)
 		}
 	}
+}
+
+// wantStateSoon waits up to 10 s for job id of q to be in state.
+func (h *harness) wantStateSoon(t *testing.T, q, id, state string) {
+	t.Helper()
+	until(t, id+" "+state, func() bool { return h.get(t, q, id).State == state })
 }
 
 func putPush(t *testing.T, h *harness, q, body string) pushView {
@@ -354,5 +362,61 @@ func TestPushFailures(t *testing.T) {
 				t.Errorf("%s: recent errors %+v", c.id, target.RecentErrors)
 			}
 		}
+	}, withPush("127.0.0.1"), withMetrics())
+}
+
+// The secret is in no log line, the service's or the deliverer's, even at
+// debug level; the target's put is audited with its url and that it signs.
+func TestPushSecretIsNeverLogged(t *testing.T) {
+	t.Parallel()
+	var logs lockedBuffer
+	h := newHarness(t, redistest.Client(t), withPush("127.0.0.1"), withConfig(func(c *emqhttp.Config) {
+		c.Logger = slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}))
+	q := redistest.Queue(t)
+	rc := newReceiver(t, func(d delivery, w http.ResponseWriter) {
+		if d.job.ID == "bad" {
+			w.WriteHeader(http.StatusBadGateway)
+		}
+	})
+	h.enqueue(t, q, `{"id":"good","payload":{}}`)
+	h.enqueue(t, q, `{"id":"bad","payload":{},"max_attempts":1}`)
+	putPush(t, h, q, `{"url":"`+rc.URL+`","secret":"`+testSecret+`"}`)
+	h.wantStateSoon(t, q, "good", "completed")
+	h.wantStateSoon(t, q, "bad", "dead")
+	must[map[string]int](t, h.do(t, "DELETE", "/queues/"+q+"/push", nil), http.StatusOK)
+
+	audited := false
+	for _, rec := range logs.records(t) {
+		line, _ := json.Marshal(rec)
+		if strings.Contains(string(line), strings.TrimPrefix(testSecret, "whsec_")[:16]) {
+			t.Errorf("a log line shows the secret: %s", line)
+		}
+		if rec["action"] == "put_push" {
+			audited = rec["url"] == rc.URL && rec["signed"] == true && rec["queue"] == q
+		}
+	}
+	if !audited {
+		t.Error("the put of the target was not audited with its url and signed: true")
+	}
+}
+
+// An answer that comes after the job left its attempt (removed while the
+// receiver worked) changes nothing, and is counted late.
+func TestPushLateAnswerChangesNothing(t *testing.T) {
+	t.Parallel()
+	forEachBackend(t, func(t *testing.T, h *harness) {
+		q := redistest.Queue(t)
+		release := make(chan struct{})
+		rc := newReceiver(t, func(d delivery, w http.ResponseWriter) { <-release })
+		h.enqueue(t, q, `{"id":"gone-soon","payload":{}}`)
+		putPush(t, h, q, `{"url":"`+rc.URL+`","timeout_ms":10000}`)
+		until(t, "the delivery under way", func() bool { return len(rc.got()) == 1 })
+		must[map[string]int](t, h.do(t, "DELETE", "/queues/"+q+"/jobs/gone-soon?force=true", nil), http.StatusOK)
+		close(release)
+		until(t, "the late answer counted", func() bool {
+			return metricSeries(h.scrapeMetrics(t), "emq_push_deliveries_total")["outcome=late,queue="+q] == 1
+		})
+		wantProblem(t, h.do(t, "GET", "/queues/"+q+"/jobs/gone-soon", nil), http.StatusNotFound, "EMQGONE")
 	}, withPush("127.0.0.1"), withMetrics())
 }
