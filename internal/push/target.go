@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -136,19 +137,40 @@ func ParseAllow(list string) (Allow, error) {
 			continue
 		case strings.Contains(entry, "*"):
 			return Allow{}, fmt.Errorf("%q: name each host, no wildcards", entry)
-		case strings.ContainsAny(entry, "/?#@ "):
+		}
+		host, port, err := net.SplitHostPort(entry)
+		bracketed := strings.HasPrefix(entry, "[") == strings.HasSuffix(entry, "]")
+		if err != nil { // no port
+			host, port = strings.TrimSuffix(strings.TrimPrefix(entry, "["), "]"), ""
+		}
+		n, perr := strconv.Atoi(port)
+		if !validHost(host) || (err == nil && (perr != nil || n < 1 || n > 65535)) || (err != nil && !bracketed) {
 			return Allow{}, fmt.Errorf("%q is not a host or host:port", entry)
 		}
-		if host, port, err := net.SplitHostPort(entry); err == nil {
-			if host == "" || port == "" {
-				return Allow{}, fmt.Errorf("%q is not a host or host:port", entry)
-			}
+		if port == "" {
+			a.hosts[host] = true
+		} else {
 			a.hostPorts[net.JoinHostPort(host, port)] = true
-			continue
 		}
-		a.hosts[strings.Trim(entry, "[]")] = true
 	}
 	return a, nil
+}
+
+// validHost reports whether h is an IP address or a DNS name (letters,
+// digits, dots and dashes).
+func validHost(h string) bool {
+	if net.ParseIP(h) != nil {
+		return true
+	}
+	if h == "" || len(h) > 253 || strings.HasPrefix(h, ".") || strings.Contains(h, "..") {
+		return false
+	}
+	for _, c := range h {
+		if !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '.' || c == '-') {
+			return false
+		}
+	}
+	return true
 }
 
 // On reports whether a permits any host.

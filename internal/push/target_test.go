@@ -37,7 +37,8 @@ func TestParseAllow(t *testing.T) {
 			t.Errorf("Permits(%s) = %v, want %v", raw, got, want)
 		}
 	}
-	for _, bad := range []string{"*", "*.example.com", "http://x", "a/b", "host:", ":80", "user@host"} {
+	for _, bad := range []string{"*", "*.example.com", "http://x", "a/b", "host:", ":80", "user@host", "${EMQ_PUSH_ALLOW:-}",
+		"host:abc", "host:0", "host:70000", "..", "a..b", "[::1", "hooks.example.com/"} {
 		if _, err := ParseAllow(bad); err == nil {
 			t.Errorf("ParseAllow(%q) took it", bad)
 		}
