@@ -178,7 +178,7 @@ func BenchmarkServerTime(b *testing.B) {
 					b.ReportMetric(v/float64(b.N*bc.jobs), unit+"/job")
 				}
 			}
-			per(scriptUsec(b, rdb), "server-µs")
+			per(redistest.ScriptMicros(b, rdb), "server-µs")
 			if instr, ok := counter.read(b); ok {
 				per(instr, "instr")
 			}
@@ -290,28 +290,4 @@ func must(b *testing.B, err error) {
 	if err != nil {
 		b.Fatal(err)
 	}
-}
-
-// scriptUsec is the time Redis spent in script calls (FCALL, EVALSHA,
-// EVAL) since the last CONFIG RESETSTAT, in µs.
-func scriptUsec(b *testing.B, rdb *redis.Client) float64 {
-	b.Helper()
-	info, err := rdb.Info(context.Background(), "commandstats").Result()
-	if err != nil {
-		b.Fatal(err)
-	}
-	total := 0.0
-	for _, line := range strings.Split(info, "\n") {
-		name, stats, ok := strings.Cut(strings.TrimSpace(line), ":")
-		if !ok || (name != "cmdstat_fcall" && name != "cmdstat_evalsha" && name != "cmdstat_eval") {
-			continue
-		}
-		for _, kv := range strings.Split(stats, ",") {
-			if v, ok := strings.CutPrefix(kv, "usec="); ok {
-				n, _ := strconv.ParseFloat(v, 64)
-				total += n
-			}
-		}
-	}
-	return total
 }

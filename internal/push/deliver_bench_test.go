@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -79,7 +78,6 @@ func BenchmarkDelivery(b *testing.B) {
 	})
 	b.Run("pull-http", func(b *testing.B) {
 		rdb, leases, q := benchSetup(b)
-		ctx := context.Background()
 		hub := wake.NewHub(rdb, "bench", slog.New(slog.DiscardHandler))
 		api := httptest.NewServer(emqhttp.NewHandler(emqhttp.Config{Leases: leases, Admin: admin.NewService(rdb, "bench"),
 			Sweeper: stall.NewService(rdb, "bench"), Waiters: hub, Events: events.NewLog(rdb, "bench"),
@@ -101,63 +99,62 @@ func BenchmarkDelivery(b *testing.B) {
 			}
 			return json.NewDecoder(resp.Body).Decode(out)
 		}
-		fill(b, leases, q, b.N)
-		must(b, rdb.ConfigResetStat(ctx).Err())
-		b.ResetTimer()
-		var wg sync.WaitGroup
-		for range concurrency {
-			wg.Go(func() {
-				for {
-					var claimed struct {
-						Jobs []struct {
-							ID    string `json:"id"`
-							Token int64  `json:"token"`
-						} `json:"jobs"`
-					}
-					if err := post("/queues/"+q+"/claim", `{"lease_ms":60000}`, &claimed); err != nil || len(claimed.Jobs) == 0 {
-						if err != nil {
-							b.Error(err)
-						}
-						return
-					}
-					j := claimed.Jobs[0]
-					if err := post("/queues/"+q+"/jobs/"+j.ID+"/complete", fmt.Sprintf(`{"token":%d,"result":{"ok":true}}`, j.Token), nil); err != nil {
-						b.Error(err)
-						return
-					}
+		pullWith(b, rdb, leases, q, func() bool {
+			var claimed struct {
+				Jobs []struct {
+					ID    string `json:"id"`
+					Token int64  `json:"token"`
+				} `json:"jobs"`
+			}
+			if err := post("/queues/"+q+"/claim", `{"lease_ms":60000}`, &claimed); err != nil || len(claimed.Jobs) == 0 {
+				if err != nil {
+					b.Error(err)
 				}
-			})
-		}
-		wg.Wait()
-		waitCompleted(b, rdb, q, b.N)
-		report(b, rdb)
+				return false
+			}
+			j := claimed.Jobs[0]
+			if err := post("/queues/"+q+"/jobs/"+j.ID+"/complete", fmt.Sprintf(`{"token":%d,"result":{"ok":true}}`, j.Token), nil); err != nil {
+				b.Error(err)
+				return false
+			}
+			return true
+		})
 	})
 	b.Run("pull", func(b *testing.B) {
 		rdb, leases, q := benchSetup(b)
 		ctx := context.Background()
-		fill(b, leases, q, b.N)
-		must(b, rdb.ConfigResetStat(ctx).Err())
-		b.ResetTimer()
-		var wg sync.WaitGroup
-		for range concurrency {
-			wg.Go(func() {
-				for {
-					c, err := leases.Claim(ctx, q, lease.ClaimParams{Count: 1, Lease: time.Minute})
-					if err != nil || len(c.Jobs) == 0 {
-						return
-					}
-					j := c.Jobs[0]
-					if _, _, err := leases.Complete(ctx, q, j.ID, j.Token, []byte(`{"ok":true}`), nil); err != nil {
-						b.Error(err)
-						return
-					}
-				}
-			})
-		}
-		wg.Wait()
-		waitCompleted(b, rdb, q, b.N)
-		report(b, rdb)
+		pullWith(b, rdb, leases, q, func() bool {
+			c, err := leases.Claim(ctx, q, lease.ClaimParams{Count: 1, Lease: time.Minute})
+			if err != nil || len(c.Jobs) == 0 {
+				return false
+			}
+			j := c.Jobs[0]
+			if _, _, err := leases.Complete(ctx, q, j.ID, j.Token, []byte(`{"ok":true}`), nil); err != nil {
+				b.Error(err)
+				return false
+			}
+			return true
+		})
 	})
+}
+
+// pullWith fills q with b.N jobs and works them with concurrency
+// goroutines, each calling work until it reports false (nothing left),
+// then reports.
+func pullWith(b *testing.B, rdb *redis.Client, leases *lease.Service, q string, work func() bool) {
+	fill(b, leases, q, b.N)
+	must(b, rdb.ConfigResetStat(context.Background()).Err())
+	b.ResetTimer()
+	var wg sync.WaitGroup
+	for range concurrency {
+		wg.Go(func() {
+			for work() {
+			}
+		})
+	}
+	wg.Wait()
+	waitCompleted(b, rdb, q, b.N)
+	report(b, rdb)
 }
 
 func benchSetup(b *testing.B) (*redis.Client, *lease.Service, string) {
@@ -202,30 +199,7 @@ func waitCompleted(b *testing.B, rdb *redis.Client, q string, n int) {
 func report(b *testing.B, rdb *redis.Client) {
 	b.StopTimer()
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "jobs/s")
-	b.ReportMetric(scriptUsec(b, rdb)/float64(b.N), "redis-µs/job")
-}
-
-// scriptUsec is the time Redis spent in script calls since the last
-// CONFIG RESETSTAT, in µs.
-func scriptUsec(b *testing.B, rdb *redis.Client) float64 {
-	info, err := rdb.Info(context.Background(), "commandstats").Result()
-	if err != nil {
-		b.Fatal(err)
-	}
-	total := 0.0
-	for _, line := range strings.Split(info, "\n") {
-		name, stats, ok := strings.Cut(strings.TrimSpace(line), ":")
-		if !ok || (name != "cmdstat_fcall" && name != "cmdstat_evalsha" && name != "cmdstat_eval") {
-			continue
-		}
-		for _, kv := range strings.Split(stats, ",") {
-			if v, ok := strings.CutPrefix(kv, "usec="); ok {
-				n, _ := strconv.ParseFloat(v, 64)
-				total += n
-			}
-		}
-	}
-	return total
+	b.ReportMetric(redistest.ScriptMicros(b, rdb)/float64(b.N), "redis-µs/job")
 }
 
 func must(b *testing.B, err error) {

@@ -273,3 +273,28 @@ func logTail(path string, n int) string {
 	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
 	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
+
+// ScriptMicros is the time the Redis of rdb spent in script calls (FCALL,
+// EVALSHA, EVAL) since its last CONFIG RESETSTAT, in µs, from INFO
+// commandstats: a benchmark's Redis time, without the round trips.
+func ScriptMicros(tb testing.TB, rdb redis.UniversalClient) float64 {
+	tb.Helper()
+	info, err := rdb.Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	total := 0.0
+	for _, line := range strings.Split(info, "\n") {
+		name, stats, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if !ok || (name != "cmdstat_fcall" && name != "cmdstat_evalsha" && name != "cmdstat_eval") {
+			continue
+		}
+		for _, kv := range strings.Split(stats, ",") {
+			if v, ok := strings.CutPrefix(kv, "usec="); ok {
+				n, _ := strconv.ParseFloat(v, 64)
+				total += n
+			}
+		}
+	}
+	return total
+}
