@@ -174,38 +174,26 @@ func (d *Deliverer) loop(ctx, deliveries context.Context, queue string) {
 			}
 		}
 		t, ok, err := d.cfg.Store.Get(ctx, queue)
-		if err == nil && !ok {
-			if inFlight == 0 {
-				if err := d.cfg.Store.forget(ctx, queue); err != nil && ctx.Err() == nil {
-					d.log.Warn("Push: cannot forget a queue without a target", "queue", queue, "error", err)
-				}
-				return
+		if err == nil && !ok && inFlight == 0 { // the target is gone, and so are its deliveries
+			if err := d.cfg.Store.forget(ctx, queue); err != nil && ctx.Err() == nil {
+				d.log.Warn("Push: cannot forget a queue without a target", "queue", queue, "error", err)
 			}
+			return
 		}
-		claimed := 0
 		var waiter *wake.Waiter
 		if d.cfg.Waiters != nil {
 			waiter = d.cfg.Waiters.Register(queue)
 		}
-		if err != nil {
+		claimed := 0
+		switch {
+		case err != nil:
 			d.log.Warn("Push: cannot read the target", "queue", queue, "error", err)
-		} else if ok && !d.permitted(queue, t) {
-			ok = false // its jobs wait, as for no target; the check is made again each Interval
-		} else if ok && inFlight < t.Concurrency {
-			jobs, err := d.claim(ctx, queue, t, inFlight)
-			if err != nil && ctx.Err() == nil {
-				d.log.Warn("Push: claim failed", "queue", queue, "error", err)
-			}
-			for _, j := range jobs {
-				inFlight++
-				d.wg.Add(1)
-				go func() {
-					defer d.wg.Done()
-					d.deliver(deliveries, queue, t, j)
-					ended <- struct{}{}
-				}()
-			}
-			claimed = len(jobs)
+		case !ok || !d.permitted(queue, t):
+			// No target (the deliveries under way finish), or its host is
+			// no longer allowed: its jobs wait; both are looked at again.
+		case inFlight < t.Concurrency:
+			claimed = d.start(ctx, deliveries, queue, t, inFlight, ended)
+			inFlight += claimed
 		}
 		if claimed == 0 || inFlight >= t.Concurrency {
 			d.sleep(ctx, waiter, ended, &inFlight)
@@ -238,11 +226,24 @@ func (d *Deliverer) refusedAt(queue string) time.Time {
 	return d.refused[queue]
 }
 
-// claim claims up to the room t's concurrency leaves beside inFlight.
-func (d *Deliverer) claim(ctx context.Context, queue string, t Target, inFlight int) ([]job.Job, error) {
+// start claims up to the room t's concurrency leaves beside inFlight and
+// delivers each job it got, each telling ended when it is done; it returns
+// how many it started.
+func (d *Deliverer) start(ctx, deliveries context.Context, queue string, t Target, inFlight int, ended chan<- struct{}) int {
 	c, err := d.cfg.Leases.Claim(ctx, queue, lease.ClaimParams{Count: min(t.Concurrency-inFlight, 100),
 		Lease: t.Lease, Worker: d.worker, MaxActive: t.Concurrency})
-	return c.Jobs, err
+	if err != nil && ctx.Err() == nil {
+		d.log.Warn("Push: claim failed", "queue", queue, "error", err)
+	}
+	for _, j := range c.Jobs {
+		d.wg.Add(1)
+		go func() {
+			defer d.wg.Done()
+			d.deliver(deliveries, queue, t, j)
+			ended <- struct{}{}
+		}()
+	}
+	return len(c.Jobs)
 }
 
 // sleep waits for a wake, a delivery's end (counted off inFlight) or
