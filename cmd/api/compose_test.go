@@ -85,7 +85,7 @@ func TestComposeSetupRunsAsProcesses(t *testing.T) {
 		if !knownVariable(name) {
 			t.Errorf("docker-compose.yml sets %s, which the service does not read", name)
 		}
-		env[name] = value
+		env[name] = composeDefault(value)
 	}
 	if !strings.HasPrefix(env["EMQ_REDIS_URL"], "redis://redis:6379") {
 		t.Fatalf("EMQ_REDIS_URL %q, want the compose redis service", env["EMQ_REDIS_URL"])
@@ -394,9 +394,22 @@ func replicaEnv(t *testing.T, c composeFile, p clusterProfile) map[string]string
 	}
 	env := map[string]string{}
 	for k, v := range c.Services[p.replicas[0]].Environment {
-		env[k] = v
+		env[k] = composeDefault(v)
 	}
 	return env
+}
+
+// composeSubstitution is compose's ${NAME:-default}, a whole value.
+var composeSubstitution = regexp.MustCompile(`^\$\{[A-Z_][A-Z0-9_]*:-(.*)\}$`)
+
+// composeDefault is value as compose makes it when whoever runs docker
+// compose has not set the variable it names: a ${NAME:-default} gives its
+// default; any other value is itself.
+func composeDefault(value string) string {
+	if m := composeSubstitution.FindStringSubmatch(value); m != nil {
+		return m[1]
+	}
+	return value
 }
 
 // maxWait is the longest long poll the API takes: the max of

@@ -138,7 +138,10 @@ func TestSweepLeavesLiveLeasesAlone(t *testing.T) {
 
 func TestReaperSweepsAndPromotesEveryKnownQueue(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t)
+	// A prefix of its own: its reaper sweeps every known queue, and must
+	// not sweep the other tests' lapsed jobs before their own sweeps do.
+	rdb, own := redistest.Client(t), "emqreaper-"+redistest.Queue(t)
+	f := fixture{lease.NewService(rdb, own), stall.NewService(rdb, own), admin.NewService(rdb, own), redistest.Queue(t)}
 	other := fixture{f.leases, f.stall, f.admin, f.queue + "-other"}
 	f.enqueueAndLapse(t, 3)
 	other.enqueueAndLapse(t, 2)
