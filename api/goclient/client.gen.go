@@ -743,9 +743,9 @@ type PushTargetRequest struct {
 	// service replica (a worker's claimed jobs count too). Default 10.
 	Concurrency *int `json:"concurrency,omitempty"`
 
-	// LeaseMs Each delivery's lease, in ms: longer than timeout_ms. A receiver
-	// that answers 202 has this long before its first extend. Default
-	// timeout_ms + 30000.
+	// LeaseMs Each delivery's lease, in ms: at least timeout_ms + 1000, time to
+	// report the answer. A receiver that answers 202 has this long before
+	// its first extend. Default timeout_ms + 30000.
 	LeaseMs *int64 `json:"lease_ms,omitempty"`
 
 	// Secret The Standard Webhooks signing secret: "whsec_" and the base64 of 24
@@ -758,7 +758,8 @@ type PushTargetRequest struct {
 	TimeoutMs *int64 `json:"timeout_ms,omitempty"`
 
 	// Url Where each job is POSTed: http or https, its host in the service's
-	// EMQ_PUSH_ALLOW. No credentials in it: sign with secret instead.
+	// EMQ_PUSH_ALLOW. No credentials in it: sign with secret instead (the
+	// whole URL, its query too, is answered to any key and audited).
 	Url string `json:"url"`
 }
 

@@ -81,7 +81,7 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 	pushDone := make(chan struct{})
 	pushing, stopPushing := context.WithCancel(bg) // stopped with the HTTP server: both drain at once
 	defer stopPushing()
-	if d := svc.deliverer(cfg, leases, log); d != nil {
+	if d := svc.deliverer(ctx, cfg, leases, log); d != nil {
 		go func() { defer close(pushDone); d.Run(pushing) }()
 	} else {
 		close(pushDone)

@@ -129,7 +129,7 @@ func killAReplicaMidDelivery(t *testing.T, bin, redisURL string) {
 		mustCall(t, "POST", bases[0]+"/queues/"+q+"/jobs/batch", crashBatch(from, 100), 200, nil)
 	}
 	mustCall(t, "PUT", bases[1]+"/queues/"+q+"/push",
-		fmt.Sprintf(`{"url":%q,"concurrency":%d,"timeout_ms":1000,"lease_ms":1500}`, receiver.URL, concurrency), 200, nil)
+		fmt.Sprintf(`{"url":%q,"concurrency":%d,"timeout_ms":1000,"lease_ms":2000}`, receiver.URL, concurrency), 200, nil)
 
 	// The replica killed is one with deliveries under way (the one that
 	// frees a slot claims the next job at once, so one replica may well

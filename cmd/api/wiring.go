@@ -62,9 +62,15 @@ func (s services) reaper(cfg config, log *slog.Logger) *stall.Reaper {
 }
 
 // deliverer pushes the jobs of the queues with a push target, feeding
-// its outcomes to the metrics; nil when EMQ_PUSH_ALLOW permits no host.
-func (s services) deliverer(cfg config, leases *lease.Service, log *slog.Logger) *push.Deliverer {
+// its outcomes to the metrics; nil when EMQ_PUSH_ALLOW permits no host,
+// and then queues that have (or had) a target are logged: nothing here
+// delivers their jobs.
+func (s services) deliverer(ctx context.Context, cfg config, leases *lease.Service, log *slog.Logger) *push.Deliverer {
 	if !cfg.PushAllow.On() {
+		if queues, err := s.pushes.Queues(ctx); err == nil && len(queues) > 0 {
+			log.Warn("Queues have (or had) a push target, but EMQ_PUSH_ALLOW is unset: this replica delivers nothing",
+				"queues", len(queues))
+		}
 		return nil
 	}
 	return push.NewDeliverer(push.Config{Store: s.pushes, Leases: leases, Waiters: s.hub, Allow: cfg.PushAllow,

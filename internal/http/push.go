@@ -12,7 +12,8 @@ import (
 // PushTargetRequest is a queue's push target, put whole.
 type PushTargetRequest struct {
 	// Where each job is POSTed: http or https, its host in the service's
-	// EMQ_PUSH_ALLOW. No credentials in it: sign with secret instead.
+	// EMQ_PUSH_ALLOW. No credentials in it: sign with secret instead (the
+	// whole URL, its query too, is answered to any key and audited).
 	URL string `json:"url" validate:"required,max=2048" example:"https://worker.example.com/jobs"`
 	// How long one delivery may take, in ms; then it fails as a timeout.
 	// Default 30000.
@@ -20,10 +21,10 @@ type PushTargetRequest struct {
 	// At most this many of the queue's jobs active at once, across every
 	// service replica (a worker's claimed jobs count too). Default 10.
 	Concurrency *int `json:"concurrency,omitempty" validate:"omitnil,min=1,max=1000" example:"10"`
-	// Each delivery's lease, in ms: longer than timeout_ms. A receiver
-	// that answers 202 has this long before its first extend. Default
-	// timeout_ms + 30000.
-	LeaseMs *int64 `json:"lease_ms,omitempty" format:"int64" validate:"omitnil,min=101,max=86400000" example:"60000"`
+	// Each delivery's lease, in ms: at least timeout_ms + 1000, time to
+	// report the answer. A receiver that answers 202 has this long before
+	// its first extend. Default timeout_ms + 30000.
+	LeaseMs *int64 `json:"lease_ms,omitempty" format:"int64" validate:"omitnil,min=1100,max=86400000" example:"60000"`
 	// The Standard Webhooks signing secret: "whsec_" and the base64 of 24
 	// to 64 random bytes. Each delivery then carries webhook-signature.
 	// Never answered back. Default none (unsigned deliveries).

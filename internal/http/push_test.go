@@ -44,6 +44,7 @@ type delivery struct {
 	header http.Header
 	job    jobView
 	raw    []byte
+	done   <-chan struct{} // closed when the service hangs up
 }
 
 // receiver is a real HTTP server a test points a push target at: answer
@@ -64,7 +65,7 @@ func newReceiver(t *testing.T, answer func(d delivery, w http.ResponseWriter)) *
 	rc := &receiver{answer: answer, running: map[string]int{}}
 	rc.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		raw, _ := io.ReadAll(r.Body)
-		d := delivery{header: r.Header.Clone(), raw: raw}
+		d := delivery{header: r.Header.Clone(), raw: raw, done: r.Context().Done()}
 		if err := json.Unmarshal(raw, &d.job); err != nil {
 			t.Errorf("a delivery's body is not a job: %v: %s", err, raw)
 		}
@@ -285,10 +286,10 @@ func TestPushAcceptedReportsLater(t *testing.T) {
 
 		// A short lease that lapses: the sweep takes the job back and it is
 		// delivered again; the first holder's complete is stale.
-		putPush(t, h, q, `{"url":"`+rc.URL+`","concurrency":10,"timeout_ms":100,"lease_ms":300}`)
+		putPush(t, h, q, `{"url":"`+rc.URL+`","concurrency":10,"timeout_ms":100,"lease_ms":1100}`)
 		until(t, "every job delivered", func() bool { return len(rc.got()) >= 5 })
 		late := rc.got()[4].job
-		time.Sleep(400 * time.Millisecond)
+		time.Sleep(1200 * time.Millisecond)
 		h.sweepUntil(t, q, `{}`, late.ID)
 		until(t, "the swept job delivered again", func() bool {
 			for _, d := range rc.got()[5:] {
@@ -419,4 +420,45 @@ func TestPushLateAnswerChangesNothing(t *testing.T) {
 		})
 		wantProblem(t, h.do(t, "GET", "/queues/"+q+"/jobs/gone-soon", nil), http.StatusNotFound, "EMQGONE")
 	}, withPush("127.0.0.1"), withMetrics())
+}
+
+// A job whose own timeout_ms is shorter than the target's is never left in
+// a POST past its lease: the delivery gives up first and fails the attempt
+// as a timeout, so the sweep never hands the job to a second delivery
+// while the first is open.
+func TestPushHonoursAJobsTimeout(t *testing.T) {
+	t.Parallel()
+	forEachBackend(t, func(t *testing.T, h *harness) {
+		q := redistest.Queue(t)
+		rc := newReceiver(t, func(d delivery, w http.ResponseWriter) {
+			select { // slower than the job may run; it stops when the service hangs up
+			case <-time.After(2 * time.Second):
+			case <-d.done:
+			}
+		})
+		stop := make(chan struct{})
+		swept := make(chan struct{})
+		go func() { // the reaper's sweeps, every 50 ms
+			defer close(swept)
+			for {
+				select {
+				case <-stop:
+					return
+				case <-time.After(50 * time.Millisecond):
+					h.do(t, "POST", "/queues/"+q+"/sweep", `{}`)
+				}
+			}
+		}()
+		defer func() { close(stop); <-swept }()
+		h.enqueue(t, q, `{"id":"quick","payload":{},"timeout_ms":400,"max_attempts":3,"backoff":{"type":"fixed","delay_ms":0}}`)
+		putPush(t, h, q, `{"url":"`+rc.URL+`","timeout_ms":5000}`)
+		var j jobView
+		until(t, "the job dead after three timed-out attempts", func() bool { j = h.get(t, q, "quick"); return j.State == "dead" })
+		if !strings.HasPrefix(j.LastError, "timeout") || j.Stalled != 0 || j.Attempts != 3 {
+			t.Errorf("dead job %+v, want last_error timeout, 3 attempts, no stall", j)
+		}
+		if _, twice := rc.overlaps(); len(twice) > 0 {
+			t.Errorf("delivered while a delivery of it was under way: %v", twice)
+		}
+	}, withPush("127.0.0.1"))
 }

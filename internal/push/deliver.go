@@ -93,6 +93,7 @@ func NewDeliverer(cfg Config) *Deliverer {
 	transport := http.DefaultTransport.(*http.Transport).Clone()
 	transport.Proxy = nil // a target is called directly: EMQ_PUSH_ALLOW names what is called
 	transport.MaxIdleConnsPerHost = 100
+	transport.TLSHandshakeTimeout = 0 // bounded by each delivery's timeout, as the rest of the exchange
 	return &Deliverer{cfg: cfg, worker: "push@" + host + ":" + strconv.Itoa(os.Getpid()), log: cfg.Logger, loops: map[string]bool{}, refused: map[string]time.Time{},
 		client: &http.Client{Transport: transport,
 			// A redirect is an answer like any other status: following it
@@ -230,7 +231,13 @@ func (d *Deliverer) refusedAt(queue string) time.Time {
 // delivers each job it got, each telling ended when it is done; it returns
 // how many it started.
 func (d *Deliverer) start(ctx, deliveries context.Context, queue string, t Target, inFlight int, ended chan<- struct{}) int {
-	c, err := d.cfg.Leases.Claim(ctx, queue, lease.ClaimParams{Count: min(t.Concurrency-inFlight, 100),
+	if ctx.Err() != nil {
+		return 0 // stopping: no new claim
+	}
+	// Under the deliveries' context, not ctx: a claim sent as the replica
+	// begins to stop still has its reply read, and its jobs delivered in
+	// the drain, instead of left to their leases.
+	c, err := d.cfg.Leases.Claim(deliveries, queue, lease.ClaimParams{Count: min(t.Concurrency-inFlight, 100),
 		Lease: t.Lease, Worker: d.worker, MaxActive: t.Concurrency})
 	if err != nil && ctx.Err() == nil {
 		d.log.Warn("Push: claim failed", "queue", queue, "error", err)
@@ -317,7 +324,8 @@ type answer struct {
 // post sends j to t, signed when t has a secret, and reads the answer.
 func (d *Deliverer) post(ctx context.Context, queue string, t Target, j job.Job) answer {
 	body := d.cfg.Encode(j)
-	ctx, cancel := context.WithTimeout(ctx, t.Timeout)
+	bound := postBound(t, j)
+	ctx, cancel := context.WithTimeout(ctx, bound)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, t.URL, bytes.NewReader(body))
 	if err != nil {
@@ -329,7 +337,7 @@ func (d *Deliverer) post(ctx context.Context, queue string, t Target, j job.Job)
 	resp, err := d.client.Do(req)
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) {
-			return answer{outcome: TimedOut, text: fmt.Sprintf("timeout: no answer within %d ms", t.Timeout.Milliseconds())}
+			return answer{outcome: TimedOut, text: fmt.Sprintf("timeout: no answer within %d ms", bound.Milliseconds())}
 		}
 		var uerr *url.Error
 		if errors.As(err, &uerr) {
@@ -341,9 +349,23 @@ func (d *Deliverer) post(ctx context.Context, queue string, t Target, j job.Job)
 	text, err := io.ReadAll(io.LimitReader(resp.Body, int64(d.cfg.MaxResultBytes)+1))
 	if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		return answer{outcome: TimedOut, status: resp.StatusCode,
-			text: fmt.Sprintf("timeout: the answer did not end within %d ms", t.Timeout.Milliseconds())}
+			text: fmt.Sprintf("timeout: the answer did not end within %d ms", bound.Milliseconds())}
 	}
 	return answerOf(resp, text, d.cfg.MaxResultBytes)
+}
+
+// postBound is how long the POST of j may take: the target's timeout, but
+// never so long that the job's lease could lapse first. A job's own
+// timeout_ms (docs/admission.md) shortens its lease below the target's
+// lease_ms; a POST left open past the lease would let the sweep hand the
+// job to another delivery while this one runs. The lease's last fifth (at
+// most a second) is kept for reporting the answer.
+func postBound(t Target, j job.Job) time.Duration {
+	leased := j.LeaseExpiresAt.Sub(j.StartedAt)
+	if j.LeaseExpiresAt.IsZero() || j.StartedAt.IsZero() || leased <= 0 {
+		return t.Timeout
+	}
+	return max(min(t.Timeout, leased-min(leased/5, time.Second)), time.Millisecond)
 }
 
 // answerOf reads a receiver's answer: its status and body (at most

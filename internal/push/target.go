@@ -30,8 +30,10 @@ const (
 	// LeaseMargin is how much longer than its timeout a delivery's lease
 	// lasts by default: time to report its answer.
 	LeaseMargin = 30 * time.Second
-	MinTimeout  = 100 * time.Millisecond
-	MaxTimeout  = time.Hour
+	// MinLeaseMargin is the least a lease may outlast the timeout.
+	MinLeaseMargin = time.Second
+	MinTimeout     = 100 * time.Millisecond
+	MaxTimeout     = time.Hour
 	// MaxLease is a lease's bound anywhere in the service.
 	MaxLease       = 24 * time.Hour
 	MaxConcurrency = 1000
@@ -93,10 +95,12 @@ func Check(t Target, allow Allow) error {
 		return &FieldError{"timeout_ms", fmt.Sprintf("must be %d to %d", MinTimeout.Milliseconds(), MaxTimeout.Milliseconds())}
 	case t.Concurrency < 1 || t.Concurrency > MaxConcurrency:
 		return &FieldError{"concurrency", fmt.Sprintf("must be 1 to %d", MaxConcurrency)}
-	case t.Lease <= t.Timeout || t.Lease > MaxLease:
+	case t.Lease < t.Timeout+MinLeaseMargin || t.Lease > MaxLease:
 		// A lease that could lapse while its delivery is under way would
-		// let the sweep hand the job to another delivery at the same time.
-		return &FieldError{"lease_ms", fmt.Sprintf("must be longer than timeout_ms (%d) and at most %d", t.Timeout.Milliseconds(), MaxLease.Milliseconds())}
+		// let the sweep hand the job to another delivery at the same time:
+		// it outlasts the timeout by time to report the answer.
+		return &FieldError{"lease_ms", fmt.Sprintf("must be at least timeout_ms + %d (%d) and at most %d",
+			MinLeaseMargin.Milliseconds(), (t.Timeout + MinLeaseMargin).Milliseconds(), MaxLease.Milliseconds())}
 	}
 	if t.Secret != "" {
 		return checkSecret(t.Secret)

@@ -73,7 +73,8 @@ func TestCheck(t *testing.T) {
 		},
 		"timeout_ms":  {with(func(t *Target) { t.Timeout = 99 * time.Millisecond }), with(func(t *Target) { t.Timeout = 2 * time.Hour; t.Lease = 3 * time.Hour })},
 		"concurrency": {with(func(t *Target) { t.Concurrency = 1001 })},
-		"lease_ms":    {with(func(t *Target) { t.Lease = t.Timeout }), with(func(t *Target) { t.Lease = 25 * time.Hour })},
+		"lease_ms": {with(func(t *Target) { t.Lease = t.Timeout }), with(func(t *Target) { t.Lease = t.Timeout + 999*time.Millisecond }),
+			with(func(t *Target) { t.Lease = 25 * time.Hour })},
 		"secret": {
 			with(func(t *Target) { t.Secret = "hunter2" }),
 			with(func(t *Target) { t.Secret = "whsec_c2hvcnQ=" }), // 5 bytes
