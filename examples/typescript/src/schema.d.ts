@@ -1264,9 +1264,9 @@ export interface components {
             concurrency?: number;
             /**
              * Format: int64
-             * @description Each delivery's lease, in ms: longer than timeout_ms. A receiver
-             *     that answers 202 has this long before its first extend. Default
-             *     timeout_ms + 30000.
+             * @description Each delivery's lease, in ms: at least timeout_ms + 1000, time to
+             *     report the answer. A receiver that answers 202 has this long before
+             *     its first extend. Default timeout_ms + 30000.
              * @example 60000
              */
             lease_ms?: number;
@@ -1286,7 +1286,8 @@ export interface components {
             timeout_ms?: number;
             /**
              * @description Where each job is POSTed: http or https, its host in the service's
-             *     EMQ_PUSH_ALLOW. No credentials in it: sign with secret instead.
+             *     EMQ_PUSH_ALLOW. No credentials in it: sign with secret instead (the
+             *     whole URL, its query too, is answered to any key and audited).
              * @example https://worker.example.com/jobs
              */
             url: string;
