@@ -165,6 +165,12 @@ func (d *Deliverer) loop(ctx, deliveries context.Context, queue string) {
 	defer func() { d.mu.Lock(); delete(d.loops, queue); d.mu.Unlock() }()
 	ended := make(chan struct{}, MaxConcurrency)
 	inFlight := 0
+	// The target, read again once Interval has passed: a busy queue's loop
+	// turns once per delivery that ends, and should not read it each time.
+	var t Target
+	var ok bool
+	var err error
+	var readAt time.Time
 	for ctx.Err() == nil {
 		for drained := false; !drained; { // the deliveries that ended meanwhile
 			select {
@@ -174,7 +180,10 @@ func (d *Deliverer) loop(ctx, deliveries context.Context, queue string) {
 				drained = true
 			}
 		}
-		t, ok, err := d.cfg.Store.Get(ctx, queue)
+		if err != nil || time.Since(readAt) >= d.cfg.Interval {
+			t, ok, err = d.cfg.Store.Get(ctx, queue)
+			readAt = time.Now()
+		}
 		if err == nil && !ok && inFlight == 0 { // the target is gone, and so are its deliveries
 			if err := d.cfg.Store.forget(ctx, queue); err != nil && ctx.Err() == nil {
 				d.log.Warn("Push: cannot forget a queue without a target", "queue", queue, "error", err)
