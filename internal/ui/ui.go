@@ -1,7 +1,13 @@
 // Package ui is echo_mq's built-in dashboard: a few static files (HTML, CSS
-// and plain ES modules, no library and no build step) embedded in the binary
-// and served under /ui/. The page calls the same JSON API as any client, with
-// the API key the person types in, so it can do nothing that key may not.
+// and plain ES modules, no build step) embedded in the binary and served
+// under /ui/. The page calls the same JSON API as any client, with the API
+// key the person types in, so it can do nothing that key may not.
+//
+// Its one library, the uPlot charts, is a copy of the npm package's files
+// under static/third_party/, pinned by third_party/package-lock.json and
+// checked against it by a test. The folder is not named vendor: Go's module
+// zips leave out files under a vendor/ folder's subfolders, so a binary
+// built from the module proxy would lack them.
 package ui
 
 import (

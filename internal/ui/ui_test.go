@@ -66,6 +66,9 @@ func TestAssetsAreServedWithTheirTypes(t *testing.T) {
 		"/push.js":        "text/javascript; charset=utf-8",
 		"/live.js":        "text/javascript; charset=utf-8",
 		"/style.css":      "text/css; charset=utf-8",
+
+		"/third_party/uplot/uPlot.esm.js":  "text/javascript; charset=utf-8",
+		"/third_party/uplot/uPlot.min.css": "text/css; charset=utf-8",
 	}
 	for path, ctype := range types {
 		rec := get(t, path)
@@ -103,7 +106,10 @@ func TestOnlyTheDashboardsFilesAreServed(t *testing.T) {
 var outside = regexp.MustCompile(`(?i)https?://|(src|href|action)\s*=\s*["']?//|url\(\s*["']?//|(from|import\(|fetch\()\s*["'` + "`" + `]//`)
 
 // TestNoFileReachesOutside scans every embedded file: the dashboard loads
-// and calls nothing but its own origin (no CDN, no outside fetch).
+// and calls nothing but its own origin (no CDN, no outside fetch). A
+// third-party file's comment lines may cite web pages (uPlot's do); its
+// code is scanned like the dashboard's own, and is byte for byte the
+// pinned package's (TestThirdPartyFilesAreThePinnedPackages).
 func TestNoFileReachesOutside(t *testing.T) {
 	scanned := 0
 	err := fs.WalkDir(Files, ".", func(name string, d fs.DirEntry, err error) error {
@@ -115,7 +121,11 @@ func TestNoFileReachesOutside(t *testing.T) {
 			return err
 		}
 		scanned++
+		thirdParty := strings.HasPrefix(name, "third_party/")
 		for i, line := range strings.Split(string(body), "\n") {
+			if thirdParty && commentLine(line) {
+				continue
+			}
 			if m := outside.FindString(line); m != "" {
 				t.Errorf("%s:%d reaches outside the service (%q): %s", name, i+1, m, strings.TrimSpace(line))
 			}
@@ -128,6 +138,12 @@ func TestNoFileReachesOutside(t *testing.T) {
 	if scanned < 4 {
 		t.Fatalf("scanned %d files, want the page, its scripts and its stylesheet", scanned)
 	}
+}
+
+// commentLine says whether a line of JavaScript or CSS is a comment only.
+func commentLine(line string) bool {
+	line = strings.TrimSpace(line)
+	return strings.HasPrefix(line, "//") || strings.HasPrefix(line, "/*") || strings.HasPrefix(line, "*")
 }
 
 // TestTheScannerCatchesOutsideURLs keeps the scanner above honest.
