@@ -1,8 +1,9 @@
 // modules.test.mjs: unit tests of the dashboard modules' logic that needs
 // no page: the event-stream reader and throttle (live.js), the hash routes
 // (routes.js), the dead letters' grouping (deadletters.js), the job
-// page's countdown and actions (job.js), the relative times (dom.js) and
-// the schedules' cadence in words (schedules.js). TestModulesUnderNode (ui_test.go)
+// page's countdown and actions (job.js), the relative times (dom.js), the
+// schedules' cadence in words (schedules.js) and the charts' history in
+// buckets and in words (stats.js). TestModulesUnderNode (ui_test.go)
 // runs it with `node --test`; it lives outside static/ so it is not served.
 
 import assert from "node:assert/strict";
@@ -15,6 +16,7 @@ import { EventFeed, readEvents, throttle } from "./static/live.js";
 import { loadRole } from "./static/role.js";
 import { jobHref, parseRoute, queueHref } from "./static/routes.js";
 import { cadence, interval, noNextRun } from "./static/schedules.js";
+import { busyBuckets, columns, describe, latencyText, msText, sparkLabel, tableCaption, totals } from "./static/stats.js";
 
 /** Makes role.js believe the key in use has role (as GET /whoami would say). */
 async function actAs(role) {
@@ -269,4 +271,75 @@ test("the push panel says a target's limits in words", async () => {
     "4 at once, 30 s timeout, 1 min 0 s lease, signed");
   assert.equal(describeTarget({ concurrency: 1000, timeout_ms: 100, lease_ms: 90_000, secret_set: false }),
     `${(1000).toLocaleString()} at once, 100 ms timeout, 1 min 30 s lease, not signed`);
+});
+
+/** A minute of GET /queues/{queue}/stats, zeros but for fields. */
+function minute(at, fields = {}) {
+  return { at, enqueued: 0, started: 0, completed: 0, failed: 0, dead: 0, cancelled: 0, wait_ms_mean: 0, run_ms_mean: 0, ...fields };
+}
+
+test("columns keeps the API's minutes one to a point, with no mean where nothing started or ended", () => {
+  const cols = columns([
+    minute("2026-12-01T10:00:00.000Z", { enqueued: 3, started: 2, completed: 1, failed: 1, wait_ms_mean: 12.5, run_ms_mean: 200 }),
+    minute("2026-12-01T10:01:00.000Z"),
+    minute("2026-12-01T10:02:00.000Z", { dead: 1, cancelled: 2, run_ms_mean: 40 }),
+  ]);
+  const t0 = Date.parse("2026-12-01T10:00:00Z") / 1000;
+  assert.deepEqual(cols.at, [t0, t0 + 60, t0 + 120], "unix seconds, as uPlot takes them");
+  assert.deepEqual(cols.enqueued, [3, 0, 0]);
+  assert.deepEqual(cols.completed, [1, 0, 0]);
+  assert.deepEqual(cols.failed, [1, 0, 0]);
+  assert.deepEqual(cols.dead, [0, 0, 1]);
+  assert.deepEqual(cols.cancelled, [0, 0, 2]);
+  assert.deepEqual(cols.wait, [12.5, null, null], "a minute where nothing started has no wait, not a wait of 0");
+  assert.deepEqual(cols.run, [200, null, 40]);
+  assert.deepEqual(totals(cols), { enqueued: 3, completed: 1, failed: 1, dead: 1, cancelled: 2 });
+  assert.deepEqual(busyBuckets(cols), [2, 0], "the table's rows: busy minutes, newest first");
+});
+
+test("columns sums 24 hours into 10-minute buckets on the clock, weighing the means", () => {
+  const minutes = [];
+  const start = Date.parse("2026-12-01T10:05:00Z");
+  for (let i = 0; i < 1440; i++) {
+    minutes.push(minute(new Date(start + i * 60_000).toISOString(), { completed: 1 }));
+  }
+  minutes[0] = minute(minutes[0].at, { completed: 1, started: 1, wait_ms_mean: 100, run_ms_mean: 10 });
+  minutes[1] = minute(minutes[1].at, { completed: 3, started: 3, wait_ms_mean: 20, run_ms_mean: 50 });
+  const cols = columns(minutes, 10);
+  assert.equal(cols.at.length, 145, "10:05 to 10:04 the next day: a partial bucket at each end and 143 whole ones");
+  assert.equal(new Date(cols.at[0] * 1000).toISOString(), "2026-12-01T10:00:00.000Z", "buckets start on the clock's ten minutes");
+  assert.equal(new Date(cols.at[1] * 1000).toISOString(), "2026-12-01T10:10:00.000Z");
+  assert.equal(cols.completed[0], 1 + 3 + 3, "10:05 to 10:09");
+  assert.equal(cols.completed[1], 10);
+  assert.equal(cols.completed.at(-1), 5, "10:00 to 10:04 the next day, the last minute still filling");
+  assert.equal(totals(cols).completed, 1440 + 2);
+  assert.equal(cols.wait[0], (100 * 1 + 20 * 3) / 4, "the mean wait weighs each minute by the jobs that started in it");
+  assert.equal(cols.run[0], (10 * 1 + 50 * 3 + 0 * 3) / 7, "the mean run weighs each minute by the attempts that ended in it");
+  assert.equal(cols.wait[1], null);
+});
+
+test("the charts' words: latency, sparkline, sentences and the table's caption", () => {
+  assert.equal(latencyText(1250), "Oldest waiting job: 1.3 s");
+  assert.equal(latencyText(250), "Oldest waiting job: 250 ms");
+  assert.equal(latencyText(125_000), "Oldest waiting job: 2 min 5 s");
+  assert.equal(latencyText(0), "Oldest waiting job: none, no job is waiting");
+  assert.equal(msText(999.6), `${(1000).toLocaleString()} ms`);
+  assert.equal(msText(2000), "2 s");
+  assert.equal(sparkLabel(142), "142 completed in the last hour");
+  assert.equal(sparkLabel(0), "0 completed in the last hour");
+
+  const cols = columns([
+    minute("2026-12-01T10:00:00.000Z", { enqueued: 5, started: 4, completed: 3, failed: 1, wait_ms_mean: 10, run_ms_mean: 30 }),
+    minute("2026-12-01T10:01:00.000Z", { enqueued: 1, started: 1, completed: 4, dead: 1, wait_ms_mean: 60, run_ms_mean: 80 }),
+  ]);
+  const words = describe(cols, "hour", (t) => new Date(t * 1000).toISOString().slice(11, 16));
+  assert.equal(words.throughput, "Jobs enqueued and completed per minute over the last hour: 6 enqueued, 7 completed; most completed in one minute: 4, at 10:01.");
+  assert.equal(words.failures, "Failures per minute over the last hour: 1 failed and retried, 1 dead.");
+  assert.equal(words.latency, "Wait and run times per minute over the last hour: mean wait 20 ms, mean run 58 ms.");
+  const quiet = describe(columns([minute("2026-12-01T10:00:00.000Z")], 10), "day", () => "10:00");
+  assert.equal(quiet.throughput, "Jobs enqueued and completed per 10 minutes over the last 24 hours: nothing enqueued or completed.");
+  assert.equal(quiet.failures, "Failures per 10 minutes over the last 24 hours: no failures.");
+  assert.equal(quiet.latency, "Wait and run times per 10 minutes over the last 24 hours: no job started or ended.");
+  assert.equal(tableCaption("emails", "day"),
+    "Jobs of queue emails per 10 minutes over the last 24 hours, newest first (10-minute spans with nothing in them left out)");
 });

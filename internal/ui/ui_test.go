@@ -65,6 +65,9 @@ func TestAssetsAreServedWithTheirTypes(t *testing.T) {
 		"/schedules.js":   "text/javascript; charset=utf-8",
 		"/push.js":        "text/javascript; charset=utf-8",
 		"/live.js":        "text/javascript; charset=utf-8",
+		"/stats.js":       "text/javascript; charset=utf-8",
+		"/charts.js":      "text/javascript; charset=utf-8",
+		"/activity.js":    "text/javascript; charset=utf-8",
 		"/style.css":      "text/css; charset=utf-8",
 
 		"/third_party/uplot/uPlot.esm.js":  "text/javascript; charset=utf-8",
@@ -231,7 +234,7 @@ func TestEveryModuleIsReachedFromTheEntryPoint(t *testing.T) {
 		}
 	}
 	visit("app.js")
-	for _, view := range []string{"queues.js", "queue.js", "job.js", "deadletters.js", "flow.js", "schedules.js", "push.js", "routes.js", "role.js", "live.js"} {
+	for _, view := range []string{"queues.js", "queue.js", "job.js", "deadletters.js", "flow.js", "schedules.js", "push.js", "routes.js", "role.js", "live.js", "stats.js", "charts.js", "activity.js"} {
 		if _, ok := all[view]; !ok {
 			t.Errorf("%s is not embedded", view)
 		}

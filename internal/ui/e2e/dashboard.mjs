@@ -25,6 +25,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 
 import { accessible, need, schemes, tabTo, until, withPage } from "./browser.mjs";
+import { seeCharts } from "./charts.mjs";
 
 const base = need("EMQ_URL");
 const queue = need("EMQ_QUEUE");
@@ -489,6 +490,9 @@ async function main() {
     assert.equal(row.Pending, String(pending), `pending count of ${queue}: ${JSON.stringify(row)}`);
     assert.equal(row.Dead, String(dead), `dead count of ${queue}: ${JSON.stringify(row)}`);
     assert.equal(row.Paused, "no", `paused column of ${queue}: ${JSON.stringify(row)}`);
+    await until(`the sparkline of ${queue}`, async () => (await queueRow(page))?.["Completed, last hour"] === "0");
+    assert.equal(await page.getByRole("img", { name: "0 completed in the last hour", exact: true }).count(), 1,
+      `the sparkline of ${queue}, which completed nothing, says so`);
 
     // Pause: the row says paused, and so does the API.
     await page.getByRole("button", { name: `Pause queue ${queue}`, exact: true }).click();
@@ -524,10 +528,12 @@ async function main() {
     await pageThroughSchedules(page);
     await showAdmission(page);
     await seePushDelivery(page);
+    await seeCharts(page, { base, call: apiCall, shots, sizes });
     await reconnects(page);
   }, refusedStream);
   console.log(`dashboard ok: queue ${queue} with ${pending} pending and ${dead} dead, paused and resumed; ` +
-    `dead job ${deadID} retried, new jobs seen live, active job ${activeID} cancelled; schedules listed, paused, resumed, run and paged; a job's admission options shown; a push target and its failed delivery shown`);
+    `dead job ${deadID} retried, new jobs seen live, active job ${activeID} cancelled; schedules listed, paused, resumed, run and paged; a job's admission options shown; a push target and its failed delivery shown; ` +
+    "the charts drawn, grown live and switched to 24 hours");
 }
 
 await main();

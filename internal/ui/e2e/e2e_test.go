@@ -35,7 +35,7 @@ import (
 const chromiumPath = "/usr/bin/chromium"
 
 // scriptTimeout bounds one run of dashboard.mjs.
-const scriptTimeout = 45 * time.Second
+const scriptTimeout = 90 * time.Second
 
 // bin is the service binary, built once by TestMain.
 var bin string
@@ -188,6 +188,8 @@ var screenshots = []string{
 	"dashboard-laptop-light.png", "dashboard-laptop-dark.png",
 	"dashboard-phone-light.png", "dashboard-phone-dark.png",
 	"queue-laptop-light.png", "job-laptop-light.png",
+	"charts-laptop-light.png", "charts-laptop-dark.png",
+	"charts-phone-light.png", "charts-phone-dark.png",
 }
 
 // checkScreenshots checks that each screenshot is a PNG, and that the
@@ -205,10 +207,12 @@ func checkScreenshots(t *testing.T, dir string) {
 		}
 		read[name] = b
 	}
-	for _, size := range []string{"laptop", "phone"} {
-		light, dark := "dashboard-"+size+"-light.png", "dashboard-"+size+"-dark.png"
-		if bytes.Equal(read[light], read[dark]) {
-			t.Errorf("%s and %s are the same image: the page ignores the colour scheme", light, dark)
+	for _, page := range []string{"dashboard", "charts"} {
+		for _, size := range []string{"laptop", "phone"} {
+			light, dark := page+"-"+size+"-light.png", page+"-"+size+"-dark.png"
+			if bytes.Equal(read[light], read[dark]) {
+				t.Errorf("%s and %s are the same image: the page ignores the colour scheme", light, dark)
+			}
 		}
 	}
 }

@@ -59,7 +59,7 @@ const views = {
 };
 let route = parseRoute(location.hash);
 
-const table = new QueuesTable(el.tbody, act);
+const table = new QueuesTable(el.tbody, act, () => route.view === "queues");
 let timer = 0; // the next refresh
 let refreshing = false; // a refresh is running
 let again = false; // refresh once more when it ends
@@ -193,6 +193,7 @@ async function showQueues() {
     }
     const queues = await allQueues();
     table.render(queues);
+    table.throughputSoon();
     showDeadSummary(queues);
     el.empty.hidden = queues.length > 0;
     el.refreshed.textContent = new Date().toLocaleTimeString();

@@ -1,10 +1,12 @@
 // queue.js: one queue's page. Links to its jobs per state (with counts), a
 // form to open a job by id, the dead letters panel when the queue has dead
-// jobs, the flow control panel (settings and groups), the schedules panel,
+// jobs, the activity charts (activity.js), the flow control panel
+// (settings and groups), the schedules panel,
 // a table of the jobs in the chosen state, a page at a time, and the
 // queue's recent changes. The page reads itself again when the event feed
 // tells it the queue changed, at most once a second.
 
+import { ActivityPanel } from "./activity.js";
 import { Problem, call, jobPath, jobsPage, queuePath } from "./api.js";
 import { DeadLetters } from "./deadletters.js";
 import { FlowPanel } from "./flow.js";
@@ -91,6 +93,7 @@ export class QueueView {
     this.flow = new FlowPanel(ctx, () => this.load());
     this.schedules = new SchedulesPanel(ctx, () => this.load());
     this.push = new PushPanel();
+    this.activity = new ActivityPanel(ctx);
   }
 
   show(route) {
@@ -100,16 +103,19 @@ export class QueueView {
     this.cursors = [""]; // the cursor of each page shown so far; the last is the current page
     this.build();
     this.load();
+    this.activity.show(this.queue);
   }
 
   leave() {
     this.shown = null;
     this.schedules.stop();
+    this.activity.stop();
   }
 
   /** Reads the page again: the event feed (re)opened. */
   reload() {
     this.reloadSoon();
+    this.activity.heard();
   }
 
   /** Takes one event of the feed: one of this queue's is listed, and the page read again soon. */
@@ -126,6 +132,7 @@ export class QueueView {
     }
     this.recentEmpty.hidden = true;
     this.reloadSoon();
+    this.activity.heard();
   }
 
   /** Builds the page's fixed parts; load() fills them in. */
@@ -172,9 +179,13 @@ export class QueueView {
     this.root.replaceChildren(
       h("p", {}, h("a", { href: "#/" }, "← All queues")),
       this.heading,
-      h("p", {}, button("Refresh", `Refresh queue ${q}`, () => this.load())),
+      h("p", {}, button("Refresh", `Refresh queue ${q}`, () => {
+        this.load();
+        this.activity.load();
+      })),
       this.paused,
       this.dead.panel,
+      this.activity.panel,
       this.flow.panel,
       this.schedules.panel,
       this.push.panel,
