@@ -46,6 +46,8 @@ func (s *Script) call(q keyspace.Queue, id, state string, rows []string, args ..
 			keys = append(keys, q.ScheduleNames())
 		case "schedule_due":
 			keys = append(keys, q.ScheduleDue())
+		case "stats":
+			keys = append(keys, q.Stats())
 		case "set":
 			keys = append(keys, q.Set(state))
 		case "rows":
@@ -528,4 +530,14 @@ func optional(v []byte) (string, string) {
 		return "0", ""
 	}
 	return "1", string(v)
+}
+
+// StatsArgs are stats.lua's arguments.
+type StatsArgs struct {
+	History bool // answer the history ring too, not only the latency
+}
+
+// Call is the call of stats.lua on q.
+func (a StatsArgs) Call(q keyspace.Queue) Call {
+	return Stats.call(q, "", "", nil, flag(a.History))
 }

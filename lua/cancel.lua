@@ -5,6 +5,7 @@
 -- KEYS[3] cancelled
 -- KEYS[4] events
 -- KEYS[5] job
+-- KEYS[6] stats
 -- ARGV[3] id
 -- ARGV[4] token the cancel is pinned to, or "" for whichever attempt
 -- ARGV[5] reason, or ""

@@ -4,6 +4,7 @@
 -- KEYS[2] pending
 -- KEYS[3] active
 -- KEYS[4] events
+-- KEYS[5] stats
 -- ARGV[3] count, 1-100
 -- ARGV[4] lease_ms
 -- ARGV[5] worker name, or ""

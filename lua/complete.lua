@@ -7,6 +7,7 @@
 -- KEYS[4] completed
 -- KEYS[5] events
 -- KEYS[6] job
+-- KEYS[7] stats
 -- ARGV[3] id
 -- ARGV[4] token
 -- ARGV[5] "1" when ARGV[6] carries a result to store, else "0"

@@ -4,7 +4,8 @@
 -- KEYS[2] pending
 -- KEYS[3] delayed
 -- KEYS[4] events
--- KEYS[5..] rows, one per job, in ARGV order
+-- KEYS[5] stats
+-- KEYS[6..] rows, one per job, in ARGV order
 -- ARGV[3] n, the number of jobs; then 6 ARGV per job:
 --         id, payload (JSON text), priority (0-9), delay_ms (0 = now),
 --         max_attempts ("" for DEFAULT_MAX_ATTEMPTS), backoff

@@ -8,8 +8,10 @@ local EVENTS_KEPT = '10000'
 -- emit appends one state change to the queue's event stream, in the same
 -- atomic step as the change: kind, then the job's id and new state (nil
 -- for a queue-level change), then field/value pairs (actor, role, reason,
--- error, count). The entry's id carries the server's time.
+-- error, count). The entry's id carries the server's time. It counts the
+-- change for the queue's history (history.lua).
 local function emit(kind, id, state, ...)
+  stat_count(kind)
   if select('#', ...) == 0 and id and state then -- a job's change, the common case: no table
     redis.call('XADD', EVENTS, 'MAXLEN', '~', EVENTS_KEPT, '*', 'kind', kind, 'job', id, 'state', state)
     return

@@ -7,6 +7,7 @@
 -- KEYS[2] delayed
 -- KEYS[3] cancelled
 -- KEYS[4] events
+-- KEYS[5] stats
 -- ARGV[3] limit: at most this many expiries, and this many throttle
 --         windows, per call
 --

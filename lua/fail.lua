@@ -8,6 +8,7 @@
 -- KEYS[6] cancelled
 -- KEYS[7] events
 -- KEYS[8] job
+-- KEYS[9] stats
 -- ARGV[3] id
 -- ARGV[4] token
 -- ARGV[5] error text (already truncated by the service)
@@ -41,6 +42,7 @@ local delay = tonumber(ARGV[6])
 if delay < 0 then
   delay = backoff_ms(row, attempts)
 end
+stat_run(row, now)
 leave_active(id, row)
 -- One HSET for the report and the job's new place.
 local fields = { 'last_error', text, 'outcomes', outcomes_after(row.outcomes, 'fail', token) }

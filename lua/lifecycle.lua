@@ -15,15 +15,16 @@ local function add_pending(id, priority, front)
 end
 
 -- push_pending makes job id, whose row (a table) the script read, pending
--- (a grouped job at its place in its group, flow.lua).
+-- (a grouped job at its place in its group, flow.lua), claimable since
+-- its run_at or now (history.lua's ready_at).
 local function push_pending(id, row, front)
   if row.group then
     group_pending(id, row)
   else
     add_pending(id, tonumber(row.priority or '0'), front)
   end
-  row.state = 'pending'
-  redis.call('HSET', job_key(id), 'state', 'pending')
+  row.state, row.ready_at = 'pending', ready_at(row, NOW or now_ms())
+  redis.call('HSET', job_key(id), 'state', 'pending', 'ready_at', row.ready_at)
   del_fields(id, row, { 'run_at' })
 end
 
@@ -192,6 +193,7 @@ local function lease(list, step, rows, now, lease_ms, worker, extra)
       -- is written over the old one).
       del_fields(id, row, worker == '' and { 'cancel_requested', 'cancel_reason', 'worker' }
         or { 'cancel_requested', 'cancel_reason' })
+      stat_wait(row, now)
       local ends = deadline
       if row.timeout_ms or row.expires_at then
         ends = int(run_deadline(row, now, now + lease_ms))
@@ -327,6 +329,7 @@ local function requeue(id, row, fields, delay, now)
       add_pending(id, tonumber(row.priority or '0'), false)
     end
     del_fields(id, row, { 'run_at' })
+    fields[#fields + 1], fields[#fields + 2] = 'ready_at', int(now)
   else
     local run_at = int(now + delay)
     redis.call('ZADD', DELAYED, run_at, id)
@@ -354,6 +357,7 @@ local function complete_one(done, id, row, token, has_result, result, now)
   elseif code then
     return nil, code
   end
+  stat_run(row, now)
   local fields = { 'state', 'completed', 'finished_at', int(now),
     'outcomes', outcomes_after(row.outcomes, 'complete', token) }
   if has_result == '1' then
@@ -551,6 +555,7 @@ local function debounce_job(id, row, payload, priority, delay_ms, window, now)
     state = 'pending'
     add_pending(id, tonumber(priority), false)
     del_fields(id, row, { 'run_at' })
+    fields[#fields + 1], fields[#fields + 2] = 'ready_at', int(now)
   else
     redis.call('ZADD', DELAYED, int(run_at), id)
     fields[#fields + 1], fields[#fields + 2] = 'run_at', int(run_at)

@@ -25,7 +25,7 @@ import (
 var files embed.FS
 
 // shared are the files every script runs after, in this order.
-var shared = []string{"prelude.lua", "row.lua", "here.lua", "events.lua", "fence.lua", "flow.lua", "admission.lua", "lifecycle.lua", "schedules.lua", "push.lua"}
+var shared = []string{"prelude.lua", "row.lua", "here.lua", "history.lua", "events.lua", "fence.lua", "flow.lua", "admission.lua", "lifecycle.lua", "schedules.lua", "push.lua"}
 
 // Script is one of echo_mq's scripts.
 type Script struct {
@@ -69,6 +69,7 @@ var (
 	ScheduleFire   = mustScript("schedule_fire")
 	ScheduleList   = mustScript("schedule_list")
 	PushPut        = mustScript("push_put")
+	Stats          = mustScript("stats")
 )
 
 // All lists every script.
@@ -77,7 +78,7 @@ var All = []*Script{
 	Fail, Snooze, Cancel, Sweep, PromoteDue, Expire, Remove, Pause, Drain, Obliterate, Retry, Promote, List,
 	Settings, GroupPause, Groups,
 	SchedulePut, SchedulePause, ScheduleDelete, ScheduleDue, ScheduleFire, ScheduleList,
-	PushPut,
+	PushPut, Stats,
 }
 
 // library is every script as one Redis Functions library.
@@ -143,7 +144,7 @@ func newScript(name, text string) (*Script, error) {
 	b.shared()
 	b.wrapped(s)
 	b.line(fmt.Sprintf("bind(EVAL_KEYS, EVAL_ARGV, %s)", rolesTable(s.roles)))
-	b.line("return main()")
+	b.line("return stats_flush(main())")
 	s.eval = b.source()
 	return s, nil
 }
@@ -159,7 +160,7 @@ func newLibrary(scripts []*Script) source {
 		b.line("do")
 		b.wrapped(s)
 		b.line(fmt.Sprintf("local roles = %s", rolesTable(s.roles)))
-		b.line(fmt.Sprintf("redis.register_function('%s', function(keys, argv) bind(keys, argv, roles) return main() end)", "@FN_"+s.name))
+		b.line(fmt.Sprintf("redis.register_function('%s', function(keys, argv) bind(keys, argv, roles) return stats_flush(main()) end)", "@FN_"+s.name))
 		b.line("end")
 	}
 	body := b.source()

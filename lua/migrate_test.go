@@ -135,7 +135,7 @@ func TestScriptsStopWholeWhileTheirSlotMigrates(t *testing.T) {
 	refused("the row has left", "b")
 	unchanged(m.src, "source")
 
-	m.move(q.Meta(), q.Set("pending"), q.Set("active"), q.Events(), q.Job("a"))
+	m.move(q.Meta(), q.Set("pending"), q.Set("active"), q.Events(), q.Stats(), q.Job("a"))
 	refused("the sets have come, a row not yet", "c")
 	unchanged(m.dst, "destination")
 	// A user that may not read CLUSTER NODES gets the same: a row that is

@@ -16,7 +16,7 @@
 -- Deletes up to limit jobs, rows and all, from the queue's sets; when none
 -- is left it deletes the sets, the meta hash, the event stream and the
 -- reapers' turn (and the flow control keys, flow.lua, the admission keys,
--- admission.lua, the push target and its errors, push.lua, and the schedules, schedules.lua), so that not one key of the queue remains (a reaper's pass
+-- admission.lua, the push target and its errors, push.lua, the schedules, schedules.lua, and the history, history.lua), so that not one key of the queue remains (a reaper's pass
 -- under way may take a turn again; it expires within half an interval).
 -- The service calls it until done. Fencing survives: a queue made again
 -- under the same name starts its token counter at the server's time
@@ -44,6 +44,7 @@ if removed < limit then
   for _, name in ipairs(SCHEDULE_KEYS) do
     redis.call('DEL', fkey(name))
   end
+  redis.call('DEL', fkey('stats'))
   return { 1, removed }
 end
 return { 0, removed }

@@ -1,7 +1,8 @@
 -- prelude.lua: the keys and arguments every echo_mq script runs with
 -- (docs/design.md#scripts). lua.go puts the shared files first, in this
--- order: prelude.lua, row.lua, here.lua, events.lua, fence.lua, flow.lua, admission.lua,
--- lifecycle.lua, schedules.lua, push.lua; then each script, wrapped in a function of its own.
+-- order: prelude.lua, row.lua, here.lua, history.lua, events.lua, fence.lua, flow.lua,
+-- admission.lua, lifecycle.lua, schedules.lua, push.lua; then each script, wrapped in a
+-- function of its own, whose reply goes through history.lua's stats_flush.
 --
 -- A script's header names its KEYS by role, one per line:
 --   meta       HASH  seq (pending order), token (fencing counter), paused,
@@ -18,6 +19,8 @@
 --   rows       the rows of the jobs the call names, one KEYS each
 --   schedules, schedule_names, schedule_due
 --              the queue's schedules (schedules.lua)
+--   stats      STRING the queue's last 24 hours, minute by minute
+--              (history.lua): declared by every script that counts
 -- lua.go reads those lines: the Go side builds KEYS in that order from
 -- them, and bind below names this call's keys from them, so header, Go
 -- and script cannot disagree. A key a script does not declare stays nil
@@ -33,8 +36,12 @@
 
 local META, PENDING, ACTIVE, DELAYED, COMPLETED, DEAD, CANCELLED
 local SET, EVENTS, JOB, REAPER
-local SCHEDULES, SCHEDULE_NAMES, SCHEDULE_DUE
+local SCHEDULES, SCHEDULE_NAMES, SCHEDULE_DUE, STATS
 local BASE, WAKE, ARGV
+
+-- NOW is the server's time in ms once this call has read it (row.lua's
+-- now_ms); STATS_COUNTED is true once it counted a change (history.lua).
+local NOW, STATS_COUNTED
 
 -- FLOW_HERE is true once this call has made sure it may touch the flow
 -- control keys (flow.lua's flow_here).
@@ -47,8 +54,8 @@ local FLOW_HERE
 local function bind(keys, argv, roles)
   META, PENDING, ACTIVE, DELAYED, COMPLETED, DEAD, CANCELLED = nil, nil, nil, nil, nil, nil, nil
   SET, EVENTS, JOB, REAPER = nil, nil, nil, nil
-  SCHEDULES, SCHEDULE_NAMES, SCHEDULE_DUE = nil, nil, nil
-  FLOW_HERE = nil
+  SCHEDULES, SCHEDULE_NAMES, SCHEDULE_DUE, STATS = nil, nil, nil, nil
+  FLOW_HERE, NOW, STATS_COUNTED = nil, nil, nil
   for i = 1, #roles do
     local role, key = roles[i], keys[i]
     if role == 'job' then JOB = key
@@ -65,6 +72,7 @@ local function bind(keys, argv, roles)
     elseif role == 'schedules' then SCHEDULES = key
     elseif role == 'schedule_names' then SCHEDULE_NAMES = key
     elseif role == 'schedule_due' then SCHEDULE_DUE = key
+    elseif role == 'stats' then STATS = key
     end
   end
   BASE, WAKE, ARGV = argv[1], argv[2], argv

@@ -46,7 +46,8 @@ end
 -- leases, delays and finish times are measured on.
 local function now_ms()
   local t = redis.call('TIME')
-  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  NOW = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  return NOW
 end
 
 local function job_key(id)

@@ -8,6 +8,7 @@
 -- KEYS[5] cancelled
 -- KEYS[6] events
 -- KEYS[7] job
+-- KEYS[8] stats
 -- ARGV[3] id
 -- ARGV[4] token
 -- ARGV[5] delay_ms: the job is delayed until now + delay_ms (pending at

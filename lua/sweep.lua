@@ -7,6 +7,7 @@
 -- KEYS[5] dead
 -- KEYS[6] cancelled
 -- KEYS[7] events
+-- KEYS[8] stats
 -- ARGV[3] max_stalled, >= 1
 -- ARGV[4] limit: at most this many lapsed jobs per call
 --

@@ -987,6 +987,41 @@ type WhoAmI struct {
 // is open).
 type WhoAmIRole string
 
+// HttpQueueStats defines model for http.QueueStats.
+type HttpQueueStats struct {
+	// Minutes Minutes are one entry per minute of the range, oldest first; the
+	// last is the current minute, still filling.
+	Minutes *[]HttpStatsMinute `json:"minutes,omitempty"`
+
+	// OldestPendingAgeMs OldestPendingAgeMs is the queue's latency: how long the pending job
+	// that has waited longest has been claimable, ms; 0 when none is
+	// pending.
+	OldestPendingAgeMs *int64  `json:"oldest_pending_age_ms,omitempty"`
+	Queue              *string `json:"queue,omitempty"`
+}
+
+// HttpStatsMinute defines model for http.StatsMinute.
+type HttpStatsMinute struct {
+	At        *time.Time `json:"at,omitempty"`
+	Cancelled *int64     `json:"cancelled,omitempty"`
+	Completed *int64     `json:"completed,omitempty"`
+	Dead      *int64     `json:"dead,omitempty"`
+	Enqueued  *int64     `json:"enqueued,omitempty"`
+
+	// Failed Failed counts failed attempts that were retried: a worker's fail, a
+	// timeout, a stall.
+	Failed *int64 `json:"failed,omitempty"`
+
+	// RunMsMean RunMsMean is the mean time of the attempts that ended in the minute
+	// on their holder's complete or fail; 0 when none did.
+	RunMsMean *float32 `json:"run_ms_mean,omitempty"`
+	Started   *int64   `json:"started,omitempty"`
+
+	// WaitMsMean WaitMsMean is the mean wait of the jobs that started in the minute,
+	// from when each became claimable; 0 when none started.
+	WaitMsMean *float32 `json:"wait_ms_mean,omitempty"`
+}
+
 // Signature defines model for Signature.
 type Signature = string
 
@@ -1382,6 +1417,18 @@ type GetQueueSettingsParams struct {
 
 // PutQueueSettingsParams defines parameters for PutQueueSettings.
 type PutQueueSettingsParams struct {
+	// XEMQTimestamp With X-EMQ-Signature, instead of a bearer key: the Unix time in seconds at which the request was signed, within 5 minutes of the service's clock.
+	XEMQTimestamp *SignatureTimestamp `json:"X-EMQ-Timestamp,omitempty"`
+
+	// XEMQSignature Instead of a bearer key: sha256= and the hex HMAC-SHA256, under a key of EMQ_API_KEYS, of "<X-EMQ-Timestamp>.<METHOD>.<path and query>.<body>". Each signature is accepted once: a sender that retries signs again.
+	XEMQSignature *Signature `json:"X-EMQ-Signature,omitempty"`
+}
+
+// GetQueueStatsParams defines parameters for GetQueueStats.
+type GetQueueStatsParams struct {
+	// Minutes how many minutes, up to now
+	Minutes *int `form:"minutes,omitempty" json:"minutes,omitempty"`
+
 	// XEMQTimestamp With X-EMQ-Signature, instead of a bearer key: the Unix time in seconds at which the request was signed, within 5 minutes of the service's clock.
 	XEMQTimestamp *SignatureTimestamp `json:"X-EMQ-Timestamp,omitempty"`
 
@@ -1993,6 +2040,13 @@ type ClientInterface interface {
 	//
 	// Corresponds with PUT /queues/{queue}/settings (the `PutQueueSettings` operationId).
 	PutQueueSettings(ctx context.Context, queue string, params *PutQueueSettingsParams, body PutQueueSettingsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetQueueStats A queue's history and latency
+	//
+	// What happened in the queue minute by minute, oldest first, one entry per minute of the range (zeros where nothing happened; the last is the current minute, still filling), kept 24 hours and written by the scripts on the Redis server's clock, so every replica answers the same. oldest_pending_age_ms is the queue's latency now.
+	//
+	// Corresponds with GET /queues/{queue}/stats (the `GetQueueStats` operationId).
+	GetQueueStats(ctx context.Context, queue string, params *GetQueueStatsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// SweepQueueWithBody Sweep stalled jobs
 	//
@@ -2949,6 +3003,23 @@ func (c *Client) PutQueueSettingsWithBody(ctx context.Context, queue string, par
 // Corresponds with PUT /queues/{queue}/settings (the `PutQueueSettings` operationId).
 func (c *Client) PutQueueSettings(ctx context.Context, queue string, params *PutQueueSettingsParams, body PutQueueSettingsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewPutQueueSettingsRequest(c.Server, queue, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetQueueStats A queue's history and latency
+//
+// What happened in the queue minute by minute, oldest first, one entry per minute of the range (zeros where nothing happened; the last is the current minute, still filling), kept 24 hours and written by the scripts on the Redis server's clock, so every replica answers the same. oldest_pending_age_ms is the queue's latency now.
+//
+// Corresponds with GET /queues/{queue}/stats (the `GetQueueStats` operationId).
+func (c *Client) GetQueueStats(ctx context.Context, queue string, params *GetQueueStatsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetQueueStatsRequest(c.Server, queue, params)
 	if err != nil {
 		return nil, err
 	}
@@ -5950,6 +6021,93 @@ func NewPutQueueSettingsRequestWithBody(server string, queue string, params *Put
 	return req, nil
 }
 
+// NewGetQueueStatsRequest constructs an http.Request for the GetQueueStats method
+func NewGetQueueStatsRequest(server string, queue string, params *GetQueueStatsParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "queue", queue, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/queues/%s/stats", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Minutes != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "minutes", *params.Minutes, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.XEMQTimestamp != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-EMQ-Timestamp", *params.XEMQTimestamp, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-EMQ-Timestamp", headerParam0)
+		}
+
+		if params.XEMQSignature != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "X-EMQ-Signature", *params.XEMQSignature, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-EMQ-Signature", headerParam1)
+		}
+
+	}
+
+	return req, nil
+}
+
 // NewSweepQueueRequest calls the generic SweepQueue builder with application/json body
 func NewSweepQueueRequest(server string, queue string, params *SweepQueueParams, body SweepQueueJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
@@ -6614,6 +6772,15 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with PUT /queues/{queue}/settings (the `PutQueueSettings` operationId).
 	PutQueueSettingsWithResponse(ctx context.Context, queue string, params *PutQueueSettingsParams, body PutQueueSettingsJSONRequestBody, reqEditors ...RequestEditorFn) (*PutQueueSettingsResponse, error)
+
+	// GetQueueStatsWithResponse A queue's history and latency
+	//
+	// What happened in the queue minute by minute, oldest first, one entry per minute of the range (zeros where nothing happened; the last is the current minute, still filling), kept 24 hours and written by the scripts on the Redis server's clock, so every replica answers the same. oldest_pending_age_ms is the queue's latency now.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /queues/{queue}/stats (the `GetQueueStats` operationId).
+	GetQueueStatsWithResponse(ctx context.Context, queue string, params *GetQueueStatsParams, reqEditors ...RequestEditorFn) (*GetQueueStatsResponse, error)
 
 	// SweepQueueWithBodyWithResponse Sweep stalled jobs
 	//
@@ -10532,6 +10699,96 @@ func (r PutQueueSettingsResponse) ContentType() string {
 	return ""
 }
 
+// GetQueueStatsResponse401Headers the declared response headers of an HTTP 401 response for GetQueueStats
+type GetQueueStatsResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// GetQueueStatsResponse503Headers the declared response headers of an HTTP 503 response for GetQueueStats
+type GetQueueStatsResponse503Headers struct {
+	RetryAfter *int
+}
+
+type GetQueueStatsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *HttpQueueStats
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Problem
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetQueueStatsResponse401Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetQueueStatsResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetQueueStatsResponse) GetJSON200() *HttpQueueStats {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r GetQueueStatsResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r GetQueueStatsResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r GetQueueStatsResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r GetQueueStatsResponse) GetApplicationproblemJSON500() *Problem {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r GetQueueStatsResponse) GetApplicationproblemJSON503() *Problem {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetQueueStatsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetQueueStatsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetQueueStatsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetQueueStatsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // SweepQueueResponse401Headers the declared response headers of an HTTP 401 response for SweepQueue
 type SweepQueueResponse401Headers struct {
 	WWWAuthenticate *string
@@ -11552,6 +11809,21 @@ func (c *ClientWithResponses) PutQueueSettingsWithResponse(ctx context.Context, 
 		return nil, err
 	}
 	return ParsePutQueueSettingsResponse(rsp)
+}
+
+// GetQueueStatsWithResponse A queue's history and latency
+//
+// What happened in the queue minute by minute, oldest first, one entry per minute of the range (zeros where nothing happened; the last is the current minute, still filling), kept 24 hours and written by the scripts on the Redis server's clock, so every replica answers the same. oldest_pending_age_ms is the queue's latency now.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /queues/{queue}/stats (the `GetQueueStats` operationId).
+func (c *ClientWithResponses) GetQueueStatsWithResponse(ctx context.Context, queue string, params *GetQueueStatsParams, reqEditors ...RequestEditorFn) (*GetQueueStatsResponse, error) {
+	rsp, err := c.GetQueueStats(ctx, queue, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetQueueStatsResponse(rsp)
 }
 
 // SweepQueueWithBodyWithResponse Sweep stalled jobs
@@ -15232,6 +15504,90 @@ func ParsePutQueueSettingsResponse(rsp *http.Response) (*PutQueueSettingsRespons
 		response.Headers401 = &headers
 	case rsp.StatusCode == 503:
 		var headers PutQueueSettingsResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetQueueStatsResponse parses an HTTP response from a GetQueueStatsWithResponse call
+func ParseGetQueueStatsResponse(rsp *http.Response) (*GetQueueStatsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetQueueStatsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest HttpQueueStats
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GetQueueStatsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetQueueStatsResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {

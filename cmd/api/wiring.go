@@ -10,6 +10,7 @@ import (
 	"github.com/echo-mq/echo_mq/internal/admin"
 	"github.com/echo-mq/echo_mq/internal/auth"
 	"github.com/echo-mq/echo_mq/internal/events"
+	"github.com/echo-mq/echo_mq/internal/history"
 	emqhttp "github.com/echo-mq/echo_mq/internal/http"
 	"github.com/echo-mq/echo_mq/internal/lease"
 	"github.com/echo-mq/echo_mq/internal/metrics"
@@ -91,6 +92,7 @@ func (s services) handler(cfg config, leases *lease.Service, stopping <-chan str
 		Admin:     s.admin,
 		Schedules: s.sched,
 		Pushes:    s.pushes, PushAllow: cfg.PushAllow,
+		History: history.NewReader(s.rdb, cfg.Prefix),
 		Sweeper: s.sweeper, Waiters: s.hub, Stopping: stopping,
 		Events:      events.NewLog(s.rdb, cfg.Prefix),
 		Ready:       func(ctx context.Context) error { return s.rdb.Ping(ctx).Err() },

@@ -75,7 +75,7 @@ func newFuzzRig(f *testing.F) *fuzzRig {
 	h := newHarness(f, redistest.Client(f), withConfig(func(c *emqhttp.Config) { c.MaxValueBytes = fzValueBytes }))
 	h.stop() // long polls and event streams answer at once: no execution waits
 	return &fuzzRig{h: h, keyRE: regexp.MustCompile(`^` + regexp.QuoteMeta(h.prefix) +
-		`:(?:queues|\{([^{}]*)\}:(?:meta|pending|active|delayed|completed|dead|cancelled|events|job:(.*)))$`)}
+		`:(?:queues|\{([^{}]*)\}:(?:meta|pending|active|delayed|completed|dead|cancelled|events|stats|job:(.*)))$`)}
 }
 
 // reset deletes every key under the rig's prefix, so that each execution

@@ -22,6 +22,7 @@ import (
 
 	"github.com/echo-mq/echo_mq/internal/admin"
 	"github.com/echo-mq/echo_mq/internal/events"
+	"github.com/echo-mq/echo_mq/internal/history"
 	emqhttp "github.com/echo-mq/echo_mq/internal/http"
 	"github.com/echo-mq/echo_mq/internal/lease"
 	"github.com/echo-mq/echo_mq/internal/metrics"
@@ -230,6 +231,7 @@ func (h *harness) replica(tb testing.TB, rdb redis.UniversalClient, opts []optio
 		Admin:     admin.NewService(rdb, h.prefix),
 		Schedules: scheduler.NewService(rdb, h.prefix),
 		Pushes:    push.NewStore(rdb, h.prefix), PushAllow: allow,
+		History:  history.NewReader(rdb, h.prefix),
 		Sweeper:  stall.NewService(rdb, h.prefix),
 		Waiters:  hub,
 		Events:   events.NewLog(rdb, h.prefix),

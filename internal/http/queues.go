@@ -40,14 +40,20 @@ func nextCursor(cursor string) *string {
 
 // limitQuery reads an optional limit query parameter in [1, most].
 func limitQuery(r *http.Request, def, most int) (int, error) {
-	v := r.URL.Query().Get("limit")
+	return intQuery(r, "limit", def, most)
+}
+
+// intQuery reads an optional integer query parameter in [1, most]; def
+// when it is absent.
+func intQuery(r *http.Request, name string, def, most int) (int, error) {
+	v := r.URL.Query().Get(name)
 	if v == "" {
 		return def, nil
 	}
 	n, err := strconv.Atoi(v)
 	if err != nil || n < 1 || n > most {
 		return 0, invalid("invalid query parameter",
-			FieldError{Field: "limit", Message: "must be an integer from 1 to " + strconv.Itoa(most)})
+			FieldError{Field: name, Message: "must be an integer from 1 to " + strconv.Itoa(most)})
 	}
 	return n, nil
 }

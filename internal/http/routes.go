@@ -34,6 +34,7 @@ func (s *server) apiRoutes() []route {
 		{"GET", q + "/schedules", auth.Reader, s.handleScheduleList},
 		{"GET", schedule, auth.Reader, s.handleScheduleGet},
 		{"GET", q + "/push", auth.Reader, s.handlePushGet},
+		{"GET", q + "/stats", auth.Reader, s.handleQueueStats},
 
 		{"POST", q + "/jobs", auth.Worker, s.handleEnqueue},
 		{"POST", q + "/jobs/batch", auth.Worker, s.handleEnqueueBatch},

@@ -42,6 +42,7 @@ import (
 	"github.com/echo-mq/echo_mq/internal/auth"
 	"github.com/echo-mq/echo_mq/internal/events"
 	"github.com/echo-mq/echo_mq/internal/flow"
+	"github.com/echo-mq/echo_mq/internal/history"
 	"github.com/echo-mq/echo_mq/internal/job"
 	"github.com/echo-mq/echo_mq/internal/lease"
 	"github.com/echo-mq/echo_mq/internal/push"
@@ -137,6 +138,8 @@ type Config struct {
 	// may name (EMQ_PUSH_ALLOW; none refuses every target).
 	Pushes    *push.Store
 	PushAllow push.Allow
+	// History reads the queues' last 24 hours (*history.Reader).
+	History *history.Reader
 	// Metrics records requests and job transitions; nil records nothing.
 	Metrics observer
 	// MetricsHandler serves GET /metrics; nil serves no such route.

@@ -91,17 +91,21 @@ func (q Queue) WakeChannel() string { return WakeChannelPrefix(q.prefix) + q.nam
 
 // Keys are every key of the queue but its job rows: the meta hash, the six
 // state sets, the event stream, the flow control keys, the schedule keys,
-// the admission keys and the push keys.
+// the admission keys, the push keys and the history.
 func (q Queue) Keys() []string {
 	keys := []string{
 		q.Meta(), q.Set("pending"), q.Set("active"), q.Set("delayed"),
-		q.Set("completed"), q.Set("dead"), q.Set("cancelled"), q.Events(),
+		q.Set("completed"), q.Set("dead"), q.Set("cancelled"), q.Events(), q.Stats(),
 	}
 	for _, more := range [][]string{q.FlowKeys(), q.ScheduleKeys(), q.AdmissionKeys(), q.PushKeys()} {
 		keys = append(keys, more...)
 	}
 	return keys
 }
+
+// Stats is the key of the queue's history: its last 24 hours, minute by
+// minute (lua/history.lua).
+func (q Queue) Stats() string { return q.base + "stats" }
 
 // Push is the key of the queue's push target hash (lua/push.lua).
 func (q Queue) Push() string { return q.base + "push" }

@@ -676,6 +676,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/queues/{queue}/stats": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A queue's history and latency
+         * @description What happened in the queue minute by minute, oldest first, one entry per minute of the range (zeros where nothing happened; the last is the current minute, still filling), kept 24 hours and written by the scripts on the Redis server's clock, so every replica answers the same. oldest_pending_age_ms is the queue's latency now.
+         */
+        get: operations["getQueueStats"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/queues/{queue}/sweep": {
         parameters: {
             query?: never;
@@ -1586,6 +1606,74 @@ export interface components {
              * @enum {string}
              */
             role: "reader" | "worker" | "admin";
+        };
+        "http.QueueStats": {
+            /**
+             * @description Minutes are one entry per minute of the range, oldest first; the
+             *     last is the current minute, still filling.
+             */
+            minutes?: components["schemas"]["http.StatsMinute"][];
+            /**
+             * Format: int64
+             * @description OldestPendingAgeMs is the queue's latency: how long the pending job
+             *     that has waited longest has been claimable, ms; 0 when none is
+             *     pending.
+             * @example 1250
+             */
+            oldest_pending_age_ms?: number;
+            /** @example emails */
+            queue?: string;
+        };
+        "http.StatsMinute": {
+            /**
+             * Format: date-time
+             * @example 2026-12-01T10:00:00.000Z
+             */
+            at?: string;
+            /**
+             * Format: int64
+             * @example 0
+             */
+            cancelled?: number;
+            /**
+             * Format: int64
+             * @example 8
+             */
+            completed?: number;
+            /**
+             * Format: int64
+             * @example 0
+             */
+            dead?: number;
+            /**
+             * Format: int64
+             * @example 10
+             */
+            enqueued?: number;
+            /**
+             * Format: int64
+             * @description Failed counts failed attempts that were retried: a worker's fail, a
+             *     timeout, a stall.
+             * @example 1
+             */
+            failed?: number;
+            /**
+             * @description RunMsMean is the mean time of the attempts that ended in the minute
+             *     on their holder's complete or fail; 0 when none did.
+             * @example 230.1
+             */
+            run_ms_mean?: number;
+            /**
+             * Format: int64
+             * @example 9
+             */
+            started?: number;
+            /**
+             * @description WaitMsMean is the mean wait of the jobs that started in the minute,
+             *     from when each became claimable; 0 when none started.
+             * @example 12.5
+             */
+            wait_ms_mean?: number;
         };
     };
     responses: never;
@@ -6102,6 +6190,92 @@ export interface operations {
             };
             /** @description EMQMEDIATYPE */
             415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQINTERNAL: a bug, logged with the request id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQUNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getQueueStats: {
+        parameters: {
+            query?: {
+                /** @description how many minutes, up to now */
+                minutes?: number;
+            };
+            header?: {
+                /** @description With X-EMQ-Signature, instead of a bearer key: the Unix time in seconds at which the request was signed, within 5 minutes of the service's clock. */
+                "X-EMQ-Timestamp"?: components["parameters"]["SignatureTimestamp"];
+                /** @description Instead of a bearer key: sha256= and the hex HMAC-SHA256, under a key of EMQ_API_KEYS, of "<X-EMQ-Timestamp>.<METHOD>.<path and query>.<body>". Each signature is accepted once: a sender that retries signs again. */
+                "X-EMQ-Signature"?: components["parameters"]["Signature"];
+            };
+            path: {
+                /** @description queue name: 1 to 100 of A-Z a-z 0-9 . _ -, not only dots */
+                queue: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "oldest_pending_age_ms": 1250,
+                     *       "queue": "emails"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["http.QueueStats"];
+                };
+            };
+            /** @description EMQINVALID */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQUNAUTHORIZED: no key, a wrong one, or a bad signature */
+            401: {
+                headers: {
+                    /** @description the Bearer scheme, realm echo_mq */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQFORBIDDEN: the key's role may not do this */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -1,0 +1,159 @@
+// Package history reads a queue's last 24 hours, minute by minute, and its
+// latency now (docs/design.md#history). The scripts write the history as
+// they change jobs, on the Redis server's clock (lua/history.lua); this
+// package decodes it.
+package history
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/echo-mq/echo_mq/internal/keyspace"
+	"github.com/echo-mq/echo_mq/lua"
+)
+
+// MaxMinutes is how far back the history goes: 24 hours.
+const MaxMinutes = 1440
+
+// The ring's layout, as lua/history.lua writes it: MaxMinutes slots of
+// slotBytes, slot = minute % MaxMinutes, each a u32 stamp (the minute it
+// holds), eight u32 counters and two u48 sums, big-endian.
+const (
+	slotBytes  = 44
+	ringBytes  = MaxMinutes * slotBytes
+	countersAt = 4
+	sumsAt     = 32
+)
+
+// Minute is what happened in a queue in one minute.
+type Minute struct {
+	At        time.Time // the minute's start
+	Enqueued  int64
+	Started   int64
+	Completed int64
+	Failed    int64 // failed attempts that were retried
+	Dead      int64
+	Cancelled int64
+	// Runs are the attempts that ended on their holder's report (complete
+	// or fail), whose times RunMS sums; WaitMS sums the Started jobs'
+	// waits.
+	Runs          int64
+	WaitMS, RunMS int64
+	WaitMean      float64 // ms; 0 when nothing started
+	RunMean       float64 // ms; 0 when nothing ran
+}
+
+// Stats is a queue's history and its latency.
+type Stats struct {
+	Queue string
+	// OldestPendingAge is how long the pending job that has waited longest
+	// has been claimable; 0 when none is pending.
+	OldestPendingAge time.Duration
+	// Minutes are the last minutes, oldest first; the last is the current
+	// minute, still filling.
+	Minutes []Minute
+}
+
+// Reader reads queues' history.
+type Reader struct {
+	prefix  string
+	scripts *lua.Runner
+}
+
+// NewReader returns a Reader for the queues under prefix.
+func NewReader(rdb redis.UniversalClient, prefix string) *Reader {
+	return &Reader{prefix: prefix, scripts: lua.NewRunner(rdb)}
+}
+
+// Read answers queue's last minutes (1 to MaxMinutes) and its latency.
+func (r *Reader) Read(ctx context.Context, queue string, minutes int) (Stats, error) {
+	if minutes < 1 || minutes > MaxMinutes {
+		return Stats{}, fmt.Errorf("minutes %d: want 1 to %d", minutes, MaxMinutes)
+	}
+	now, oldest, ring, err := r.read(ctx, queue, true)
+	if err != nil {
+		return Stats{}, err
+	}
+	return Stats{Queue: queue, OldestPendingAge: age(now, oldest), Minutes: Decode(ring, now, minutes)}, nil
+}
+
+// Latency answers how long queue's oldest pending job has been claimable
+// (0 when none is).
+func (r *Reader) Latency(ctx context.Context, queue string) (time.Duration, error) {
+	now, oldest, _, err := r.read(ctx, queue, false)
+	return age(now, oldest), err
+}
+
+// read runs stats.lua: the server's now and the oldest ready time (ms, -1
+// none), and the ring when history is asked for.
+func (r *Reader) read(ctx context.Context, queue string, history bool) (now, oldest int64, ring []byte, err error) {
+	reply, err := r.scripts.Reply(ctx, lua.StatsArgs{History: history}.Call(keyspace.NewQueue(r.prefix, queue)))
+	if err != nil {
+		return 0, 0, nil, err
+	}
+	items, ok := reply.([]any)
+	if !ok || len(items) != 3 {
+		return 0, 0, nil, fmt.Errorf("stats reply: unexpected %T", reply)
+	}
+	now, ok1 := items[0].(int64)
+	oldest, ok2 := items[1].(int64)
+	text, ok3 := items[2].(string)
+	if !ok1 || !ok2 || !ok3 {
+		return 0, 0, nil, fmt.Errorf("stats reply: unexpected %v", items)
+	}
+	return now, oldest, []byte(text), nil
+}
+
+// age is now minus the oldest ready time, both ms; 0 when none (-1) or in
+// the future.
+func age(now, oldest int64) time.Duration {
+	if oldest < 0 || oldest > now {
+		return 0
+	}
+	return time.Duration(now-oldest) * time.Millisecond
+}
+
+// Decode reads the last n minutes up to the one of now (ms, the server's
+// clock) from ring, oldest first: a slot that holds another minute, or
+// that ring is too short to have, reads as zeros.
+func Decode(ring []byte, now int64, n int) []Minute {
+	current := now / 60000
+	out := make([]Minute, n)
+	for i := range out {
+		minute := current - int64(n-1-i)
+		out[i] = decodeSlot(ring, minute)
+	}
+	return out
+}
+
+// decodeSlot is minute's slot of ring, or zeros.
+func decodeSlot(ring []byte, minute int64) Minute {
+	m := Minute{At: time.UnixMilli(minute * 60000).UTC()}
+	at := int(minute%MaxMinutes) * slotBytes
+	if at+slotBytes > len(ring) || int64(binary.BigEndian.Uint32(ring[at:])) != minute {
+		return m
+	}
+	c := func(k int) int64 { return int64(binary.BigEndian.Uint32(ring[at+countersAt+4*k:])) }
+	m.Enqueued, m.Started, m.Completed, m.Failed = c(0), c(1), c(2), c(3)
+	m.Dead, m.Cancelled, m.Runs = c(4), c(5), c(6)
+	m.WaitMS, m.RunMS = u48(ring[at+sumsAt:]), u48(ring[at+sumsAt+6:])
+	if m.Started > 0 {
+		m.WaitMean = float64(m.WaitMS) / float64(m.Started)
+	}
+	if m.Runs > 0 {
+		m.RunMean = float64(m.RunMS) / float64(m.Runs)
+	}
+	return m
+}
+
+func u48(b []byte) int64 {
+	var n int64
+	for _, x := range b[:6] {
+		n = n<<8 | int64(x)
+	}
+	return n
+}

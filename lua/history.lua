@@ -1,0 +1,183 @@
+-- history.lua: the queue's last 24 hours, minute by minute
+-- (docs/design.md#history).
+--
+-- stats  STRING a ring of STATS_SLOTS slots, one per minute of the day
+--               (slot = minute % STATS_SLOTS, minute = server ms / 60000),
+--               each STATS_SLOT_BITS wide, read and written with BITFIELD:
+--                 u32 the minute the slot holds (any other: the slot is
+--                     from a day before, and reads as zeros)
+--                 u32 enqueued, started, completed, failed (retried),
+--                     dead, cancelled, runs (attempts that ended on their
+--                     holder's report)
+--                 u48 wait_ms (the started jobs' waits, summed), run_ms
+--                     (the runs' times, summed)
+--               Its size is fixed (STATS_BYTES) from its first write on.
+--
+-- A script counts as it goes (emit counts the state changes it writes;
+-- stat_wait and stat_run add times) and stats_flush writes the call's
+-- counts in one BITFIELD when it returns (lua.go wraps every script in
+-- it): one redis.call per script call that counted, none for one that did
+-- not. A script that counts declares stats: it exists from a queue's
+-- first counted change on, so that it is moved with the queue's other
+-- keys when a Cluster slot migrates.
+
+local STATS_SLOTS, STATS_SLOT_BITS = 1440, 352
+local STATS_BYTES = STATS_SLOTS * STATS_SLOT_BITS / 8
+
+-- The counters of a slot, in order: their BITFIELD type and bit offset in
+-- the slot. The stamp (u32 at 0) comes before them.
+local STAT_TYPES = { 'u32', 'u32', 'u32', 'u32', 'u32', 'u32', 'u32', 'u48', 'u48' }
+local STAT_OFFSETS = { 32, 64, 96, 128, 160, 192, 224, 256, 304 }
+local STAT_WAIT, STAT_RUNS, STAT_RUN_MS = 8, 7, 9
+
+-- STAT_OF is the counter an event kind counts (emit): a stall recovered
+-- and a timed-out attempt retried are failed attempts too.
+local STAT_OF = { enqueued = 1, claimed = 2, completed = 3, failed = 4, recovered = 4, dead = 5, cancelled = 6 }
+
+-- The call's counts, by counter, once STATS_COUNTED (prelude.lua) is
+-- true: bind clears it, so that a call that counts nothing pays one test.
+local STATS_N = { 0, 0, 0, 0, 0, 0, 0, 0, 0 }
+
+-- stat_add adds n to counter i of this call's counts.
+local function stat_add(i, n)
+  if not STATS_COUNTED then
+    for k = 1, #STATS_N do
+      STATS_N[k] = 0
+    end
+    STATS_COUNTED = true
+  end
+  STATS_N[i] = STATS_N[i] + n
+end
+
+-- stat_count counts one event of kind, when kind is one history counts.
+local function stat_count(kind)
+  local i = STAT_OF[kind]
+  if i then
+    stat_add(i, 1)
+  end
+end
+
+-- stat_wait adds the wait of a job that starts now: since it became
+-- claimable (ready_at, or created_at when it never waited otherwise).
+local function stat_wait(row, now)
+  stat_add(STAT_WAIT, math.max(now - tonumber(row.ready_at or row.created_at or now), 0))
+end
+
+-- stat_run counts an attempt that ended now on its holder's report, and
+-- its time since it started.
+local function stat_run(row, now)
+  stat_add(STAT_RUNS, 1)
+  stat_add(STAT_RUN_MS, math.max(now - tonumber(row.started_at or now), 0))
+end
+
+-- stats_sized makes the ring its full size, zeros after what it holds: a
+-- string grown by BITFIELD a slot at a time would keep up to twice its
+-- size allocated. It runs once per new slot at most, off the hot path.
+local function stats_sized()
+  local len = redis.call('STRLEN', STATS)
+  if len < STATS_BYTES then
+    redis.call('SET', STATS, (redis.call('GET', STATS) or '') .. string.rep('\0', STATS_BYTES - len))
+  end
+end
+
+-- STATS_MAX is each counter's ceiling (BITFIELD's OVERFLOW SAT).
+local STATS_MAX = { 2 ^ 32 - 1, 2 ^ 32 - 1, 2 ^ 32 - 1, 2 ^ 32 - 1, 2 ^ 32 - 1, 2 ^ 32 - 1, 2 ^ 32 - 1, 2 ^ 48 - 1, 2 ^ 48 - 1 }
+
+-- stats_add_bitfield adds the call's counts to the slot at bit offset at
+-- for minute, in one BITFIELD that also sets the slot's stamp. When the
+-- stamp held another minute (a day before, or never written), the counts
+-- just added went onto old ones: they are written again as the slot's
+-- whole content. Returns false when the store has no BITFIELD (the
+-- embedded one).
+local function stats_add_bitfield(at, minute)
+  local args = { 'BITFIELD', STATS, 'OVERFLOW', 'SAT', 'SET', 'u32', tostring(at), tostring(minute) }
+  for i = 1, #STATS_N do
+    if STATS_N[i] > 0 then
+      args[#args + 1], args[#args + 2] = 'INCRBY', STAT_TYPES[i]
+      args[#args + 1], args[#args + 2] = tostring(at + STAT_OFFSETS[i]), tostring(STATS_N[i])
+    end
+  end
+  local reply = redis.pcall(unpack(args))
+  if reply.err then
+    if string.find(string.lower(reply.err), 'unknown', 1, true) then
+      return false
+    end
+    error(reply)
+  end
+  if reply[1] ~= minute then
+    stats_sized()
+    local set = { 'BITFIELD', STATS }
+    for i = 1, #STATS_N do
+      set[#set + 1], set[#set + 2] = 'SET', STAT_TYPES[i]
+      set[#set + 1], set[#set + 2] = tostring(at + STAT_OFFSETS[i]), tostring(STATS_N[i])
+    end
+    redis.call(unpack(set))
+  end
+  return true
+end
+
+-- big_endian is n as width bytes, most significant first, as BITFIELD
+-- lays it out; from_big_endian reads one back from s at byte i.
+local function big_endian(n, width)
+  local bytes = {}
+  for k = width, 1, -1 do
+    bytes[k] = n % 256
+    n = math.floor(n / 256)
+  end
+  return string.char(unpack(bytes))
+end
+local function from_big_endian(s, i, width)
+  local n = 0
+  for k = i, i + width - 1 do
+    n = n * 256 + (string.byte(s, k) or 0)
+  end
+  return n
+end
+
+-- stats_add_range is stats_add_bitfield for a store without BITFIELD: the
+-- slot is read, added to and written back whole (GETRANGE, SETRANGE).
+local function stats_add_range(at, minute)
+  local first = at / 8
+  local slot = redis.call('GETRANGE', STATS, first, first + STATS_SLOT_BITS / 8 - 1)
+  local fresh = from_big_endian(slot, 1, 4) ~= minute
+  if fresh then
+    stats_sized()
+  end
+  local parts = { big_endian(minute, 4) }
+  for i = 1, #STATS_N do
+    local width = STAT_TYPES[i] == 'u32' and 4 or 6
+    local old = fresh and 0 or from_big_endian(slot, STAT_OFFSETS[i] / 8 + 1, width)
+    parts[i + 1] = big_endian(math.min(old + STATS_N[i], STATS_MAX[i]), width)
+  end
+  redis.call('SETRANGE', STATS, first, table.concat(parts))
+end
+
+-- stats_flush writes this call's counts into the slot of the current
+-- minute (on the server's clock), and returns reply (the script's) as it
+-- is.
+local function stats_flush(reply)
+  if not STATS_COUNTED then
+    return reply
+  end
+  STATS_COUNTED = nil
+  if not STATS then
+    error('the script counted changes but does not declare stats')
+  end
+  local minute = math.floor((NOW or now_ms()) / 60000)
+  local at = (minute % STATS_SLOTS) * STATS_SLOT_BITS
+  if not stats_add_bitfield(at, minute) then
+    stats_add_range(at, minute)
+  end
+  return reply
+end
+
+-- ready_at is when a job that becomes pending now became claimable: its
+-- run_at when that has come (a delayed job promoted late still waited
+-- from then), else now.
+local function ready_at(row, now)
+  local run_at = tonumber(row.run_at)
+  if run_at and run_at < now then
+    return int(run_at)
+  end
+  return int(now)
+end
