@@ -2,7 +2,6 @@ package http
 
 import (
 	"net/http"
-	"time"
 
 	"github.com/echo-mq/echo_mq/internal/history"
 )
@@ -22,10 +21,10 @@ type QueueStats struct {
 // StatsMinute is what happened in a queue in one minute, on the Redis
 // server's clock.
 type StatsMinute struct {
-	At        time.Time `json:"at" format:"date-time" example:"2026-12-01T10:00:00.000Z"`
-	Enqueued  int64     `json:"enqueued" format:"int64" minimum:"0" example:"10"`
-	Started   int64     `json:"started" format:"int64" minimum:"0" example:"9"`
-	Completed int64     `json:"completed" format:"int64" minimum:"0" example:"8"`
+	At        string `json:"at" format:"date-time" example:"2026-12-01T10:00:00.000Z"`
+	Enqueued  int64  `json:"enqueued" format:"int64" minimum:"0" example:"10"`
+	Started   int64  `json:"started" format:"int64" minimum:"0" example:"9"`
+	Completed int64  `json:"completed" format:"int64" minimum:"0" example:"8"`
 	// Failed counts failed attempts that were retried: a worker's fail, a
 	// timeout, a stall.
 	Failed    int64 `json:"failed" format:"int64" minimum:"0" example:"1"`
@@ -76,7 +75,7 @@ func queueStatsOf(st history.Stats) QueueStats {
 	out := QueueStats{Queue: st.Queue, OldestPendingAgeMs: st.OldestPendingAge.Milliseconds(),
 		Minutes: make([]StatsMinute, len(st.Minutes))}
 	for i, m := range st.Minutes {
-		out.Minutes[i] = StatsMinute{At: m.At, Enqueued: m.Enqueued, Started: m.Started, Completed: m.Completed,
+		out.Minutes[i] = StatsMinute{At: stamp(m.At), Enqueued: m.Enqueued, Started: m.Started, Completed: m.Completed,
 			Failed: m.Failed, Dead: m.Dead, Cancelled: m.Cancelled, WaitMsMean: m.WaitMean, RunMsMean: m.RunMean}
 	}
 	return out
