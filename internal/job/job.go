@@ -45,12 +45,19 @@ type Job struct {
 	DedupeMode      string
 	ExpiresAt       time.Time
 	Timeout         time.Duration
-	Token           int64
-	CreatedAt       time.Time
-	RunAt           time.Time
-	StartedAt       time.Time
-	LeaseExpiresAt  time.Time
-	FinishedAt      time.Time
+	// Traceparent is the W3C traceparent its enqueue sent, kept so that
+	// its worker can continue the producer's trace; "": none.
+	Traceparent string
+	Token       int64
+	CreatedAt   time.Time
+	RunAt       time.Time
+	// ReadyAt is when the job last became claimable (moved into pending),
+	// the start of its wait; zero for a row written before it was kept,
+	// whose wait starts at CreatedAt or RunAt.
+	ReadyAt        time.Time
+	StartedAt      time.Time
+	LeaseExpiresAt time.Time
+	FinishedAt     time.Time
 }
 
 // Parse reads a job from the reply form the scripts use: the id, then the
@@ -144,6 +151,10 @@ func (j *Job) set(field, value string) error {
 		j.CreatedAt, err = millis(value)
 	case "run_at":
 		j.RunAt, err = millis(value)
+	case "ready_at":
+		j.ReadyAt, err = millis(value)
+	case "traceparent":
+		j.Traceparent = value
 	case "started_at":
 		j.StartedAt, err = millis(value)
 	case "lease_expires_at":
