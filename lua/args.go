@@ -76,6 +76,7 @@ type NewJob struct {
 	Dedupe               Dedupe
 	ExpiresInMS          int64
 	TimeoutMS            int64
+	Traceparent          string // "": none
 }
 
 // Dedupe is a job's dedupe key (lua/admission.lua): Key "" for none; Mode
@@ -107,9 +108,9 @@ func (a EnqueueArgs) Call(q keyspace.Queue) Call {
 	ids := make([]string, len(a.Jobs))
 	args := make([]any, 0, 2+6*len(a.Jobs))
 	args = append(args, len(a.Jobs))
-	// Groups and options only for the jobs that have them, so that a
-	// plain job pays nothing per job for them.
-	var groups, options []any
+	// Groups, options and traceparents only for the jobs that have them,
+	// so that a plain job pays nothing per job for them.
+	var groups, options, traces []any
 	for i, j := range a.Jobs {
 		ids[i] = j.ID
 		args = append(args, j.ID, j.Payload, j.Priority, j.DelayMS, j.MaxAttempts, j.Backoff)
@@ -120,9 +121,13 @@ func (a EnqueueArgs) Call(q keyspace.Queue) Call {
 			d := j.Dedupe
 			options = append(options, i, d.Key, d.Mode, blank(d.WindowMS), blank(j.ExpiresInMS), blank(j.TimeoutMS))
 		}
+		if j.Traceparent != "" {
+			traces = append(traces, i, j.Traceparent)
+		}
 	}
 	args = append(append(args, len(groups)/2), groups...)
 	args = append(append(args, len(options)/6), options...)
+	args = append(append(args, len(traces)/2), traces...)
 	return Enqueue.call(q, "", "", ids, args...)
 }
 

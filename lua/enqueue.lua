@@ -17,7 +17,10 @@
 --         for each: its place, dedupe key ("" none), dedupe mode, the
 --         mode's window in ms (ttl_ms for throttle, max_wait_ms for
 --         debounce; "" none), expires_in_ms ("" none), timeout_ms ("" none)
---         (admission.lua)
+--         (admission.lua);
+--         then t, the number of jobs with a traceparent, and 2 ARGV for
+--         each: its place, the W3C traceparent its enqueue sent (kept in
+--         the row for its worker, docs/design.md#traces)
 --
 -- Returns {fresh, replies}: fresh is 1 when the queue had enqueued nothing
 -- before (a new queue, or one obliterated), so that the service adds it to
@@ -58,4 +61,13 @@ if ARGV[o_at] ~= '0' then
     }
   end
 end
-return enqueue_jobs(ARGV, 4, n, groups, options)
+-- Their traceparents, by place: nil when none has one.
+local traces
+local t_at = o_at + 1 + (options and 6 * tonumber(ARGV[o_at]) or 0)
+if ARGV[t_at] ~= '0' then
+  traces = {}
+  for k = 0, tonumber(ARGV[t_at]) - 1 do
+    traces[tonumber(ARGV[t_at + 1 + 2 * k])] = ARGV[t_at + 2 + 2 * k]
+  end
+end
+return enqueue_jobs(ARGV, 4, n, groups, options, traces)

@@ -592,7 +592,8 @@ end
 -- backoff: enqueue.lua's ARGV per job, for i from 0), groups[i] its group
 -- or nil (groups nil when none has one), options[i] its admission options
 -- ({key, mode, window, expires, timeout}, admission.lua) or nil (options
--- nil when none has any). The rows of the jobs must be declared KEYS.
+-- nil when none has any), traces[i] its traceparent or nil (traces nil when
+-- none has one). The rows of the jobs must be declared KEYS.
 -- Returns {fresh, replies} as enqueue.lua does: fresh is 1 when the queue
 -- had enqueued nothing before, replies one {created, job} per job in
 -- order. A caller that writes before it calls flow_here first when a job
@@ -603,7 +604,7 @@ end
 -- counts (dedupe_live) answers that job, updated when the mode is
 -- debounce; within a batch, the first job with a key holds it for the
 -- ones after it.
-local function enqueue_jobs(list, first, n, groups, options)
+local function enqueue_jobs(list, first, n, groups, options, traces)
   local now = now_ms()
   -- First the ids that are new: not in Redis, and not an earlier job of this
   -- batch (a repeated id is the existing job the second time), and not
@@ -661,6 +662,7 @@ local function enqueue_jobs(list, first, n, groups, options)
       put_field(row, 'priority', priority ~= '0' and priority)
       put_field(row, 'max_attempts', max_attempts ~= '' and max_attempts)
       put_field(row, 'backoff', backoff ~= '' and backoff)
+      put_field(row, 'traceparent', traces and traces[i])
       if options and options[i] then
         admit(id, row, options[i], now)
       end

@@ -469,9 +469,13 @@ type CompleteResponse struct {
 	State JobState `json:"state"`
 
 	// TimeoutMs The total time one attempt may run, when its enqueue set one.
-	TimeoutMs *int64  `json:"timeout_ms,omitempty"`
-	Token     *int64  `json:"token,omitempty"`
-	Worker    *string `json:"worker,omitempty"`
+	TimeoutMs *int64 `json:"timeout_ms,omitempty"`
+	Token     *int64 `json:"token,omitempty"`
+
+	// Traceparent The W3C traceparent header its enqueue sent, so that its worker
+	// can continue the producer's trace.
+	Traceparent *string `json:"traceparent,omitempty"`
+	Worker      *string `json:"worker,omitempty"`
 }
 
 // Dedupe defines model for Dedupe.
@@ -676,9 +680,13 @@ type Job struct {
 	State JobState `json:"state"`
 
 	// TimeoutMs The total time one attempt may run, when its enqueue set one.
-	TimeoutMs *int64  `json:"timeout_ms,omitempty"`
-	Token     *int64  `json:"token,omitempty"`
-	Worker    *string `json:"worker,omitempty"`
+	TimeoutMs *int64 `json:"timeout_ms,omitempty"`
+	Token     *int64 `json:"token,omitempty"`
+
+	// Traceparent The W3C traceparent header its enqueue sent, so that its worker
+	// can continue the producer's trace.
+	Traceparent *string `json:"traceparent,omitempty"`
+	Worker      *string `json:"worker,omitempty"`
 }
 
 // JobList defines model for JobList.
@@ -1180,6 +1188,9 @@ type ListJobsParams struct {
 
 // EnqueueJobParams defines parameters for EnqueueJob.
 type EnqueueJobParams struct {
+	// Traceparent the producer's W3C traceparent, kept with the job and answered as its traceparent (ignored unless valid)
+	Traceparent *string `json:"traceparent,omitempty"`
+
 	// XEMQTimestamp With X-EMQ-Signature, instead of a bearer key: the Unix time in seconds at which the request was signed, within 5 minutes of the service's clock.
 	XEMQTimestamp *SignatureTimestamp `json:"X-EMQ-Timestamp,omitempty"`
 
@@ -1189,6 +1200,9 @@ type EnqueueJobParams struct {
 
 // EnqueueJobsParams defines parameters for EnqueueJobs.
 type EnqueueJobsParams struct {
+	// Traceparent the producer's W3C traceparent, kept with every job and answered as its traceparent (ignored unless valid)
+	Traceparent *string `json:"traceparent,omitempty"`
+
 	// XEMQTimestamp With X-EMQ-Signature, instead of a bearer key: the Unix time in seconds at which the request was signed, within 5 minutes of the service's clock.
 	XEMQTimestamp *SignatureTimestamp `json:"X-EMQ-Timestamp,omitempty"`
 
@@ -4176,26 +4190,37 @@ func NewEnqueueJobRequestWithBody(server string, queue string, params *EnqueueJo
 
 	if params != nil {
 
-		if params.XEMQTimestamp != nil {
+		if params.Traceparent != nil {
 			var headerParam0 string
 
-			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-EMQ-Timestamp", *params.XEMQTimestamp, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "traceparent", *params.Traceparent, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
 			if err != nil {
 				return nil, err
 			}
 
-			req.Header.Set("X-EMQ-Timestamp", headerParam0)
+			req.Header.Set("traceparent", headerParam0)
+		}
+
+		if params.XEMQTimestamp != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "X-EMQ-Timestamp", *params.XEMQTimestamp, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-EMQ-Timestamp", headerParam1)
 		}
 
 		if params.XEMQSignature != nil {
-			var headerParam1 string
+			var headerParam2 string
 
-			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "X-EMQ-Signature", *params.XEMQSignature, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			headerParam2, err = runtime.StyleParamWithOptions("simple", false, "X-EMQ-Signature", *params.XEMQSignature, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
 			if err != nil {
 				return nil, err
 			}
 
-			req.Header.Set("X-EMQ-Signature", headerParam1)
+			req.Header.Set("X-EMQ-Signature", headerParam2)
 		}
 
 	}
@@ -4249,26 +4274,37 @@ func NewEnqueueJobsRequestWithBody(server string, queue string, params *EnqueueJ
 
 	if params != nil {
 
-		if params.XEMQTimestamp != nil {
+		if params.Traceparent != nil {
 			var headerParam0 string
 
-			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-EMQ-Timestamp", *params.XEMQTimestamp, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "traceparent", *params.Traceparent, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
 			if err != nil {
 				return nil, err
 			}
 
-			req.Header.Set("X-EMQ-Timestamp", headerParam0)
+			req.Header.Set("traceparent", headerParam0)
+		}
+
+		if params.XEMQTimestamp != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "X-EMQ-Timestamp", *params.XEMQTimestamp, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-EMQ-Timestamp", headerParam1)
 		}
 
 		if params.XEMQSignature != nil {
-			var headerParam1 string
+			var headerParam2 string
 
-			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "X-EMQ-Signature", *params.XEMQSignature, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			headerParam2, err = runtime.StyleParamWithOptions("simple", false, "X-EMQ-Signature", *params.XEMQSignature, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
 			if err != nil {
 				return nil, err
 			}
 
-			req.Header.Set("X-EMQ-Signature", headerParam1)
+			req.Header.Set("X-EMQ-Signature", headerParam2)
 		}
 
 	}

@@ -42,7 +42,10 @@ type Job struct {
 	// (expires_in_ms).
 	ExpiresAt string `json:"expires_at,omitempty" format:"date-time"`
 	// The total time one attempt may run, when its enqueue set one.
-	TimeoutMs      int64  `json:"timeout_ms,omitempty" format:"int64" example:"30000"`
+	TimeoutMs int64 `json:"timeout_ms,omitempty" format:"int64" example:"30000"`
+	// The W3C traceparent header its enqueue sent, so that its worker
+	// can continue the producer's trace.
+	Traceparent    string `json:"traceparent,omitempty" example:"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"`
 	Token          int64  `json:"token,omitempty" format:"int64" example:"42"`
 	CreatedAt      string `json:"created_at,omitempty" format:"date-time" binding:"required" example:"2026-11-29T19:06:37.123Z"`
 	RunAt          string `json:"run_at,omitempty" format:"date-time"`

@@ -317,6 +317,13 @@ func (h *harness) send(tb testing.TB, method, path, contentType string, body []b
 	if contentType != "" {
 		req.Header.Set("Content-Type", contentType)
 	}
+	return h.serve(tb, req, body)
+}
+
+// serve sends req, whose body is body, through the router, and checks the
+// request and its answer against api/openapi.yaml.
+func (h *harness) serve(tb testing.TB, req *http.Request, body []byte) reply {
+	tb.Helper()
 	rec := httptest.NewRecorder()
 	h.handler.ServeHTTP(rec, req)
 	emqhttp.CheckContract(tb, req, body, rec.Code, rec.Header(), rec.Body.Bytes())
@@ -342,6 +349,7 @@ type jobView struct {
 	DedupeKey       string          `json:"dedupe_key"`
 	ExpiresAt       string          `json:"expires_at"`
 	TimeoutMs       int64           `json:"timeout_ms"`
+	Traceparent     string          `json:"traceparent"`
 	Token           int64           `json:"token"`
 	CreatedAt       string          `json:"created_at"`
 	RunAt           string          `json:"run_at"`

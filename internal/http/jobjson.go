@@ -180,6 +180,7 @@ func appendJobFields(b []byte, j job.Job, token bool) []byte {
 	if j.Timeout != 0 {
 		b = strconv.AppendInt(append(b, `,"timeout_ms":`...), j.Timeout.Milliseconds(), 10)
 	}
+	b = appendOmitEmpty(b, `,"traceparent":`, j.Traceparent)
 	if token && j.Token != 0 {
 		b = strconv.AppendInt(append(b, `,"token":`...), j.Token, 10)
 	}

@@ -33,7 +33,8 @@ func TestJobJSON(t *testing.T) {
 		CancelRequested: true, CancelReason: "customer asked", Worker: "worker-1", Group: "tenant-42", Token: 42,
 		DedupeKey: "user-42:digest", ExpiresAt: at.Add(time.Minute), Timeout: 30 * time.Second,
 		CreatedAt: at, RunAt: at.Add(time.Millisecond), StartedAt: time.UnixMilli(0).UTC(),
-		LeaseExpiresAt: at.Add(time.Hour), FinishedAt: at.Add(-time.Hour)}
+		LeaseExpiresAt: at.Add(time.Hour), FinishedAt: at.Add(-time.Hour),
+		Traceparent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}
 	for _, c := range []struct {
 		name string
 		j    job.Job
@@ -168,7 +169,8 @@ func jobOf(j job.Job) Job {
 		LastError: j.LastError, CancelRequested: j.CancelRequested, CancelReason: j.CancelReason,
 		Worker: j.Worker,
 		Group:  j.Group, DedupeKey: j.DedupeKey, ExpiresAt: stamp(j.ExpiresAt), TimeoutMs: j.Timeout.Milliseconds(),
-		CreatedAt: stamp(j.CreatedAt), RunAt: stamp(j.RunAt), StartedAt: stamp(j.StartedAt),
+		Traceparent: j.Traceparent,
+		CreatedAt:   stamp(j.CreatedAt), RunAt: stamp(j.RunAt), StartedAt: stamp(j.StartedAt),
 		LeaseExpiresAt: stamp(j.LeaseExpiresAt), FinishedAt: stamp(j.FinishedAt),
 	}
 }
@@ -278,7 +280,7 @@ func (s *jobSource) job() job.Job {
 		LastError: s.string(), CancelRequested: s.next()%2 == 1, CancelReason: s.string(), Worker: s.string(), Group: s.string(),
 		DedupeKey: s.string(), ExpiresAt: s.time(), Timeout: time.Duration(s.int()%1e9) * time.Millisecond,
 		Token: s.int(), CreatedAt: s.time(), RunAt: s.time(), StartedAt: s.time(),
-		LeaseExpiresAt: s.time(), FinishedAt: s.time()}
+		LeaseExpiresAt: s.time(), FinishedAt: s.time(), Traceparent: s.string()}
 }
 
 // int is any int64, of 0 to 8 bytes.

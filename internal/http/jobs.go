@@ -4,10 +4,12 @@ import (
 	"cmp"
 	"encoding/json"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/echo-mq/echo_mq/internal/job"
 	"github.com/echo-mq/echo_mq/internal/lease"
+	"github.com/echo-mq/echo_mq/internal/telemetry"
 )
 
 // EnqueueRequest is one job to enqueue. (api/specfix gives its id the id
@@ -150,6 +152,17 @@ func (s *server) newJob(field valueField, req EnqueueRequest) (lease.NewJob, err
 	return nj, nil
 }
 
+// producerTrace is the request's traceparent header, kept with the jobs it
+// enqueues (docs/design.md#traces); "" when it has none, or one that W3C
+// Trace Context says to ignore.
+func producerTrace(r *http.Request) string {
+	tp := strings.TrimSpace(r.Header.Get("traceparent"))
+	if !telemetry.ValidTraceparent(tp) {
+		return ""
+	}
+	return tp
+}
+
 // handleEnqueue godoc
 //
 //	@Summary		Enqueue a job
@@ -161,6 +174,7 @@ func (s *server) newJob(field valueField, req EnqueueRequest) (lease.NewJob, err
 //	@Accept			json
 //	@Param			queue	path	string			true	"queue name: 1 to 100 of A-Z a-z 0-9 . _ -, not only dots"	minlength(1)	maxlength(100)
 //	@Param			job		body	EnqueueRequest	true	"the job"
+//	@Param			traceparent	header	string	false	"the producer's W3C traceparent, kept with the job and answered as its traceparent (ignored unless valid)"
 //	@Produce		application/problem+json
 //	@Failure		400	{object}	Problem	"EMQINVALID"
 //	@Failure		403	{object}	Problem	"EMQFORBIDDEN: the key's role may not do this"
@@ -177,6 +191,7 @@ func (s *server) handleEnqueue(w http.ResponseWriter, r *http.Request) {
 	var nj lease.NewJob
 	if err == nil {
 		nj, err = s.newJob(topField("payload"), req)
+		nj.Traceparent = producerTrace(r)
 	}
 	if err != nil {
 		s.writeProblem(w, r, err)
@@ -206,6 +221,7 @@ func (s *server) handleEnqueue(w http.ResponseWriter, r *http.Request) {
 //	@Accept			json
 //	@Param			queue	path	string				true	"queue name: 1 to 100 of A-Z a-z 0-9 . _ -, not only dots"	minlength(1)	maxlength(100)
 //	@Param			jobs	body	EnqueueBatchRequest	true	"the jobs"
+//	@Param			traceparent	header	string	false	"the producer's W3C traceparent, kept with every job and answered as its traceparent (ignored unless valid)"
 //	@Produce		application/problem+json
 //	@Failure		400	{object}	Problem	"EMQINVALID"
 //	@Failure		403	{object}	Problem	"EMQFORBIDDEN: the key's role may not do this"
@@ -223,11 +239,13 @@ func (s *server) handleEnqueueBatch(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	jobs := make([]lease.NewJob, len(req.Jobs))
+	trace := producerTrace(r)
 	for i, one := range req.Jobs {
 		if jobs[i], err = s.newJob(valueField{i, "payload"}, one); err != nil {
 			s.writeProblem(w, r, err)
 			return
 		}
+		jobs[i].Traceparent = trace
 	}
 	out, err := s.leases.Enqueue(r.Context(), queue, jobs)
 	if err != nil {

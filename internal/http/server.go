@@ -205,7 +205,7 @@ func (s *server) routes() http.Handler {
 		r.Use(cors.Handler(cors.Options{
 			AllowedOrigins: s.cfg.CORSOrigins,
 			AllowedMethods: []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodDelete},
-			AllowedHeaders: []string{"Authorization", "Content-Type", "Last-Event-ID"},
+			AllowedHeaders: []string{"Authorization", "Content-Type", "Last-Event-ID", "traceparent", "tracestate"},
 			ExposedHeaders: []string{"Retry-After"},
 			MaxAge:         600,
 		}))

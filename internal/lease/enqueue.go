@@ -28,6 +28,10 @@ type NewJob struct {
 	Dedupe    Dedupe
 	ExpiresIn time.Duration // not started by created_at + ExpiresIn: cancelled, "expired"
 	Timeout   time.Duration // the total time one attempt may run
+	// Traceparent is the producer's W3C traceparent, kept with the job and
+	// handed to its worker (docs/design.md#traces); "": none. The caller
+	// checks it (telemetry.ValidTraceparent).
+	Traceparent string
 }
 
 // Dedupe modes.
@@ -144,5 +148,5 @@ func ScriptJob(nj NewJob) lua.NewJob {
 	return lua.NewJob{ID: nj.ID, Payload: string(nj.Payload), Priority: nj.Priority,
 		DelayMS: millis(nj.Delay), MaxAttempts: maxAttempts, Backoff: backoff, Group: nj.Group,
 		Dedupe:      lua.Dedupe{Key: nj.Dedupe.Key, Mode: nj.Dedupe.Mode, WindowMS: millis(nj.Dedupe.Window)},
-		ExpiresInMS: millis(nj.ExpiresIn), TimeoutMS: millis(nj.Timeout)}
+		ExpiresInMS: millis(nj.ExpiresIn), TimeoutMS: millis(nj.Timeout), Traceparent: nj.Traceparent}
 }

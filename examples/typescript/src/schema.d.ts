@@ -1197,6 +1197,12 @@ export interface components {
              * @example 42
              */
             token?: number;
+            /**
+             * @description The W3C traceparent header its enqueue sent, so that its worker
+             *     can continue the producer's trace.
+             * @example 00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01
+             */
+            traceparent?: string;
             /** @example worker-1 */
             worker?: string;
         };
@@ -2169,6 +2175,7 @@ export interface operations {
                      *           "state": "active",
                      *           "timeout_ms": 30000,
                      *           "token": 42,
+                     *           "traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
                      *           "worker": "worker-1"
                      *         }
                      *       ],
@@ -2314,6 +2321,7 @@ export interface operations {
                      *           "state": "active",
                      *           "timeout_ms": 30000,
                      *           "token": 42,
+                     *           "traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
                      *           "worker": "worker-1"
                      *         }
                      *       ]
@@ -2882,6 +2890,7 @@ export interface operations {
                      *           "state": "active",
                      *           "timeout_ms": 30000,
                      *           "token": 42,
+                     *           "traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
                      *           "worker": "worker-1"
                      *         }
                      *       ],
@@ -2937,6 +2946,8 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
+                /** @description the producer's W3C traceparent, kept with the job and answered as its traceparent (ignored unless valid) */
+                traceparent?: string;
                 /** @description With X-EMQ-Signature, instead of a bearer key: the Unix time in seconds at which the request was signed, within 5 minutes of the service's clock. */
                 "X-EMQ-Timestamp"?: components["parameters"]["SignatureTimestamp"];
                 /** @description Instead of a bearer key: sha256= and the hex HMAC-SHA256, under a key of EMQ_API_KEYS, of "<X-EMQ-Timestamp>.<METHOD>.<path and query>.<body>". Each signature is accepted once: a sender that retries signs again. */
@@ -2999,6 +3010,7 @@ export interface operations {
                      *       "state": "active",
                      *       "timeout_ms": 30000,
                      *       "token": 42,
+                     *       "traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
                      *       "worker": "worker-1"
                      *     }
                      */
@@ -3035,6 +3047,7 @@ export interface operations {
                      *       "state": "active",
                      *       "timeout_ms": 30000,
                      *       "token": 42,
+                     *       "traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
                      *       "worker": "worker-1"
                      *     }
                      */
@@ -3159,6 +3172,7 @@ export interface operations {
                      *       "state": "active",
                      *       "timeout_ms": 30000,
                      *       "token": 42,
+                     *       "traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
                      *       "worker": "worker-1"
                      *     }
                      */
@@ -3381,6 +3395,7 @@ export interface operations {
                      *       "state": "active",
                      *       "timeout_ms": 30000,
                      *       "token": 42,
+                     *       "traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
                      *       "worker": "worker-1"
                      *     }
                      */
@@ -3417,6 +3432,7 @@ export interface operations {
                      *       "state": "active",
                      *       "timeout_ms": 30000,
                      *       "token": 42,
+                     *       "traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
                      *       "worker": "worker-1"
                      *     }
                      */
@@ -3678,6 +3694,7 @@ export interface operations {
                      *       "state": "active",
                      *       "timeout_ms": 30000,
                      *       "token": 42,
+                     *       "traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
                      *       "worker": "worker-1"
                      *     }
                      */
@@ -3832,6 +3849,7 @@ export interface operations {
                      *       "state": "active",
                      *       "timeout_ms": 30000,
                      *       "token": 42,
+                     *       "traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
                      *       "worker": "worker-1"
                      *     }
                      */
@@ -4110,6 +4128,7 @@ export interface operations {
                      *       "state": "active",
                      *       "timeout_ms": 30000,
                      *       "token": 42,
+                     *       "traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
                      *       "worker": "worker-1"
                      *     }
                      */
@@ -4234,6 +4253,7 @@ export interface operations {
                      *       "state": "active",
                      *       "timeout_ms": 30000,
                      *       "token": 42,
+                     *       "traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
                      *       "worker": "worker-1"
                      *     }
                      */
@@ -4369,6 +4389,7 @@ export interface operations {
                      *       "state": "active",
                      *       "timeout_ms": 30000,
                      *       "token": 42,
+                     *       "traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
                      *       "worker": "worker-1"
                      *     }
                      */
@@ -4466,6 +4487,8 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
+                /** @description the producer's W3C traceparent, kept with every job and answered as its traceparent (ignored unless valid) */
+                traceparent?: string;
                 /** @description With X-EMQ-Signature, instead of a bearer key: the Unix time in seconds at which the request was signed, within 5 minutes of the service's clock. */
                 "X-EMQ-Timestamp"?: components["parameters"]["SignatureTimestamp"];
                 /** @description Instead of a bearer key: sha256= and the hex HMAC-SHA256, under a key of EMQ_API_KEYS, of "<X-EMQ-Timestamp>.<METHOD>.<path and query>.<body>". Each signature is accepted once: a sender that retries signs again. */
@@ -4534,6 +4557,7 @@ export interface operations {
                      *           "state": "active",
                      *           "timeout_ms": 30000,
                      *           "token": 42,
+                     *           "traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
                      *           "worker": "worker-1"
                      *         }
                      *       ]
@@ -5919,6 +5943,7 @@ export interface operations {
                      *       "state": "active",
                      *       "timeout_ms": 30000,
                      *       "token": 42,
+                     *       "traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
                      *       "worker": "worker-1"
                      *     }
                      */
@@ -5955,6 +5980,7 @@ export interface operations {
                      *       "state": "active",
                      *       "timeout_ms": 30000,
                      *       "token": 42,
+                     *       "traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
                      *       "worker": "worker-1"
                      *     }
                      */
