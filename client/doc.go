@@ -2,7 +2,8 @@
 // worker plane (enqueue, claim, extend, complete, fail, cancel), Work, a
 // ready worker loop that does what every echo_mq worker should, and the
 // management of a queue's schedules (put, read, list, pause, resume, run
-// now, delete) and of its push target (put, read, delete).
+// now, delete) and of its push target (put, read, delete); and Stats, a
+// queue's last minutes, minute by minute, and its latency.
 //
 // A producer enqueues jobs:
 //
