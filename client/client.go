@@ -152,6 +152,9 @@ func (c *Client) newRequest(ctx context.Context, method, path string, body any) 
 	if c.apiKey != "" {
 		req.Header.Set("Authorization", "Bearer "+c.apiKey)
 	}
+	if tp := traceparentOf(ctx); tp != "" {
+		req.Header.Set("Traceparent", tp)
+	}
 	return req, nil
 }
 

@@ -63,6 +63,35 @@
 //		Secret: os.Getenv("RECEIPTS_SECRET"), // "whsec_...": deliveries are signed
 //	})
 //
+// # Tracing
+//
+// A producer sends the W3C traceparent header of its span with an enqueue
+// by putting it in the call's context with ContextWithTraceparent; the
+// service keeps it with the job and hands it back as Job.Traceparent, on
+// the claim and in a push delivery, so that the worker's span continues
+// the producer's trace. The client depends on no tracing library: with
+// OpenTelemetry (go.opentelemetry.io/otel/propagation), a producer writes
+//
+//	carrier := propagation.MapCarrier{}
+//	propagation.TraceContext{}.Inject(ctx, carrier) // ctx holds the producer's span
+//	job, _, err := c.Enqueue(client.ContextWithTraceparent(ctx, carrier["traceparent"]), "emails", req)
+//
+// and a worker's handler starts its span as a child of the producer's:
+//
+//	func(ctx context.Context, job client.Job) (any, error) {
+//		carrier := propagation.MapCarrier{"traceparent": job.Traceparent}
+//		ctx = propagation.TraceContext{}.Extract(ctx, carrier) // unchanged when job.Traceparent is ""
+//		ctx, span := tracer.Start(ctx, "emails process", trace.WithSpanKind(trace.SpanKindConsumer))
+//		defer span.End()
+//		...
+//	}
+//
+// To link the producer's span instead of parenting it, so that each job's
+// run makes a trace of its own, extract into a context of its own,
+// producer := propagation.TraceContext{}.Extract(context.Background(),
+// carrier), and start the span from ctx with
+// trace.WithLinks(trace.LinkFromContext(producer)).
+//
 // # Values
 //
 // A payload, a result or a progress is any value that encoding/json

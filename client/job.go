@@ -56,6 +56,11 @@ type Job struct {
 	// cancellation check). Only a claim's answer carries it; it is 0
 	// anywhere else. Treat it as opaque.
 	Token int64 `json:"token,omitempty"`
+	// Traceparent is the W3C traceparent header its enqueue sent, the
+	// producer's span (ContextWithTraceparent); empty when none. A worker
+	// continues the producer's trace from it (see the package doc,
+	// "Tracing").
+	Traceparent string `json:"traceparent,omitempty"`
 
 	CreatedAt      time.Time `json:"created_at,omitzero"`
 	RunAt          time.Time `json:"run_at,omitzero"`
