@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/echo-mq/echo_mq/internal/rediserr"
+	"github.com/echo-mq/echo_mq/internal/telemetry"
 )
 
 // Processor is what runs a command and waits for its answer: a client, a
@@ -62,7 +63,18 @@ func (r *Runner) LoadThrough(c Processor) *Runner {
 // ASK, READONLY after a failover), a node that cannot be reached,
 // CLUSTERDOWN, TRYAGAIN (also a script's own, which it gives before its
 // first write: here.lua), LOADING.
+//
+// Inside a traced request or delivery, the call is a span of its own,
+// "emq.script <name>" (telemetry.StartScript); elsewhere it costs nothing.
 func (r *Runner) Run(ctx context.Context, c Call) *redis.Cmd {
+	ctx, end := telemetry.StartScript(ctx, c.script.name)
+	cmd := r.run(ctx, c)
+	end(cmd.Err())
+	return cmd
+}
+
+// run runs c as an FCALL, or by EVALSHA (EVAL) where it must (see Runner).
+func (r *Runner) run(ctx context.Context, c Call) *redis.Cmd {
 	if !r.noFunctions.Load() {
 		cmd := send(ctx, r.rdb, "fcall", c.script.fn, c.keys, c.args)
 		switch err := cmd.Err(); {

@@ -4,6 +4,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -18,6 +19,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/echo-mq/echo_mq/internal/telemetry"
 )
 
 // defaultGCPercent is the service's GOGC unless the environment sets one.
@@ -55,6 +58,12 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 			" may do anything. Keep EMQ_ADDR on loopback, or set EMQ_API_KEYS=admin:<key>,worker:<key>,reader:<key>.")
 	}
 
+	tel, err := startTracing(ctx, log)
+	if err != nil {
+		return err
+	}
+	defer stopTracing(tel, log)
+
 	rdb, closeRedis, err := connect(cfg, log)
 	if err != nil {
 		return err
@@ -70,7 +79,7 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 
 	bg, stopBackground := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopBackground()
-	svc := newServices(cfg, rdb, log)
+	svc := newServices(cfg, rdb, tel, log)
 	hubDone := make(chan struct{})
 	go func() { defer close(hubDone); svc.hub.Run(bg) }()
 	reaper := svc.reaper(cfg, log)
@@ -129,6 +138,40 @@ func shutdown(srv *http.Server, stopping chan struct{}, timeout time.Duration, l
 		err = srv.Close()
 	}
 	return err
+}
+
+// startTracing starts the OTLP trace export when the standard OTEL_*
+// variables of the process's environment ask for it (internal/telemetry:
+// the OpenTelemetry SDK reads them itself, so they are not part of
+// EMQ_*'s config), and says so in the log.
+func startTracing(ctx context.Context, log *slog.Logger) (*telemetry.Telemetry, error) {
+	tel, err := telemetry.Setup(ctx, buildVersion())
+	if err != nil {
+		return nil, err
+	}
+	if tel.Enabled() {
+		endpoint := cmp.Or(os.Getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"), os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT"))
+		log.Info("Tracing: exporting spans over OTLP", "endpoint", maskURLs(endpoint))
+	}
+	return tel, nil
+}
+
+// stopTracing exports the spans still buffered, for up to 5 s.
+func stopTracing(tel *telemetry.Telemetry, log *slog.Logger) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := tel.Shutdown(ctx); err != nil {
+		log.Warn("Tracing: the last spans were not exported", "error", err)
+	}
+}
+
+// buildVersion is the module version the binary was built from, "(devel)"
+// for a build of a checkout: the service.version of its traces.
+func buildVersion() string {
+	if info, ok := debug.ReadBuildInfo(); ok && info.Main.Version != "" {
+		return info.Main.Version
+	}
+	return "(devel)"
 }
 
 // pingRedis checks Redis at start-up. The service starts either way (and

@@ -17,6 +17,7 @@ import (
 	"github.com/echo-mq/echo_mq/internal/push"
 	"github.com/echo-mq/echo_mq/internal/scheduler"
 	"github.com/echo-mq/echo_mq/internal/stall"
+	"github.com/echo-mq/echo_mq/internal/telemetry"
 	"github.com/echo-mq/echo_mq/internal/wake"
 )
 
@@ -29,15 +30,16 @@ type services struct {
 	metrics *metrics.Metrics
 	sched   *scheduler.Service
 	pushes  *push.Store
+	tel     *telemetry.Telemetry // nil: tracing off
 }
 
-func newServices(cfg config, rdb redis.UniversalClient, log *slog.Logger) services {
+func newServices(cfg config, rdb redis.UniversalClient, tel *telemetry.Telemetry, log *slog.Logger) services {
 	adm := admin.NewService(rdb, cfg.Prefix)
 	m := metrics.New(depthOf(adm))
 	m.SetLogger(log)
 	return services{rdb: rdb, admin: adm, sweeper: stall.NewService(rdb, cfg.Prefix),
 		hub: wake.NewHub(rdb, cfg.Prefix, log), metrics: m, sched: scheduler.NewService(rdb, cfg.Prefix),
-		pushes: push.NewStore(rdb, cfg.Prefix)}
+		pushes: push.NewStore(rdb, cfg.Prefix), tel: tel}
 }
 
 // timer fires the schedules' ticks, feeding what it did to the metrics.
@@ -76,7 +78,7 @@ func (s services) deliverer(ctx context.Context, cfg config, leases *lease.Servi
 	}
 	return push.NewDeliverer(push.Config{Store: s.pushes, Leases: leases, Waiters: s.hub, Allow: cfg.PushAllow,
 		Encode: emqhttp.PushBody, MaxResultBytes: cfg.MaxValueBytes, Drain: cfg.ShutdownTimeout, Logger: log,
-		OnDelivery: s.metrics.PushDelivery})
+		OnDelivery: s.metrics.PushDelivery, Telemetry: s.tel})
 }
 
 // leases is the worker plane's service.
@@ -97,6 +99,7 @@ func (s services) handler(cfg config, leases *lease.Service, stopping <-chan str
 		Events:      events.NewLog(s.rdb, cfg.Prefix),
 		Ready:       func(ctx context.Context) error { return s.rdb.Ping(ctx).Err() },
 		Metrics:     s.metrics,
+		Telemetry:   s.tel,
 		Keys:        cfg.Keys,
 		Replays:     auth.NewRedisReplays(s.rdb, cfg.Prefix),
 		CORSOrigins: cfg.CORSOrigins,

@@ -47,6 +47,7 @@ import (
 	"github.com/echo-mq/echo_mq/internal/lease"
 	"github.com/echo-mq/echo_mq/internal/push"
 	"github.com/echo-mq/echo_mq/internal/stall"
+	"github.com/echo-mq/echo_mq/internal/telemetry"
 	"github.com/echo-mq/echo_mq/internal/wake"
 )
 
@@ -142,6 +143,9 @@ type Config struct {
 	History *history.Reader
 	// Metrics records requests and job transitions; nil records nothing.
 	Metrics observer
+	// Telemetry traces each request and the scripts it runs; nil (or
+	// off) traces nothing and costs nothing.
+	Telemetry *telemetry.Telemetry
 	// MetricsHandler serves GET /metrics; nil serves no such route.
 	MetricsHandler http.Handler
 	// Keys are the API keys; nil or empty leaves the API open.
@@ -200,7 +204,7 @@ func NewHandler(cfg Config) http.Handler {
 func (s *server) routes() http.Handler {
 	r := chi.NewRouter()
 	s.router = r
-	r.Use(middleware.RequestID, s.logRequests, s.recoverer, s.limitBody)
+	r.Use(s.cfg.Telemetry.Middleware, middleware.RequestID, s.logRequests, s.recoverer, s.limitBody)
 	if len(s.cfg.CORSOrigins) > 0 {
 		r.Use(cors.Handler(cors.Options{
 			AllowedOrigins: s.cfg.CORSOrigins,

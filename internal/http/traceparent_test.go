@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
+
+	"github.com/echo-mq/echo_mq/internal/redistest"
 )
 
 // producerTrace is a producer's traceparent, as a W3C Trace Context
@@ -44,9 +46,9 @@ func TestTraceparentKeptWithTheJob(t *testing.T) {
 			}
 		}
 		for _, bad := range []string{
-			"00-00000000000000000000000000000000-00f067aa0ba902b7-01", // all-zero trace id
-			"00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01", // uppercase
-			"ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", // version ff
+			"00-00000000000000000000000000000000-00f067aa0ba902b7-01",  // all-zero trace id
+			"00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01",  // uppercase
+			"ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",  // version ff
 			"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-", // version 00 with more
 			"not a traceparent",
 		} {
@@ -74,4 +76,25 @@ func TestTraceparentKeptWithTheJob(t *testing.T) {
 			t.Errorf("get answered traceparent %q, want %q", j.Traceparent, producerTrace)
 		}
 	})
+}
+
+// TestTraceparentPushedWithTracingOff: with tracing off, a pushed job's
+// receiver is handed the producer's traceparent as it was sent, on the
+// POST's header and in the job; a job without one is sent none.
+func TestTraceparentPushedWithTracingOff(t *testing.T) {
+	t.Parallel()
+	forEachBackend(t, func(t *testing.T, h *harness) {
+		q := redistest.Queue(t)
+		rc := newReceiver(t, func(d delivery, w http.ResponseWriter) { w.WriteHeader(http.StatusOK) })
+		must[jobView](t, h.enqueueTraced(t, jobsPath(q), producerTrace, map[string]any{"id": "traced", "payload": 1}), http.StatusCreated)
+		h.enqueue(t, q, map[string]any{"id": "plain", "payload": 2})
+		putPush(t, h, q, `{"url":"`+rc.URL+`/hook"}`)
+		until(t, "both delivered", func() bool { return h.queueOf(t, q).Counts["completed"] == 2 })
+		for _, d := range rc.got() {
+			want := map[string]string{"traced": producerTrace, "plain": ""}[d.job.ID]
+			if got := d.header.Get("traceparent"); got != want || d.job.Traceparent != want {
+				t.Errorf("%s: header traceparent %q, job's %q, want %q", d.job.ID, got, d.job.Traceparent, want)
+			}
+		}
+	}, withPush("127.0.0.1"))
 }

@@ -20,6 +20,7 @@ import (
 
 	"github.com/echo-mq/echo_mq/internal/job"
 	"github.com/echo-mq/echo_mq/internal/lease"
+	"github.com/echo-mq/echo_mq/internal/telemetry"
 	"github.com/echo-mq/echo_mq/internal/wake"
 )
 
@@ -61,7 +62,10 @@ type Config struct {
 	Drain time.Duration
 	// OnDelivery is told each delivery's outcome and how long it took; nil: nothing.
 	OnDelivery func(queue, outcome string, took time.Duration)
-	Logger     *slog.Logger
+	// Telemetry traces each delivery in its producer's trace; nil (or
+	// off): none, and a job's traceparent is passed on as it was sent.
+	Telemetry *telemetry.Telemetry
+	Logger    *slog.Logger
 }
 
 // Deliverer delivers the jobs of every queue that has a target, one loop
@@ -284,7 +288,9 @@ func (d *Deliverer) sleep(ctx context.Context, waiter *wake.Waiter, ended <-chan
 // complete, fail, or nothing for a 202.
 func (d *Deliverer) deliver(ctx context.Context, queue string, t Target, j job.Job) {
 	started := time.Now()
+	ctx, end := d.cfg.Telemetry.StartDelivery(ctx, j.Traceparent, queue, j.ID)
 	answer := d.post(ctx, queue, t, j)
+	defer func() { end(answer.failure()) }()
 	outcome := answer.outcome
 	if ctx.Err() != nil {
 		// Abandoned at shutdown: the job keeps its lease, and goes out
@@ -330,6 +336,18 @@ type answer struct {
 	retryIn *time.Duration  // a 429's or 503's Retry-After; nil: the job's backoff
 }
 
+// failure is the delivery's error for its span: nil when the receiver
+// took the job (completed or accepted).
+func (a answer) failure() error {
+	if a.outcome == Completed || a.outcome == Accepted {
+		return nil
+	}
+	if a.text != "" {
+		return errors.New(a.text)
+	}
+	return errors.New(a.outcome)
+}
+
 // post sends j to t, signed when t has a secret, and reads the answer.
 func (d *Deliverer) post(ctx context.Context, queue string, t Target, j job.Job) answer {
 	body := d.cfg.Encode(j)
@@ -340,6 +358,7 @@ func (d *Deliverer) post(ctx context.Context, queue string, t Target, j job.Job)
 	if err != nil {
 		return answer{outcome: Unreachable, text: "the target cannot be called: " + err.Error()}
 	}
+	d.passTrace(ctx, req.Header, j)
 	if err := sign(req.Header, t.Secret, queue+":"+j.ID+":"+strconv.FormatInt(j.Token, 10), body); err != nil {
 		return answer{outcome: Unreachable, text: "the delivery cannot be signed: " + err.Error()}
 	}
@@ -361,6 +380,19 @@ func (d *Deliverer) post(ctx context.Context, queue string, t Target, j job.Job)
 			text: fmt.Sprintf("timeout: the answer did not end within %d ms", bound.Milliseconds())}
 	}
 	return answerOf(resp, text, d.cfg.MaxResultBytes)
+}
+
+// passTrace puts the trace on a delivery's headers, so that the receiver
+// continues it as a claiming worker would from the job's traceparent: the
+// delivery's own span when tracing is on, else the producer's traceparent
+// as it was sent.
+func (d *Deliverer) passTrace(ctx context.Context, h http.Header, j job.Job) {
+	switch {
+	case d.cfg.Telemetry.Enabled():
+		d.cfg.Telemetry.Inject(ctx, h)
+	case j.Traceparent != "":
+		h.Set("traceparent", j.Traceparent)
+	}
 }
 
 // postBound is how long the POST of j may take: the target's timeout, but

@@ -39,7 +39,7 @@ func claimRouter(tel *Telemetry) *chi.Mux {
 	r := chi.NewRouter()
 	r.Use(tel.Middleware)
 	r.Post("/queues/{queue}/claim", func(w http.ResponseWriter, r *http.Request) {
-		_, end := tel.StartScript(r.Context(), "claim")
+		_, end := StartScript(r.Context(), "claim")
 		end(nil)
 		w.WriteHeader(http.StatusOK)
 	})

@@ -16,20 +16,25 @@ import (
 var noEnd = func(error) {}
 
 // StartScript starts a client span "emq.script <script>" for one call of a
-// Lua script and returns the context that carries it and the function that
-// ends it. Pass the call's error to that function: an error other than
-// redis.Nil (a script's "nothing there") marks the span as failed.
+// Lua script, as a child of the span in ctx, and returns the context that
+// carries it and the function that ends it. Pass the call's error to that
+// function: an error other than redis.Nil (a script's "nothing there")
+// marks the span as failed.
 //
-// A call outside any trace (a reaper's sweep, a scheduler's tick) starts no
-// span: each would be a trace of its own, and a loop that runs every second
-// would bury the request traces under them. When tracing is off, or there is
-// no span in ctx, StartScript returns ctx and a shared no-op, allocating
-// nothing.
-func (t *Telemetry) StartScript(ctx context.Context, script string) (context.Context, func(error)) {
-	if !t.Enabled() || !trace.SpanContextFromContext(ctx).IsValid() {
+// It is a function of ctx, not a method of Telemetry: the span in ctx (a
+// request's, a delivery's) knows the tracer provider that started it, so
+// the script runner, which every service shares, needs no Telemetry of its
+// own. A call outside any recorded span (a reaper's sweep, a scheduler's
+// tick, any call when tracing is off) starts no span: each would be a trace
+// of its own, and a loop that runs every second would bury the request
+// traces under them. StartScript then returns ctx and a shared no-op,
+// allocating nothing.
+func StartScript(ctx context.Context, script string) (context.Context, func(error)) {
+	parent := trace.SpanFromContext(ctx)
+	if !parent.IsRecording() {
 		return ctx, noEnd
 	}
-	ctx, span := t.tracer.Start(ctx, "emq.script "+script,
+	ctx, span := parent.TracerProvider().Tracer(instrumentationName).Start(ctx, "emq.script "+script,
 		trace.WithSpanKind(trace.SpanKindClient),
 		trace.WithAttributes(semconv.DBSystemNameRedis, semconv.DBOperationName(script)),
 	)

@@ -35,31 +35,36 @@ func TestStartScriptEnd(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			tel, rcv := traced(t)
-			_, end := tel.StartScript(callerContext(t), "extend_lease")
+			ctx, request := tel.tracer.Start(callerContext(t), "request")
+			_, end := StartScript(ctx, "extend_lease")
 			end(tt.err)
+			request.End()
 			s := waitNamed(t, rcv, "emq.script extend_lease")
 			if s.Status != tt.status || s.StatusMessage != tt.message {
 				t.Errorf("status %v %q, want %v %q", s.Status, s.StatusMessage, tt.status, tt.message)
 			}
-			if s.TraceID != callerTrace || s.ParentSpanID != callerSpan {
-				t.Errorf("trace/parent = %s/%s, want %s/%s", s.TraceID, s.ParentSpanID, callerTrace, callerSpan)
+			if want := request.SpanContext().SpanID().String(); s.TraceID != callerTrace || s.ParentSpanID != want {
+				t.Errorf("trace/parent = %s/%s, want %s/%s", s.TraceID, s.ParentSpanID, callerTrace, want)
 			}
 		})
 	}
 }
 
+// TestStartScriptOutsideTrace: without a recorded span in ctx (none at
+// all, or only a caller's remote one) a script starts no span.
 func TestStartScriptOutsideTrace(t *testing.T) {
 	tel, rcv := traced(t)
-	ctx := context.Background()
-	allocs := testing.AllocsPerRun(100, func() {
-		_, end := tel.StartScript(ctx, "sweep")
-		end(nil)
-	})
-	if allocs != 0 {
-		t.Errorf("StartScript outside a trace: %v allocations, want 0", allocs)
-	}
-	if c, _ := tel.StartScript(ctx, "sweep"); c != ctx {
-		t.Error("StartScript outside a trace returned a new context")
+	for _, ctx := range []context.Context{context.Background(), callerContext(t)} {
+		allocs := testing.AllocsPerRun(100, func() {
+			_, end := StartScript(ctx, "sweep")
+			end(nil)
+		})
+		if allocs != 0 {
+			t.Errorf("StartScript outside a trace: %v allocations, want 0", allocs)
+		}
+		if c, _ := StartScript(ctx, "sweep"); c != ctx {
+			t.Error("StartScript outside a trace returned a new context")
+		}
 	}
 	exportOne(t, tel, rcv) // a span sent after any sweep span would be
 	if got := len(rcv.Spans()); got != 1 {

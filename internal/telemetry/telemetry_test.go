@@ -175,7 +175,7 @@ func TestOffAllocatesNothing(t *testing.T) {
 	for name, tel := range map[string]*Telemetry{"nil": nil, "zero": {}} {
 		t.Run(name, func(t *testing.T) {
 			allocs := testing.AllocsPerRun(100, func() {
-				c, end := tel.StartScript(ctx, "claim")
+				c, end := StartScript(ctx, "claim")
 				end(nil)
 				c, end = tel.StartDelivery(c, callerHeader, "q", "j")
 				end(nil)
@@ -185,7 +185,7 @@ func TestOffAllocatesNothing(t *testing.T) {
 			if allocs != 0 {
 				t.Errorf("off: %v allocations per call, want 0", allocs)
 			}
-			if c, _ := tel.StartScript(ctx, "claim"); c != ctx {
+			if c, _ := StartScript(ctx, "claim"); c != ctx {
 				t.Error("off: StartScript returned a new context")
 			}
 			if len(h) != 0 {
