@@ -109,11 +109,14 @@ async function apiQueue() {
   return apiCall("GET", `/queues/${encodeURIComponent(queue)}`);
 }
 
-/** Calls the API itself, as a worker or a producer would, and returns its 200 or 201 answer. */
-async function apiCall(method, path, body) {
-  const init = { method };
+/**
+ * Calls the API itself, as a worker or a producer would, with any extra
+ * headers, and returns its 200 or 201 answer.
+ */
+async function apiCall(method, path, body, headers = {}) {
+  const init = { method, headers };
   if (body !== undefined) {
-    init.headers = { "Content-Type": "application/json" };
+    init.headers = { ...headers, "Content-Type": "application/json" };
     init.body = JSON.stringify(body);
   }
   const resp = await fetch(base + path, init);
@@ -417,15 +420,17 @@ async function pageThroughSchedules(page) {
 }
 
 /**
- * A job's admission options on its page: a job enqueued with a dedupe
- * key, an expiry and a timeout shows each (the expiry as the API's
- * time); an enqueue with the same key answers the same job; a job
- * without them shows none of the three rows.
+ * A job's admission options and trace on its page: a job enqueued with a
+ * dedupe key, an expiry, a timeout and a producer's traceparent shows each
+ * (the expiry as the API's time, the trace by its trace id); an enqueue
+ * with the same key answers the same job; a job without them shows none
+ * of the four rows.
  */
 async function showAdmission(page) {
   const q = "reports";
   const body = { payload: { report: "weekly" }, dedupe: { key: "weekly-report", mode: "until_done" }, expires_in_ms: 3600000, timeout_ms: 90000 };
-  const job = await apiCall("POST", `/queues/${q}/jobs`, body);
+  const traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+  const job = await apiCall("POST", `/queues/${q}/jobs`, body, { traceparent });
   assert.equal((await apiCall("POST", `/queues/${q}/jobs`, body)).id, job.id, "the same dedupe key answers the same job");
   const plain = await apiCall("POST", `/queues/${q}/jobs`, { payload: { report: "daily" } });
 
@@ -433,6 +438,7 @@ async function showAdmission(page) {
   await page.getByRole("heading", { name: `Job ${job.id}`, exact: true }).waitFor();
   assert.equal(await jobField(page, "Dedupe key"), "weekly-report", "the job's page shows its dedupe key");
   assert.equal(await jobField(page, "Timeout"), "1 min 30 s", "the job's page shows its timeout");
+  assert.equal(await jobField(page, "Trace"), "4bf92f3577b34da6a3ce929d0e0e4736", "the job's page shows its producer's trace id");
   const expires = page.locator("dl.fields dt", { hasText: /^Expires$/ }).locator("xpath=following-sibling::dd[1]").locator("time");
   assert.equal(await expires.getAttribute("datetime"), job.expires_at, "the job's page shows the API's expiry");
   await accessible(page, "a job's page with admission options");
@@ -440,8 +446,8 @@ async function showAdmission(page) {
   await page.goto(`${base}/ui/#/queues/${q}/jobs/${encodeURIComponent(plain.id)}`);
   await page.getByRole("heading", { name: `Job ${plain.id}`, exact: true }).waitFor();
   await until("the plain job's fields", async () => (await jobField(page, "State")) === "pending");
-  assert.equal(await page.locator("dl.fields dt", { hasText: /^(Dedupe key|Expires|Timeout)$/ }).count(), 0,
-    "a job without admission options shows none of their rows");
+  assert.equal(await page.locator("dl.fields dt", { hasText: /^(Dedupe key|Expires|Timeout|Trace)$/ }).count(), 0,
+    "a job without admission options or a trace shows none of their rows");
 }
 
 /**

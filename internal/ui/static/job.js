@@ -143,6 +143,11 @@ export class JobView {
     if (job.dedupe_key) rows.push(["Dedupe key", job.dedupe_key]);
     if (job.expires_at) rows.push(["Expires", when(job.expires_at)]);
     if (job.timeout_ms) rows.push(["Timeout", duration(job.timeout_ms)]);
+    // The producer's trace (docs/observability.md): its trace id, what a
+    // tracing backend is searched by; the whole traceparent on hover.
+    if (job.traceparent) {
+      rows.push(["Trace", h("code", { title: `traceparent ${job.traceparent}` }, job.traceparent.split("-")[1] ?? job.traceparent)]);
+    }
     const allowed = actionsFor(job.state).filter((action) => may(action)); // none for a reader key
     keepFocus(this.body, () => this.body.replaceChildren(
       ...(allowed.length === 0 ? [] : [h("div", { class: "job-actions", role: "group", "aria-label": `Actions on job ${job.id}` },
