@@ -18,6 +18,7 @@ import (
 
 	emqhttp "github.com/echo-mq/echo_mq/internal/http"
 	"github.com/echo-mq/echo_mq/internal/redistest"
+	"github.com/echo-mq/echo_mq/internal/telemetry"
 )
 
 // composeService is the part of a docker-compose.yml service these tests
@@ -100,12 +101,7 @@ func TestComposeSetupRunsAsProcesses(t *testing.T) {
 }
 
 func knownVariable(name string) bool {
-	for _, v := range variables {
-		if v == name {
-			return true
-		}
-	}
-	return false
+	return slices.Contains(variables, name) || slices.Contains(telemetry.Variables, name)
 }
 
 // clusterProfile is the compose file's cluster profile, found by what its

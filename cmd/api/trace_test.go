@@ -20,23 +20,16 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/echo-mq/echo_mq/internal/redistest"
+	"github.com/echo-mq/echo_mq/internal/telemetry"
 	"github.com/echo-mq/echo_mq/internal/telemetry/otlptest"
 )
 
-// otelVars are the OpenTelemetry variables a trace test sets itself, so
-// that the machine's own environment cannot change what it exports.
-var otelVars = []string{
-	"OTEL_SDK_DISABLED", "OTEL_TRACES_EXPORTER", "OTEL_SERVICE_NAME", "OTEL_RESOURCE_ATTRIBUTES",
-	"OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
-	"OTEL_EXPORTER_OTLP_PROTOCOL", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL",
-	"OTEL_TRACES_SAMPLER", "OTEL_TRACES_SAMPLER_ARG",
-}
-
 // tracedEnv points the process's OTLP exporter at rcv (the OpenTelemetry
 // SDK reads OTEL_* from the process, not from run's getenv) with a short
-// batch delay, so that spans arrive within milliseconds.
+// batch delay, so that spans arrive within milliseconds; the machine's
+// own OTEL_* variables are unset for the test.
 func tracedEnv(t *testing.T, rcv *otlptest.Receiver) {
-	for _, k := range otelVars {
+	for _, k := range telemetry.Variables {
 		t.Setenv(k, "")
 		os.Unsetenv(k)
 	}

@@ -29,6 +29,21 @@ import (
 	"go.opentelemetry.io/otel/trace"
 )
 
+// Variables are the standard OpenTelemetry variables the service's tracing
+// honours, as docs/observability.md lists them: the SDK and its exporters
+// read them from the process's environment.
+var Variables = []string{
+	"OTEL_SDK_DISABLED", "OTEL_TRACES_EXPORTER",
+	"OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+	"OTEL_EXPORTER_OTLP_PROTOCOL", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL",
+	"OTEL_EXPORTER_OTLP_HEADERS", "OTEL_EXPORTER_OTLP_TRACES_HEADERS",
+	"OTEL_EXPORTER_OTLP_TIMEOUT", "OTEL_EXPORTER_OTLP_COMPRESSION",
+	"OTEL_EXPORTER_OTLP_CERTIFICATE", "OTEL_EXPORTER_OTLP_INSECURE",
+	"OTEL_SERVICE_NAME", "OTEL_RESOURCE_ATTRIBUTES",
+	"OTEL_TRACES_SAMPLER", "OTEL_TRACES_SAMPLER_ARG",
+	"OTEL_BSP_SCHEDULE_DELAY", "OTEL_BSP_MAX_QUEUE_SIZE", "OTEL_BSP_MAX_EXPORT_BATCH_SIZE",
+}
+
 // DefaultServiceName is the service.name of the exported resource when
 // neither OTEL_SERVICE_NAME nor OTEL_RESOURCE_ATTRIBUTES names one.
 const DefaultServiceName = "echo_mq"
