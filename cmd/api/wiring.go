@@ -35,7 +35,7 @@ type services struct {
 
 func newServices(cfg config, rdb redis.UniversalClient, tel *telemetry.Telemetry, log *slog.Logger) services {
 	adm := admin.NewService(rdb, cfg.Prefix)
-	m := metrics.New(depthOf(adm))
+	m := metrics.New(depthOf(adm, history.NewReader(rdb, cfg.Prefix)))
 	m.SetLogger(log)
 	return services{rdb: rdb, admin: adm, sweeper: stall.NewService(rdb, cfg.Prefix),
 		hub: wake.NewHub(rdb, cfg.Prefix, log), metrics: m, sched: scheduler.NewService(rdb, cfg.Prefix),
@@ -81,10 +81,11 @@ func (s services) deliverer(ctx context.Context, cfg config, leases *lease.Servi
 		OnDelivery: s.metrics.PushDelivery, Telemetry: s.tel})
 }
 
-// leases is the worker plane's service.
+// leases is the worker plane's service, feeding its jobs' waits and runs
+// to the metrics.
 func (s services) leases(cfg config, log *slog.Logger) *lease.Service {
 	return lease.NewService(s.rdb, cfg.Prefix, lease.KeepCompleted(cfg.KeepCompleted),
-		lease.ScriptsVia(workerClient(cfg, s.rdb, log)))
+		lease.ScriptsVia(workerClient(cfg, s.rdb, log)), lease.Observe(s.metrics))
 }
 
 // handler is the HTTP API over the services.
@@ -119,16 +120,17 @@ func (s services) handler(cfg config, leases *lease.Service, stopping <-chan str
 
 // depthOf reads queue depths for a metrics scrape: the first limit queues
 // of the queues set, and one more when there are more (the collector then
-// says the list was cut).
-func depthOf(adm *admin.Service) metrics.DepthFunc {
-	return func(ctx context.Context, limit int) ([]metrics.QueueDepth, error) {
+// says the list was cut), and the latency of each of the first limit, one
+// stats script call per queue.
+func depthOf(adm *admin.Service, hist *history.Reader) metrics.DepthFunc {
+	return metrics.WithLatency(func(ctx context.Context, limit int) ([]metrics.QueueDepth, error) {
 		infos, err := adm.FirstQueues(ctx, limit+1) // one more says the list was cut
 		out := make([]metrics.QueueDepth, len(infos))
 		for i, info := range infos {
 			out[i] = metrics.QueueDepth{Queue: info.Name, Paused: info.Paused, Counts: info.Counts}
 		}
 		return out, err
-	}
+	}, hist.Latency)
 }
 
 // workerClient is the client the worker plane's scripts run through. With

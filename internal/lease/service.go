@@ -27,6 +27,7 @@ type Service struct {
 	keepCompleted int
 	queues        *keyspace.Registry
 	scripts       *lua.Runner
+	observer      Observer // nil: none (Observe)
 }
 
 // Option configures a Service.
@@ -66,9 +67,14 @@ type call interface {
 }
 
 // run runs a script call on queue and turns its error replies into the job
-// package's errors.
+// package's errors. With an Observer, it tells it what the call started
+// and ended.
 func (s *Service) run(ctx context.Context, queue string, c call) (any, error) {
-	return s.scripts.Reply(ctx, c.Call(s.keys(queue)))
+	reply, err := s.scripts.Reply(ctx, c.Call(s.keys(queue)))
+	if err == nil && s.observer != nil {
+		s.observe(queue, c, reply)
+	}
+	return reply, err
 }
 
 func millis(d time.Duration) int64 { return d.Milliseconds() }

@@ -8,8 +8,8 @@ import (
 )
 
 // MaxDepthQueues bounds the queues whose depth one scrape reads. Beyond it,
-// queues are left out of emq_queue_jobs and emq_queue_paused, and
-// emq_queue_depth_truncated is 1.
+// queues are left out of emq_queue_jobs, emq_queue_paused and
+// emq_queue_latency_seconds, and emq_queue_depth_truncated is 1.
 const MaxDepthQueues = 1000
 
 // depthTimeout bounds the time one scrape spends reading queue depth.
@@ -26,6 +26,9 @@ type QueueDepth struct {
 	// completed, dead, cancelled. A missing state is exported as 0, an
 	// unknown one is ignored.
 	Counts map[string]int64
+	// Latency is how long the queue's oldest claimable pending job has
+	// waited, 0 when none is pending (see WithLatency).
+	Latency time.Duration
 }
 
 // DepthFunc reads the depth of at most limit queues. To tell that there are
@@ -44,6 +47,7 @@ type depthCollector struct {
 	paused      *prometheus.Desc
 	up          *prometheus.Desc
 	truncated   *prometheus.Desc
+	latency     *prometheus.Desc
 }
 
 func newDepthCollector(depth DepthFunc, redisErrors prometheus.Counter) *depthCollector {
@@ -58,6 +62,9 @@ func newDepthCollector(depth DepthFunc, redisErrors prometheus.Counter) *depthCo
 			"Whether the last read of queue depth succeeded (1) or failed (0).", nil, nil),
 		truncated: prometheus.NewDesc("emq_queue_depth_truncated",
 			"Whether queues beyond the per-scrape limit were left out (1) or not (0).", nil, nil),
+		latency: prometheus.NewDesc("emq_queue_latency_seconds",
+			"How long a queue's oldest claimable pending job has waited (0 when none), read at scrape time on the Redis server's clock.",
+			[]string{"queue"}, nil),
 	}
 }
 
@@ -67,6 +74,7 @@ func (c *depthCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.paused
 	ch <- c.up
 	ch <- c.truncated
+	ch <- c.latency
 }
 
 // Collect reads queue depth and sends its gauges. A failed read is reported
@@ -99,6 +107,7 @@ func (c *depthCollector) Collect(ch chan<- prometheus.Metric) {
 // collectQueue sends one queue's gauges.
 func (c *depthCollector) collectQueue(ch chan<- prometheus.Metric, q QueueDepth) {
 	ch <- gauge(c.paused, boolValue(q.Paused), q.Queue)
+	ch <- gauge(c.latency, q.Latency.Seconds(), q.Queue)
 	for _, state := range states {
 		ch <- gauge(c.jobs, float64(q.Counts[state]), q.Queue, state)
 	}

@@ -34,7 +34,7 @@ func TestDepthGauges(t *testing.T) {
 			{Queue: "emails", Counts: map[string]int64{
 				"pending": 4, "active": 2, "delayed": 1, "completed": 90, "dead": 3, "cancelled": 5,
 				"bogus": 7, // not a state: left out
-			}},
+			}, Latency: 1500 * time.Millisecond},
 			{Queue: "thumbs", Paused: true, Counts: map[string]int64{"pending": 12}},
 			{Queue: "emails", Counts: map[string]int64{"pending": 99}}, // a duplicate: left out
 		}, nil
@@ -57,6 +57,7 @@ func TestDepthGauges(t *testing.T) {
 		"queue=thumbs,state=cancelled": 0,
 	})
 	assertSeries(t, fams, "emq_queue_paused", map[string]float64{"queue=emails": 0, "queue=thumbs": 1})
+	assertSeries(t, fams, "emq_queue_latency_seconds", map[string]float64{"queue=emails": 1.5, "queue=thumbs": 0})
 	assertSeries(t, fams, "emq_queue_depth_up", map[string]float64{"": 1})
 	assertSeries(t, fams, "emq_queue_depth_truncated", map[string]float64{"": 0})
 	assertSeries(t, fams, "emq_redis_errors_total", map[string]float64{"": 0})
@@ -94,6 +95,9 @@ func TestDepthTruncated(t *testing.T) {
 	if _, ok := paused[last]; ok {
 		t.Errorf("emq_queue_paused has %s, the queue beyond the limit", last)
 	}
+	if got, want := len(series(t, fams, "emq_queue_latency_seconds")), metrics.MaxDepthQueues; got != want {
+		t.Errorf("emq_queue_latency_seconds has %d series, want %d", got, want)
+	}
 	if got, want := len(series(t, fams, "emq_queue_jobs")), 6*metrics.MaxDepthQueues; got != want {
 		t.Errorf("emq_queue_jobs has %d series, want %d", got, want)
 	}
@@ -113,7 +117,7 @@ func TestDepthError(t *testing.T) {
 	if got := series(t, fams, "emq_redis_errors_total")[""]; got != 1 && got != 2 {
 		t.Errorf("emq_redis_errors_total = %v after one failed scrape, want 1 or 2", got)
 	}
-	for _, name := range []string{"emq_queue_jobs", "emq_queue_paused", "emq_queue_depth_truncated"} {
+	for _, name := range []string{"emq_queue_jobs", "emq_queue_paused", "emq_queue_latency_seconds", "emq_queue_depth_truncated"} {
 		if _, ok := fams[name]; ok {
 			t.Errorf("scrape has %s after a failed depth read", name)
 		}

@@ -19,6 +19,12 @@ const UnmatchedRoute = "unmatched"
 // at most 30 s), so that waiting claims do not all fall into +Inf.
 var durationBuckets = []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30}
 
+// jobBuckets cover a job's wait and run, from a few milliseconds (a claim
+// that was already waiting; the times are whole milliseconds of the
+// server's clock) to four hours (a backlog, a long batch job), roughly
+// 2-3x apart: 16 buckets per queue and histogram, a bound on their series.
+var jobBuckets = []float64{.005, .01, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600, 14400}
+
 // Metrics holds the service's collectors on their own registry. Its methods
 // are safe for concurrent use.
 type Metrics struct {
@@ -35,6 +41,8 @@ type Metrics struct {
 	redisErrors prometheus.Counter
 	deliveries  *prometheus.CounterVec
 	delivering  *prometheus.HistogramVec
+	waits       *prometheus.HistogramVec
+	runs        *prometheus.HistogramVec
 }
 
 // New returns Metrics on a fresh registry that also holds the Go and process
@@ -91,12 +99,22 @@ func New(depth DepthFunc) *Metrics {
 			Help:    "How long push deliveries took, from the POST to its answer reported, by queue.",
 			Buckets: durationBuckets,
 		}, []string{"queue"}),
+		waits: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "emq_job_wait_seconds",
+			Help:    "How long claimed jobs had been claimable before they started, by queue, on the Redis server's clock.",
+			Buckets: jobBuckets,
+		}, []string{"queue"}),
+		runs: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "emq_job_run_seconds",
+			Help:    "How long attempts ran, from their start to their holder's complete or fail, by queue, on the Redis server's clock.",
+			Buckets: jobBuckets,
+		}, []string{"queue"}),
 	}
 	m.registry.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		m.requests, m.durations, m.transitions, m.stale, m.swept, m.held, m.ticks, m.lateness, m.redisErrors,
-		m.deliveries, m.delivering,
+		m.deliveries, m.delivering, m.waits, m.runs,
 	)
 	if depth != nil {
 		m.registry.MustRegister(newDepthCollector(depth, m.redisErrors))
@@ -176,6 +194,18 @@ func (m *Metrics) Reaped(queue, outcome string, n int) {
 func (m *Metrics) PushDelivery(queue, outcome string, took time.Duration) {
 	m.deliveries.WithLabelValues(queue, outcome).Inc()
 	m.delivering.WithLabelValues(queue).Observe(took.Seconds())
+}
+
+// JobWait observes that a job of queue started after being claimable for
+// wait.
+func (m *Metrics) JobWait(queue string, wait time.Duration) {
+	m.waits.WithLabelValues(queue).Observe(wait.Seconds())
+}
+
+// JobRun observes that an attempt of a job of queue ran for run, from its
+// start to its holder's report.
+func (m *Metrics) JobRun(queue string, run time.Duration) {
+	m.runs.WithLabelValues(queue).Observe(run.Seconds())
 }
 
 // ClaimHeld counts one claim of queue that the flow control limit reason
