@@ -54,6 +54,9 @@ elseif ARGV[7] == '1' or attempts >= max_attempts then
   redis.call('HINCRBY', META, 'failed', 1)
   emit('dead', id, 'dead', 'error', text)
 else
+  -- When the attempt ended, for its run's length (the row's finished_at
+  -- says it for the other two).
+  fields[#fields + 1], fields[#fields + 2] = 'failed_at', int(now)
   local state = requeue(id, row, fields, delay, now)
   emit('failed', id, state, 'error', text)
   wake(1) -- pending: claim it; delayed: learn when to look again

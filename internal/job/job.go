@@ -58,6 +58,9 @@ type Job struct {
 	StartedAt      time.Time
 	LeaseExpiresAt time.Time
 	FinishedAt     time.Time
+	// FailedAt is when its last attempt failed and was retried: that
+	// attempt's end, for its run's length; zero when none has.
+	FailedAt time.Time
 }
 
 // Parse reads a job from the reply form the scripts use: the id, then the
@@ -161,6 +164,8 @@ func (j *Job) set(field, value string) error {
 		j.LeaseExpiresAt, err = millis(value)
 	case "finished_at":
 		j.FinishedAt, err = millis(value)
+	case "failed_at":
+		j.FailedAt, err = millis(value)
 	}
 	return err
 }

@@ -58,6 +58,7 @@ func (s *Service) Claim(ctx context.Context, queue string, p ClaimParams) (Claim
 	if err != nil {
 		return Claimed{}, err
 	}
+	s.observeStarts(queue, jobs)
 	dueIn, _ := items[0].(int64)
 	c := Claimed{Jobs: jobs, DueIn: time.Duration(dueIn) * time.Millisecond, RetryAfter: -1}
 	if len(items) == 4 { // under flow control (lua/claim.lua)

@@ -31,7 +31,12 @@ func (s *Service) Complete(ctx context.Context, queue, id string, token int64, r
 		return job.Job{}, nil, err
 	}
 	claimed, err := job.ParseList(queue, items[1])
-	return done, claimed, err
+	if err != nil {
+		return job.Job{}, nil, err
+	}
+	s.observeEnd(queue, done)
+	s.observeStarts(queue, claimed)
+	return done, claimed, nil
 }
 
 // nextArgs are the claim-next arguments of the complete scripts.
@@ -78,7 +83,16 @@ func (s *Service) CompleteBatch(ctx context.Context, queue string, batch []Compl
 		return nil, nil, err
 	}
 	claimed, err := job.ParseList(queue, items[1])
-	return outcomes, claimed, err
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, o := range outcomes {
+		if o.Err == nil {
+			s.observeEnd(queue, o.Job)
+		}
+	}
+	s.observeStarts(queue, claimed)
+	return outcomes, claimed, nil
 }
 
 // parseCompleted reads complete_batch.lua's results: {1, job} or {0, code, id}.
@@ -142,7 +156,11 @@ func (s *Service) Fail(ctx context.Context, queue, id string, p FailParams) (job
 	if err != nil {
 		return job.Job{}, err
 	}
-	return job.Parse(queue, reply)
+	failed, err := job.Parse(queue, reply)
+	if err == nil {
+		s.observeEnd(queue, failed)
+	}
+	return failed, err
 }
 
 // Snooze puts the job the token holds back for later without spending its

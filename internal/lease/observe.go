@@ -4,7 +4,6 @@ import (
 	"time"
 
 	"github.com/echo-mq/echo_mq/internal/job"
-	"github.com/echo-mq/echo_mq/lua"
 )
 
 // Observer is told how long the jobs a Service starts waited and how long
@@ -30,35 +29,9 @@ func Observe(o Observer) Option {
 	return func(s *Service) { s.observer = o }
 }
 
-// observe tells the observer what the call c on queue, which answered
-// reply, started and ended. A reply it cannot read tells nothing: the
-// caller's own parse reports it.
-func (s *Service) observe(queue string, c call, reply any) {
-	switch c := c.(type) {
-	case lua.ClaimArgs:
-		if items, err := replyList(reply, -2); err == nil {
-			s.observeStarts(queue, items[1])
-		}
-	case lua.CompleteArgs:
-		if items, err := replyList(reply, 2); err == nil {
-			s.observeEnd(queue, items[0], -1)
-			s.observeStarts(queue, items[1])
-		}
-	case lua.CompleteBatchArgs:
-		if items, err := replyList(reply, 2); err == nil {
-			s.observeBatch(queue, items[0])
-			s.observeStarts(queue, items[1])
-		}
-	case lua.FailArgs:
-		s.observeEnd(queue, reply, c.RetryInMS)
-	}
-}
-
-// observeStarts tells the waits of the jobs of a list of job replies, just
-// claimed.
-func (s *Service) observeStarts(queue string, reply any) {
-	jobs, err := job.ParseList(queue, reply)
-	if err != nil {
+// observeStarts tells the observer the waits of jobs, just claimed.
+func (s *Service) observeStarts(queue string, jobs []job.Job) {
+	if s.observer == nil {
 		return
 	}
 	for _, j := range jobs {
@@ -68,26 +41,13 @@ func (s *Service) observeStarts(queue string, reply any) {
 	}
 }
 
-// observeBatch tells the runs of the jobs a batch complete completed
-// (complete_batch.lua's results: {1, job} or {0, code, id}).
-func (s *Service) observeBatch(queue string, reply any) {
-	results, _ := reply.([]any)
-	for _, r := range results {
-		if fields, err := replyList(r, 2); err == nil && fields[0] == int64(1) {
-			s.observeEnd(queue, fields[1], -1)
-		}
-	}
-}
-
-// observeEnd tells the run of the attempt that a complete or fail, which
-// answered the job reply, ended; retryInMS is the fail's retry delay (-1:
-// the job's backoff, or a complete).
-func (s *Service) observeEnd(queue string, reply any, retryInMS int64) {
-	j, err := job.Parse(queue, reply)
-	if err != nil {
+// observeEnd tells the observer the run of the attempt that a complete or
+// fail, which answered j, ended.
+func (s *Service) observeEnd(queue string, j job.Job) {
+	if s.observer == nil {
 		return
 	}
-	if run, ok := runOf(j, retryInMS); ok {
+	if run, ok := runOf(j); ok {
 		s.observer.JobRun(queue, run)
 	}
 }
@@ -110,23 +70,17 @@ func waitOf(j job.Job) (time.Duration, bool) {
 }
 
 // runOf is how long j's attempt ran, from its StartedAt to the report that
-// ended it, when j's row tells when that was: its FinishedAt once
-// finished (completed, dead, cancelled), its ReadyAt when retried at once
-// (pending), its RunAt less the delay when retried after retryInMS
-// (delayed). A job retried after its own backoff does not tell: its row
-// keeps no end of the attempt, and its delay is the script's. Nor does a
-// repeated fail that finds the job claimed again.
-func runOf(j job.Job, retryInMS int64) (time.Duration, bool) {
+// ended it, as j's row tells it just after: its FinishedAt once finished
+// (completed, dead, cancelled), its FailedAt when retried (pending or
+// delayed). A repeated complete or fail that finds the job claimed again
+// tells nothing.
+func runOf(j job.Job) (time.Duration, bool) {
 	var end time.Time
 	switch j.State {
 	case job.StateCompleted, job.StateDead, job.StateCancelled:
 		end = j.FinishedAt
-	case job.StatePending:
-		end = j.ReadyAt
-	case job.StateDelayed:
-		if retryInMS >= 0 && !j.RunAt.IsZero() {
-			end = j.RunAt.Add(-time.Duration(retryInMS) * time.Millisecond)
-		}
+	case job.StatePending, job.StateDelayed:
+		end = j.FailedAt
 	}
 	if end.IsZero() || j.StartedAt.IsZero() {
 		return 0, false

@@ -145,12 +145,12 @@ func TestObserveFail(t *testing.T) {
 		name  string
 		p     lease.FailParams
 		state string
-		end   func(j job.Job) time.Time // the end of the attempt; nil: not told
+		end   func(j job.Job) time.Time // the end of the attempt, by the row
 	}{
 		{"retried at once", lease.FailParams{RetryIn: &zero}, job.StatePending, func(j job.Job) time.Time { return j.ReadyAt }},
 		{"retried later", lease.FailParams{RetryIn: &hour}, job.StateDelayed, func(j job.Job) time.Time { return j.RunAt.Add(-hour) }},
 		{"dead", lease.FailParams{Fatal: true}, job.StateDead, func(j job.Job) time.Time { return j.FinishedAt }},
-		{"retried after its backoff", lease.FailParams{}, job.StateDelayed, nil},
+		{"retried after its backoff", lease.FailParams{}, job.StateDelayed, func(j job.Job) time.Time { return j.FailedAt }},
 	} {
 		f.enqueue(t, lease.NewJob{})
 		claimed := f.claimOne(t, time.Minute)
@@ -163,15 +163,14 @@ func TestObserveFail(t *testing.T) {
 		if failed.State != tc.state {
 			t.Fatalf("%s: state %s, want %s", tc.name, failed.State, tc.state)
 		}
-		var runs []time.Duration
-		if tc.end != nil {
-			run := runOf(claimed, tc.end(failed))
-			if run < 10*time.Millisecond || run > time.Minute {
-				t.Errorf("%s: run %v by the row, want the 10 ms slept or a little more", tc.name, run)
-			}
-			runs = append(runs, run)
+		run := runOf(claimed, tc.end(failed))
+		if run < 10*time.Millisecond || run > time.Minute {
+			t.Errorf("%s: run %v by the row, want the 10 ms slept or a little more", tc.name, run)
 		}
-		assertTold(t, rec, tc.name+": fail", nil, runs)
+		if tc.state != job.StateDead && !failed.FailedAt.Equal(tc.end(failed)) {
+			t.Errorf("%s: failed_at %v, want the attempt's end %v", tc.name, failed.FailedAt, tc.end(failed))
+		}
+		assertTold(t, rec, tc.name+": fail", nil, []time.Duration{run})
 		if tc.state == job.StatePending { // claimed again, it waited since the fail
 			again := f.claimOne(t, time.Minute)
 			if !again.ReadyAt.Equal(failed.ReadyAt) || again.StartedAt.Before(failed.ReadyAt) {

@@ -67,14 +67,9 @@ type call interface {
 }
 
 // run runs a script call on queue and turns its error replies into the job
-// package's errors. With an Observer, it tells it what the call started
-// and ended.
+// package's errors.
 func (s *Service) run(ctx context.Context, queue string, c call) (any, error) {
-	reply, err := s.scripts.Reply(ctx, c.Call(s.keys(queue)))
-	if err == nil && s.observer != nil {
-		s.observe(queue, c, reply)
-	}
-	return reply, err
+	return s.scripts.Reply(ctx, c.Call(s.keys(queue)))
 }
 
 func millis(d time.Duration) int64 { return d.Milliseconds() }
