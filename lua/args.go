@@ -539,10 +539,10 @@ func optional(v []byte) (string, string) {
 
 // StatsArgs are stats.lua's arguments.
 type StatsArgs struct {
-	History bool // answer the history ring too, not only the latency
+	Minutes int // the minutes of history to answer; 0: the latency alone
 }
 
 // Call is the call of stats.lua on q.
 func (a StatsArgs) Call(q keyspace.Queue) Call {
-	return Stats.call(q, "", "", nil, flag(a.History))
+	return Stats.call(q, "", "", nil, a.Minutes)
 }

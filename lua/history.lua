@@ -58,9 +58,10 @@ local function stat_count(kind)
 end
 
 -- stat_wait adds the wait of a job that starts now: since it became
--- claimable (ready_at, or created_at when it never waited otherwise).
+-- claimable (ready_at; for a row written before ready_at was kept, its
+-- run_at or created_at, as internal/lease's waitOf reads it).
 local function stat_wait(row, now)
-  stat_add(STAT_WAIT, math.max(now - tonumber(row.ready_at or row.created_at or now), 0))
+  stat_add(STAT_WAIT, math.max(now - tonumber(row.ready_at or row.run_at or row.created_at or now), 0))
 end
 
 -- stat_run counts an attempt that ended now on its holder's report, and
@@ -99,10 +100,11 @@ local function stats_add_bitfield(at, minute)
   end
   local reply = redis.pcall(unpack(args))
   if reply.err then
-    if string.find(string.lower(reply.err), 'unknown', 1, true) then
+    local err = string.lower(reply.err)
+    if string.find(err, 'unknown', 1, true) and string.find(err, 'command', 1, true) then
       return false
     end
-    error(reply)
+    error(reply.err)
   end
   if reply[1] ~= minute then
     stats_sized()
@@ -154,7 +156,7 @@ end
 
 -- stats_flush writes this call's counts into the slot of the current
 -- minute (on the server's clock), and returns reply (the script's) as it
--- is.
+-- is, whether or not the counts could be written.
 local function stats_flush(reply)
   if not STATS_COUNTED then
     return reply
@@ -165,8 +167,16 @@ local function stats_flush(reply)
   end
   local minute = math.floor((NOW or now_ms()) / 60000)
   local at = (minute % STATS_SLOTS) * STATS_SLOT_BITS
-  if not stats_add_bitfield(at, minute) then
-    stats_add_range(at, minute)
+  -- The script has written already, and Redis keeps what it wrote: a
+  -- history that cannot be written (an ACL without BITFIELD, a stats key
+  -- of another type) loses these counts, never the call's reply.
+  local ok, err = pcall(function()
+    if not stats_add_bitfield(at, minute) then
+      stats_add_range(at, minute)
+    end
+  end)
+  if not ok then
+    redis.log(redis.LOG_WARNING, 'echo_mq: the history of ' .. BASE .. ' was not written: ' .. tostring(err))
   end
   return reply
 end

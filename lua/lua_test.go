@@ -56,7 +56,7 @@ func TestBuildersMatchHeaders(t *testing.T) {
 		{ScheduleListArgs{}.Call(q), ScheduleList.argc},
 		{PushPutArgs{}.Call(q), PushPut.argc},
 		{PushPutArgs{URL: "http://a"}.Call(q), PushPut.argc},
-		{StatsArgs{History: true}.Call(q), Stats.argc},
+		{StatsArgs{Minutes: 60}.Call(q), Stats.argc},
 		{ScheduleFireArgs{Fires: []Fire{{IDs: []string{"a"}}, {}, {IDs: []string{"b"}}}}.Call(q), 3 + 14*3},
 	}
 	seen := map[*Script]bool{}

@@ -65,11 +65,16 @@ func (r *Runner) LoadThrough(c Processor) *Runner {
 // first write: here.lua), LOADING.
 //
 // Inside a traced request or delivery, the call is a span of its own,
-// "emq.script <name>" (telemetry.StartScript); elsewhere it costs nothing.
+// "emq.script <name>" (telemetry.StartScript), marked failed when the call
+// failed but not for a script's refusal; elsewhere it costs nothing.
 func (r *Runner) Run(ctx context.Context, c Call) *redis.Cmd {
 	ctx, end := telemetry.StartScript(ctx, c.script.name)
 	cmd := r.run(ctx, c)
-	end(cmd.Err())
+	if err := cmd.Err(); rediserr.Refused(err) {
+		end(nil) // a stale token, a job gone: the API's answer, not the script failing
+	} else {
+		end(err)
+	}
 	return cmd
 }
 

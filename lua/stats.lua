@@ -1,21 +1,25 @@
 -- stats.lua: a queue's history and its latency now (history.lua).
 --
 -- KEYS[1] meta (it routes the call to the queue's node; not read)
--- ARGV[3] "1" to answer the history ring too, "0" for the latency alone
+-- ARGV[3] n, the minutes of history to answer (0 to STATS_SLOTS; 0: the
+--         latency alone)
 --
--- Returns {now, oldest_ready, ring}: now the server's time in ms;
--- oldest_ready when the pending job that has waited longest became
--- claimable (ms, its ready_at or created_at), or -1 when none is pending;
--- ring the stats string as it is (history.lua; "" when the queue has
--- none, or ARGV[3] is "0"). Reads only, through call_here: while the
--- queue's slot migrates, what has left this node reads as empty.
+-- Returns {now, oldest_ready, window}: now the server's time in ms;
+-- oldest_ready when the claimable job that has waited longest became
+-- claimable (ms: a pending job's ready_at, or run_at or created_at for a
+-- row older than ready_at; a due delayed job's run_at), or -1 when none
+-- is; window the n slots of the ring for the n minutes up to now's,
+-- oldest first, STATS_SLOT_BITS / 8 bytes each (zeros where the ring has
+-- none: a slot's stamp says which minute it holds). Reads only, through
+-- call_here: while the queue's slot migrates, what has left this node
+-- reads as empty.
 
 local pending = BASE .. 'pending'
 
 -- oldest_of lowers oldest to job id's ready time, when it is older.
 local function oldest_of(id, oldest)
-  local at = call_here('HMGET', BASE .. 'job:' .. id, 'ready_at', 'created_at')
-  local ready = at and tonumber(at[1] or at[2])
+  local at = call_here('HMGET', BASE .. 'job:' .. id, 'ready_at', 'run_at', 'created_at')
+  local ready = at and tonumber(at[1] or at[2] or at[3])
   if ready and (oldest < 0 or ready < oldest) then
     return ready
   end
@@ -64,9 +68,34 @@ local function oldest_ready()
   end
 end
 
-local now = now_ms()
-local ring = ''
-if ARGV[3] == '1' then
-  ring = call_here('GET', BASE .. 'stats') or ''
+-- due_delayed lowers oldest to the run_at of the delayed job that came
+-- due first, when that is older: a claim would promote it, so it is
+-- claimable, and waiting, from then.
+local function due_delayed(now, oldest)
+  local due = call_here('ZRANGEBYSCORE', BASE .. 'delayed', '-inf', int(now), 'LIMIT', '0', '1', 'WITHSCORES')
+  local run_at = due and #due > 0 and tonumber(due[2])
+  if run_at and (oldest < 0 or run_at < oldest) then
+    return run_at
+  end
+  return oldest
 end
-return { now, oldest_ready(), ring }
+
+-- window is the ring's slots for the n minutes up to now's, oldest first:
+-- one GETRANGE, or two when they wrap past the ring's end.
+local function window(now, n)
+  local slot_bytes = STATS_SLOT_BITS / 8
+  local key, last = BASE .. 'stats', math.floor(now / 60000) % STATS_SLOTS
+  local first = (last - n + 1) % STATS_SLOTS
+  local function slots(from, to) -- slots from to to, padded should the ring be short
+    local part = call_here('GETRANGE', key, from * slot_bytes, (to + 1) * slot_bytes - 1) or ''
+    return part .. string.rep('\0', (to - from + 1) * slot_bytes - #part)
+  end
+  if first <= last then
+    return slots(first, last)
+  end
+  return slots(first, STATS_SLOTS - 1) .. slots(0, last)
+end
+
+local now = now_ms()
+local n = tonumber(ARGV[3])
+return { now, due_delayed(now, oldest_ready()), n > 0 and window(now, n) or '' }

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/sdk/resource"
@@ -107,28 +108,52 @@ func TestATraceFromProducerToWorker(t *testing.T) {
 	}
 	carrier := propagation.MapCarrier{"traceparent": claimed.Jobs[0].Traceparent}
 	wctx, work := peer(t, rcv, "worker").Start(propagation.TraceContext{}.Extract(context.Background(), carrier), "send receipt")
-	var done map[string]any
+	var done, stale map[string]any
 	postTraced(t, wctx, q+"/jobs/receipt-1/complete",
 		`{"token":`+jsonInt(claimed.Jobs[0].Token)+`}`, http.StatusOK, &done)
+	postTraced(t, wctx, q+"/jobs/receipt-1/complete", // a stale token: an answer, not a failure
+		`{"token":`+jsonInt(claimed.Jobs[0].Token+1)+`}`, http.StatusConflict, &stale)
 	work.End()
+	for _, path := range []string{"/healthz", "/readyz", "/metrics", "/ui/"} { // probes, scrapes: no traces
+		mustCall(t, http.MethodGet, base+path, "", http.StatusOK, nil)
+	}
 	if err := stop(); err != nil { // the service exports what it buffered as it stops
 		t.Fatal(err)
 	}
 
 	traceID := checkout.SpanContext().TraceID().String()
 	spans := rcv.WaitFor(t, func(s []otlptest.Span) bool {
-		return len(inTrace(s, traceID, "emq.script complete")) > 0
+		return len(inTrace(s, traceID, "emq.script complete")) == 2
 	}, 10*time.Second)
 	enqueue := onlySpan(t, spans, traceID, "POST /queues/{queue}/jobs")
 	wantChild(t, enqueue, checkout.SpanContext().SpanID().String(), "echo_mq")
 	wantChild(t, onlySpan(t, spans, traceID, "emq.script enqueue"), enqueue.SpanID, "echo_mq")
 	worker := onlySpan(t, spans, traceID, "send receipt")
 	wantChild(t, worker, checkout.SpanContext().SpanID().String(), "worker")
-	complete := onlySpan(t, spans, traceID, "POST /queues/{queue}/jobs/{id}/complete")
-	wantChild(t, complete, worker.SpanID, "echo_mq")
-	wantChild(t, onlySpan(t, spans, traceID, "emq.script complete"), complete.SpanID, "echo_mq")
+	completes := map[string]bool{}
+	for _, complete := range inTrace(spans, traceID, "POST /queues/{queue}/jobs/{id}/complete") {
+		wantChild(t, complete, worker.SpanID, "echo_mq")
+		completes[complete.SpanID] = true
+	}
+	for _, script := range inTrace(spans, traceID, "emq.script complete") {
+		if !completes[script.ParentSpanID] || script.Status != codes.Unset {
+			t.Errorf("emq.script complete: parent %s (the completes: %v), status %v; want a complete's child, and a stale token no error",
+				script.ParentSpanID, completes, script.Status)
+		}
+	}
+	if len(completes) != 2 {
+		t.Errorf("%d complete spans in the trace, want the worker's 2", len(completes))
+	}
 	if got := inTrace(spans, traceID, "POST /queues/{queue}/claim"); len(got) != 0 {
 		t.Errorf("the claim, sent without a trace, is in the producer's trace: %v", got)
+	}
+	if got := otlptest.Named(spans, "POST /queues/{queue}/claim"); len(got) != 1 || got[0].ParentSpanID != "" {
+		t.Errorf("the claim is %v, want one span, the root of a trace of its own", got)
+	}
+	for _, s := range spans {
+		if strings.HasPrefix(s.Name, "GET /") && !strings.HasPrefix(s.Name, "GET /queues") {
+			t.Errorf("a probe, scrape or dashboard file was traced: %s", s.Name)
+		}
 	}
 }
 

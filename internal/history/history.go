@@ -21,10 +21,9 @@ const MaxMinutes = 1440
 
 // The ring's layout, as lua/history.lua writes it: MaxMinutes slots of
 // slotBytes, slot = minute % MaxMinutes, each a u32 stamp (the minute it
-// holds), eight u32 counters and two u48 sums, big-endian.
+// holds), seven u32 counters and two u48 sums, big-endian.
 const (
 	slotBytes  = 44
-	ringBytes  = MaxMinutes * slotBytes
 	countersAt = 4
 	sumsAt     = 32
 )
@@ -74,24 +73,24 @@ func (r *Reader) Read(ctx context.Context, queue string, minutes int) (Stats, er
 	if minutes < 1 || minutes > MaxMinutes {
 		return Stats{}, fmt.Errorf("minutes %d: want 1 to %d", minutes, MaxMinutes)
 	}
-	now, oldest, ring, err := r.read(ctx, queue, true)
+	now, oldest, window, err := r.read(ctx, queue, minutes)
 	if err != nil {
 		return Stats{}, err
 	}
-	return Stats{Queue: queue, OldestPendingAge: age(now, oldest), Minutes: Decode(ring, now, minutes)}, nil
+	return Stats{Queue: queue, OldestPendingAge: age(now, oldest), Minutes: Decode(window, now, minutes)}, nil
 }
 
 // Latency answers how long queue's oldest pending job has been claimable
 // (0 when none is).
 func (r *Reader) Latency(ctx context.Context, queue string) (time.Duration, error) {
-	now, oldest, _, err := r.read(ctx, queue, false)
+	now, oldest, _, err := r.read(ctx, queue, 0)
 	return age(now, oldest), err
 }
 
 // read runs stats.lua: the server's now and the oldest ready time (ms, -1
-// none), and the ring when history is asked for.
-func (r *Reader) read(ctx context.Context, queue string, history bool) (now, oldest int64, ring []byte, err error) {
-	reply, err := r.scripts.Reply(ctx, lua.StatsArgs{History: history}.Call(keyspace.NewQueue(r.prefix, queue)))
+// none), and the ring's slots of the last minutes (none for 0).
+func (r *Reader) read(ctx context.Context, queue string, minutes int) (now, oldest int64, window []byte, err error) {
+	reply, err := r.scripts.Reply(ctx, lua.StatsArgs{Minutes: minutes}.Call(keyspace.NewQueue(r.prefix, queue)))
 	if err != nil {
 		return 0, 0, nil, err
 	}
@@ -117,30 +116,29 @@ func age(now, oldest int64) time.Duration {
 	return time.Duration(now-oldest) * time.Millisecond
 }
 
-// Decode reads the last n minutes up to the one of now (ms, the server's
-// clock) from ring, oldest first: a slot that holds another minute, or
-// that ring is too short to have, reads as zeros.
-func Decode(ring []byte, now int64, n int) []Minute {
+// Decode reads the n minutes up to the one of now (ms, the server's clock)
+// from window, the ring's slots for them as stats.lua answers them, oldest
+// first: a slot that holds another minute, or that window is too short to
+// have, reads as zeros.
+func Decode(window []byte, now int64, n int) []Minute {
 	current := now / 60000
 	out := make([]Minute, n)
 	for i := range out {
-		minute := current - int64(n-1-i)
-		out[i] = decodeSlot(ring, minute)
+		out[i] = decodeSlot(window[min(i*slotBytes, len(window)):], current-int64(n-1-i))
 	}
 	return out
 }
 
-// decodeSlot is minute's slot of ring, or zeros.
-func decodeSlot(ring []byte, minute int64) Minute {
+// decodeSlot is minute's slot, the start of b, or zeros.
+func decodeSlot(b []byte, minute int64) Minute {
 	m := Minute{At: time.UnixMilli(minute * 60000).UTC()}
-	at := int(minute%MaxMinutes) * slotBytes
-	if at+slotBytes > len(ring) || int64(binary.BigEndian.Uint32(ring[at:])) != minute {
+	if len(b) < slotBytes || int64(binary.BigEndian.Uint32(b)) != minute {
 		return m
 	}
-	c := func(k int) int64 { return int64(binary.BigEndian.Uint32(ring[at+countersAt+4*k:])) }
+	c := func(k int) int64 { return int64(binary.BigEndian.Uint32(b[countersAt+4*k:])) }
 	m.Enqueued, m.Started, m.Completed, m.Failed = c(0), c(1), c(2), c(3)
 	m.Dead, m.Cancelled, m.Runs = c(4), c(5), c(6)
-	m.WaitMS, m.RunMS = u48(ring[at+sumsAt:]), u48(ring[at+sumsAt+6:])
+	m.WaitMS, m.RunMS = u48(b[sumsAt:]), u48(b[sumsAt+6:])
 	if m.Started > 0 {
 		m.WaitMean = float64(m.WaitMS) / float64(m.Started)
 	}

@@ -93,3 +93,98 @@ func TestDecodeAnEmptyRing(t *testing.T) {
 		}
 	}
 }
+
+// A history that cannot be written (here a stats key of another type)
+// costs its counts, never the call: the enqueue answers and its job is
+// there, on both stores.
+func TestAnUnwritableHistoryLosesOnlyItsCounts(t *testing.T) {
+	for name, rdb := range stores(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			q := keyspace.NewQueue("hist", redistest.Queue(t))
+			if err := rdb.RPush(ctx, q.Stats(), "not a ring").Err(); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := lua.NewRunner(rdb).Reply(ctx, lua.EnqueueArgs{Jobs: []lua.NewJob{{ID: "kept", Payload: "1"}}}.Call(q)); err != nil {
+				t.Fatalf("enqueue with an unwritable history: %v, want its reply", err)
+			}
+			if n, err := rdb.Exists(ctx, q.Job("kept")).Result(); err != nil || n != 1 {
+				t.Fatalf("the job's row: %d (%v), want it written", n, err)
+			}
+			if typ, _ := rdb.Type(ctx, q.Stats()).Result(); typ != "list" {
+				t.Errorf("the stats key is a %s now, want it left as it was", typ)
+			}
+		})
+	}
+}
+
+// Read answers each minute from its own slot, for a day's window (which
+// wraps past the ring's end but at one minute of the day) as for an hour's:
+// a slot written 1,000 minutes ago lands 1,000 places before the current
+// minute; on both stores.
+func TestReadPlacesEachMinute(t *testing.T) {
+	for name, rdb := range stores(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			q := keyspace.NewQueue("hist", redistest.Queue(t))
+			r := history.NewReader(rdb, "hist")
+			for attempt := 0; ; attempt++ {
+				if _, err := lua.NewRunner(rdb).Reply(ctx, lua.EnqueueArgs{Jobs: []lua.NewJob{{ID: "j" + time.Now().String(), Payload: "1"}}}.Call(q)); err != nil {
+					t.Fatal(err)
+				}
+				minute := time.Now().Unix() / 60
+				old := make([]byte, 44)
+				binary.BigEndian.PutUint32(old, uint32(minute-1000))
+				binary.BigEndian.PutUint32(old[4:], 7) // enqueued
+				if err := rdb.SetRange(ctx, q.Stats(), (minute-1000)%history.MaxMinutes*44, string(old)).Err(); err != nil {
+					t.Fatal(err)
+				}
+				day, err := r.Read(ctx, q.Name(), history.MaxMinutes)
+				if err != nil {
+					t.Fatal(err)
+				}
+				hour, err := r.Read(ctx, q.Name(), 60)
+				if err != nil {
+					t.Fatal(err)
+				}
+				last := day.Minutes[history.MaxMinutes-1]
+				if last.At.Unix()/60 != minute || hour.Minutes[59].At != last.At {
+					if attempt < 3 {
+						continue // the minute turned under the test: again
+					}
+					t.Fatalf("the current minute is %v, want minute %d", last.At, minute)
+				}
+				if last.Enqueued < 1 || hour.Minutes[59].Enqueued != last.Enqueued {
+					t.Errorf("the current minute enqueued %d (hour's: %d), want the enqueue counted in both", last.Enqueued, hour.Minutes[59].Enqueued)
+				}
+				if got := day.Minutes[history.MaxMinutes-1-1000]; got.Enqueued != 7 || got.At.Unix()/60 != minute-1000 {
+					t.Errorf("1,000 minutes ago: %+v, want the 7 enqueued written there", got)
+				}
+				return
+			}
+		})
+	}
+}
+
+// A delayed job that has come due is claimable (a claim promotes it): the
+// latency counts it from its run_at, before anything promotes it.
+func TestLatencyCountsADueDelayedJob(t *testing.T) {
+	for name, rdb := range stores(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			q := keyspace.NewQueue("hist", redistest.Queue(t))
+			if _, err := lua.NewRunner(rdb).Reply(ctx, lua.EnqueueArgs{Jobs: []lua.NewJob{{ID: "later", Payload: "1", DelayMS: 1000}}}.Call(q)); err != nil {
+				t.Fatal(err)
+			}
+			r := history.NewReader(rdb, "hist")
+			if age, err := r.Latency(ctx, q.Name()); err != nil || age != 0 {
+				t.Fatalf("latency before it is due: %v (%v), want 0", age, err)
+			}
+			time.Sleep(1300 * time.Millisecond)
+			age, err := r.Latency(ctx, q.Name())
+			if err != nil || age < 250*time.Millisecond || age > time.Minute {
+				t.Fatalf("latency of a job due 300 ms ago: %v (%v), want at least that", age, err)
+			}
+		})
+	}
+}

@@ -154,13 +154,15 @@ func (s *server) newJob(field valueField, req EnqueueRequest) (lease.NewJob, err
 
 // producerTrace is the request's traceparent header, kept with the jobs it
 // enqueues (docs/design.md#traces); "" when it has none, or one that W3C
-// Trace Context says to ignore.
+// Trace Context says to ignore. Of a later version's header, which may be
+// longer, only the part version 00 defines is kept, as the specification
+// says to read it: a row never holds more than 55 bytes of it.
 func producerTrace(r *http.Request) string {
 	tp := strings.TrimSpace(r.Header.Get("traceparent"))
 	if !telemetry.ValidTraceparent(tp) {
 		return ""
 	}
-	return tp
+	return tp[:telemetry.TraceparentLen]
 }
 
 // handleEnqueue godoc

@@ -70,8 +70,11 @@ func (s *server) apiRoutes() []route {
 
 // registerAPIRoutes mounts every route of apiRoutes behind its role check.
 func (s *server) registerAPIRoutes(r chi.Router) {
+	// Only the API is traced: a probe of /healthz, a scrape of /metrics or
+	// the dashboard's files every few seconds would each be a trace, and
+	// bury the requests' under them.
 	for _, rt := range s.apiRoutes() {
-		r.With(s.authorize(rt.role)).MethodFunc(rt.method, rt.pattern, rt.handle)
+		r.With(s.cfg.Telemetry.Middleware, s.authorize(rt.role)).MethodFunc(rt.method, rt.pattern, rt.handle)
 	}
 }
 

@@ -143,8 +143,9 @@ type Config struct {
 	History *history.Reader
 	// Metrics records requests and job transitions; nil records nothing.
 	Metrics observer
-	// Telemetry traces each request and the scripts it runs; nil (or
-	// off) traces nothing and costs nothing.
+	// Telemetry traces each API request and the scripts it runs (not
+	// /healthz, /readyz, /metrics, the spec or the dashboard); nil (or off)
+	// traces nothing and costs nothing.
 	Telemetry *telemetry.Telemetry
 	// MetricsHandler serves GET /metrics; nil serves no such route.
 	MetricsHandler http.Handler
@@ -204,7 +205,7 @@ func NewHandler(cfg Config) http.Handler {
 func (s *server) routes() http.Handler {
 	r := chi.NewRouter()
 	s.router = r
-	r.Use(s.cfg.Telemetry.Middleware, middleware.RequestID, s.logRequests, s.recoverer, s.limitBody)
+	r.Use(middleware.RequestID, s.logRequests, s.recoverer, s.limitBody)
 	if len(s.cfg.CORSOrigins) > 0 {
 		r.Use(cors.Handler(cors.Options{
 			AllowedOrigins: s.cfg.CORSOrigins,

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/echo-mq/echo_mq/internal/redistest"
@@ -57,6 +58,11 @@ func TestTraceparentKeptWithTheJob(t *testing.T) {
 			if j.Traceparent != "" {
 				t.Errorf("traceparent %q was kept as %q", bad, j.Traceparent)
 			}
+		}
+		later := "01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-" + strings.Repeat("a", 4000)
+		j := must[jobView](t, h.enqueueTraced(t, jobsPath("tq"), later, map[string]any{"payload": 5}), http.StatusCreated)
+		if want := later[:55]; j.Traceparent != want {
+			t.Errorf("a later version's traceparent was kept as %q, want its first 55 bytes %q", j.Traceparent, want)
 		}
 		h.enqueue(t, "tq", map[string]any{"id": "plain", "payload": 4})
 

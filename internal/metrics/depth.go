@@ -29,6 +29,9 @@ type QueueDepth struct {
 	// Latency is how long the queue's oldest claimable pending job has
 	// waited, 0 when none is pending (see WithLatency).
 	Latency time.Duration
+	// NoLatency says the queue's latency could not be read: its gauge is
+	// left out, the queue's other gauges are not.
+	NoLatency bool
 }
 
 // DepthFunc reads the depth of at most limit queues. To tell that there are
@@ -95,19 +98,26 @@ func (c *depthCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, 1)
 	ch <- prometheus.MustNewConstMetric(c.truncated, prometheus.GaugeValue, boolValue(truncated))
 	seen := make(map[string]bool, len(queues))
+	unread := false
 	for _, q := range queues {
 		if seen[q.Queue] { // a duplicate would fail the whole gather
 			continue
 		}
 		seen[q.Queue] = true
+		unread = unread || q.NoLatency
 		c.collectQueue(ch, q)
+	}
+	if unread {
+		c.redisErrors.Inc()
 	}
 }
 
 // collectQueue sends one queue's gauges.
 func (c *depthCollector) collectQueue(ch chan<- prometheus.Metric, q QueueDepth) {
 	ch <- gauge(c.paused, boolValue(q.Paused), q.Queue)
-	ch <- gauge(c.latency, q.Latency.Seconds(), q.Queue)
+	if !q.NoLatency {
+		ch <- gauge(c.latency, q.Latency.Seconds(), q.Queue)
+	}
 	for _, state := range states {
 		ch <- gauge(c.jobs, float64(q.Counts[state]), q.Queue, state)
 	}

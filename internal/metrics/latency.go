@@ -18,48 +18,40 @@ const latencyReaders = 8
 
 // WithLatency is depth with each queue's Latency read through latency: one
 // call per queue, for the first limit queues only (not the extra entries
-// that say the list was cut), latencyReaders at a time. An error of either
-// fails the read, as DepthFunc says.
+// that say the list was cut), latencyReaders at a time. An error of depth
+// fails the read, as DepthFunc says; a queue whose latency cannot be read
+// (an error, the scrape's time up) is marked NoLatency, and the others'
+// gauges are served.
 func WithLatency(depth DepthFunc, latency LatencyFunc) DepthFunc {
 	return func(ctx context.Context, limit int) ([]QueueDepth, error) {
 		queues, err := depth(ctx, limit)
 		if err != nil {
 			return queues, err
 		}
-		return queues, readLatencies(ctx, queues[:min(len(queues), limit)], latency)
+		readLatencies(ctx, queues[:min(len(queues), limit)], latency)
+		return queues, nil
 	}
 }
 
-// readLatencies sets the Latency of each of queues, stopping at the first
-// error (a cancelled ctx among them), which it returns.
-func readLatencies(ctx context.Context, queues []QueueDepth, latency LatencyFunc) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
+// readLatencies sets the Latency of each of queues, or its NoLatency when
+// it cannot be read.
+func readLatencies(ctx context.Context, queues []QueueDepth, latency LatencyFunc) {
 	var (
-		wg    sync.WaitGroup
-		next  atomic.Int64
-		once  sync.Once
-		first error
+		wg   sync.WaitGroup
+		next atomic.Int64
 	)
-	read := func(i int) error {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		d, err := latency(ctx, queues[i].Queue)
-		queues[i].Latency = d
-		return err
-	}
 	for range min(latencyReaders, len(queues)) {
 		wg.Go(func() {
 			for i := int(next.Add(1) - 1); i < len(queues); i = int(next.Add(1) - 1) {
-				if err := read(i); err != nil {
-					once.Do(func() { first = err })
-					cancel()
-					return
+				q := &queues[i]
+				if ctx.Err() != nil { // the scrape's time is up: the rest unread
+					q.NoLatency = true
+					continue
 				}
+				d, err := latency(ctx, q.Queue)
+				q.Latency, q.NoLatency = d, err != nil
 			}
 		})
 	}
 	wg.Wait()
-	return first
 }

@@ -220,12 +220,16 @@ func TestWithLatencyError(t *testing.T) {
 	}))
 
 	fams := scrape(t, m)
-	assertSeries(t, fams, "emq_queue_depth_up", map[string]float64{"": 0})
-	for _, name := range []string{"emq_queue_jobs", "emq_queue_latency_seconds"} {
-		if _, ok := fams[name]; ok {
-			t.Errorf("scrape has %s after a failed latency read", name)
-		}
+	assertSeries(t, fams, "emq_queue_depth_up", map[string]float64{"": 1})
+	latencies := series(t, fams, "emq_queue_latency_seconds")
+	if _, ok := latencies["queue=q10"]; ok || len(latencies) != len(queues)-1 || latencies["queue=q11"] != 1 {
+		t.Errorf("emq_queue_latency_seconds after q10's read failed: %d series (q10 %v, q11 %v), want every other queue's",
+			len(latencies), latencies["queue=q10"], latencies["queue=q11"])
 	}
+	if got := len(series(t, fams, "emq_queue_jobs")); got != len(queues)*6 {
+		t.Errorf("emq_queue_jobs has %d series after one latency read failed, want every queue's %d", got, len(queues)*6)
+	}
+	assertSeries(t, fams, "emq_redis_errors_total", map[string]float64{"": 1})
 	// The depth read failing first is not read further.
 	calls := 0
 	m = metrics.New(metrics.WithLatency(func(context.Context, int) ([]metrics.QueueDepth, error) {

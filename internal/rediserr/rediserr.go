@@ -92,6 +92,13 @@ func Script(err error) error {
 	return err
 }
 
+// Refused reports whether err is a script's refusal (EMQGONE, EMQSTALE,
+// EMQSTATE, ...): an answer the API gives its caller, not a failure.
+func Refused(err error) bool {
+	_, ok := Script(err).(refusal)
+	return ok
+}
+
 // refusal is a script's refusal: its text (without the code) says which
 // job, and it unwraps to the domain error.
 type refusal struct {

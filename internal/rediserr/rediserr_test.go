@@ -94,10 +94,16 @@ func TestScript(t *testing.T) {
 		if !errors.Is(got, c.want) || got.Error() != c.text {
 			t.Errorf("Script(%q) = %q, want %v with text %q", c.err, got, c.want, c.text)
 		}
+		if !Refused(c.err) {
+			t.Errorf("Refused(%q) = false, want true", c.err)
+		}
 	}
 	for _, err := range []error{nil, reply("ERR unknown command"), reply("EMQNOPE what"), errors.New("EMQSTALE not a reply")} {
 		if got := Script(err); got != err {
 			t.Errorf("Script(%v) = %v, want it unchanged", err, got)
+		}
+		if Refused(err) {
+			t.Errorf("Refused(%v) = true, want false", err)
 		}
 	}
 }

@@ -1,8 +1,9 @@
 package telemetry
 
-// traceparentLen is the length of a version 00 traceparent:
-// "00-" + 32 hex trace-id + "-" + 16 hex parent-id + "-" + 2 hex flags.
-const traceparentLen = 55
+// TraceparentLen is the length of a version 00 traceparent, and of the
+// part of a later version's that version 00 defines: "00-" + 32 hex
+// trace-id + "-" + 16 hex parent-id + "-" + 2 hex flags.
+const TraceparentLen = 55
 
 // ValidTraceparent reports whether s is a traceparent header that W3C Trace
 // Context level 1 says to accept: a version of two lowercase hex digits other
@@ -12,17 +13,17 @@ const traceparentLen = 55
 // traceparent with its job only when it passes, and ignores it otherwise,
 // as the specification asks of an invalid header.
 func ValidTraceparent(s string) bool {
-	if len(s) < traceparentLen {
+	if len(s) < TraceparentLen {
 		return false
 	}
 	version := s[0:2]
 	if !isLowerHex(version) || version == "ff" {
 		return false
 	}
-	if version == "00" && len(s) != traceparentLen {
+	if version == "00" && len(s) != TraceparentLen {
 		return false
 	}
-	if len(s) > traceparentLen && s[traceparentLen] != '-' {
+	if len(s) > TraceparentLen && s[TraceparentLen] != '-' {
 		return false
 	}
 	if s[2] != '-' || s[35] != '-' || s[52] != '-' {
