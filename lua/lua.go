@@ -144,7 +144,7 @@ func newScript(name, text string) (*Script, error) {
 	b.shared()
 	b.wrapped(s)
 	b.line(fmt.Sprintf("bind(EVAL_KEYS, EVAL_ARGV, %s)", rolesTable(s.roles)))
-	b.line("return stats_flush(main())")
+	b.line("return stats_flush(main(), true)") // an EVAL keeps nothing for the next call
 	s.eval = b.source()
 	return s, nil
 }

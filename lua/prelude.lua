@@ -40,8 +40,9 @@ local SCHEDULES, SCHEDULE_NAMES, SCHEDULE_DUE, STATS
 local BASE, WAKE, ARGV
 
 -- NOW is the server's time in ms once this call has read it (row.lua's
--- now_ms); STATS_COUNTED is true once it counted a change (history.lua).
-local NOW, STATS_COUNTED
+-- now_ms); STATS_N holds this call's counts once it counted a change
+-- (history.lua).
+local NOW, STATS_N
 
 -- FLOW_HERE is true once this call has made sure it may touch the flow
 -- control keys (flow.lua's flow_here).
@@ -55,7 +56,7 @@ local function bind(keys, argv, roles)
   META, PENDING, ACTIVE, DELAYED, COMPLETED, DEAD, CANCELLED = nil, nil, nil, nil, nil, nil, nil
   SET, EVENTS, JOB, REAPER = nil, nil, nil, nil
   SCHEDULES, SCHEDULE_NAMES, SCHEDULE_DUE, STATS = nil, nil, nil, nil
-  FLOW_HERE, NOW, STATS_COUNTED = nil, nil, nil
+  FLOW_HERE, NOW, STATS_N = nil, nil, nil
   for i = 1, #roles do
     local role, key = roles[i], keys[i]
     if role == 'job' then JOB = key

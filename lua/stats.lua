@@ -4,15 +4,17 @@
 -- ARGV[3] n, the minutes of history to answer (0 to STATS_SLOTS; 0: the
 --         latency alone)
 --
--- Returns {now, oldest_ready, window}: now the server's time in ms;
+-- Returns {now, oldest_ready, window, unwritten}: now the server's time in ms;
 -- oldest_ready when the claimable job that has waited longest became
 -- claimable (ms: a pending job's ready_at, or run_at or created_at for a
 -- row older than ready_at; a due delayed job's run_at), or -1 when none
 -- is; window the n slots of the ring for the n minutes up to now's,
 -- oldest first, STATS_SLOT_BITS / 8 bytes each (zeros where the ring has
--- none: a slot's stamp says which minute it holds). Reads only, through
--- call_here: while the queue's slot migrates, what has left this node
--- reads as empty.
+-- none: a slot's stamp says which minute it holds); unwritten the counts
+-- this node holds for the queue that are not in the ring yet
+-- ({minute, counter 1, ..., counter 9}, history.lua's order; {} when none).
+-- Reads only, through call_here: while the queue's slot migrates, what has
+-- left this node reads as empty.
 
 local pending = BASE .. 'pending'
 
@@ -98,4 +100,4 @@ end
 
 local now = now_ms()
 local n = tonumber(ARGV[3])
-return { now, due_delayed(now, oldest_ready()), n > 0 and window(now, n) or '' }
+return { now, due_delayed(now, oldest_ready()), n > 0 and window(now, n) or '', stats_unwritten(BASE .. 'stats') }

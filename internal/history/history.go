@@ -73,38 +73,58 @@ func (r *Reader) Read(ctx context.Context, queue string, minutes int) (Stats, er
 	if minutes < 1 || minutes > MaxMinutes {
 		return Stats{}, fmt.Errorf("minutes %d: want 1 to %d", minutes, MaxMinutes)
 	}
-	now, oldest, window, err := r.read(ctx, queue, minutes)
+	reply, err := r.read(ctx, queue, minutes)
 	if err != nil {
 		return Stats{}, err
 	}
-	return Stats{Queue: queue, OldestPendingAge: age(now, oldest), Minutes: Decode(window, now, minutes)}, nil
+	out := Decode(reply.window, reply.now, minutes)
+	addUnwritten(out, reply.unwritten)
+	return Stats{Queue: queue, OldestPendingAge: age(reply.now, reply.oldest), Minutes: out}, nil
 }
 
 // Latency answers how long queue's oldest pending job has been claimable
 // (0 when none is).
 func (r *Reader) Latency(ctx context.Context, queue string) (time.Duration, error) {
-	now, oldest, _, err := r.read(ctx, queue, 0)
-	return age(now, oldest), err
+	reply, err := r.read(ctx, queue, 0)
+	return age(reply.now, reply.oldest), err
 }
 
-// read runs stats.lua: the server's now and the oldest ready time (ms, -1
-// none), and the ring's slots of the last minutes (none for 0).
-func (r *Reader) read(ctx context.Context, queue string, minutes int) (now, oldest int64, window []byte, err error) {
+// statsReply is stats.lua's answer: the server's now and the oldest ready
+// time (ms, -1 none), the ring's slots of the minutes asked for, and the
+// counts the scripts hold that are not in the ring yet ({minute, counter
+// 1..9}, or none).
+type statsReply struct {
+	now, oldest int64
+	window      []byte
+	unwritten   []int64
+}
+
+// read runs stats.lua, for the last minutes of history (none for 0).
+func (r *Reader) read(ctx context.Context, queue string, minutes int) (statsReply, error) {
 	reply, err := r.scripts.Reply(ctx, lua.StatsArgs{Minutes: minutes}.Call(keyspace.NewQueue(r.prefix, queue)))
 	if err != nil {
-		return 0, 0, nil, err
+		return statsReply{}, err
 	}
 	items, ok := reply.([]any)
-	if !ok || len(items) != 3 {
-		return 0, 0, nil, fmt.Errorf("stats reply: unexpected %T", reply)
+	if !ok || len(items) != 4 {
+		return statsReply{}, fmt.Errorf("stats reply: unexpected %T", reply)
 	}
 	now, ok1 := items[0].(int64)
 	oldest, ok2 := items[1].(int64)
-	text, ok3 := items[2].(string)
-	if !ok1 || !ok2 || !ok3 {
-		return 0, 0, nil, fmt.Errorf("stats reply: unexpected %v", items)
+	window, ok3 := items[2].(string)
+	counts, ok4 := items[3].([]any)
+	if !ok1 || !ok2 || !ok3 || !ok4 {
+		return statsReply{}, fmt.Errorf("stats reply: unexpected %v", items)
 	}
-	return now, oldest, []byte(text), nil
+	out := statsReply{now: now, oldest: oldest, window: []byte(window)}
+	for _, c := range counts {
+		n, ok := c.(int64)
+		if !ok {
+			return statsReply{}, fmt.Errorf("stats reply: unexpected count %v", c)
+		}
+		out.unwritten = append(out.unwritten, n)
+	}
+	return out, nil
 }
 
 // age is now minus the oldest ready time, both ms; 0 when none (-1) or in
@@ -139,13 +159,42 @@ func decodeSlot(b []byte, minute int64) Minute {
 	m.Enqueued, m.Started, m.Completed, m.Failed = c(0), c(1), c(2), c(3)
 	m.Dead, m.Cancelled, m.Runs = c(4), c(5), c(6)
 	m.WaitMS, m.RunMS = u48(b[sumsAt:]), u48(b[sumsAt+6:])
+	m.setMeans()
+	return m
+}
+
+// setMeans sets m's means from its counts and sums.
+func (m *Minute) setMeans() {
+	m.WaitMean, m.RunMean = 0, 0
 	if m.Started > 0 {
 		m.WaitMean = float64(m.WaitMS) / float64(m.Started)
 	}
 	if m.Runs > 0 {
 		m.RunMean = float64(m.RunMS) / float64(m.Runs)
 	}
-	return m
+}
+
+// addUnwritten adds to its minute of out the counts not written to the
+// ring yet ({minute, counter 1..9}, lua/history.lua's order; none: nothing).
+func addUnwritten(out []Minute, counts []int64) {
+	if len(counts) != 10 || len(out) == 0 {
+		return
+	}
+	i := len(out) - 1 - int((out[len(out)-1].At.Unix()/60)-counts[0])
+	if i < 0 || i >= len(out) {
+		return
+	}
+	m := &out[i]
+	m.Enqueued += counts[1]
+	m.Started += counts[2]
+	m.Completed += counts[3]
+	m.Failed += counts[4]
+	m.Dead += counts[5]
+	m.Cancelled += counts[6]
+	m.Runs += counts[7]
+	m.WaitMS += counts[8]
+	m.RunMS += counts[9]
+	m.setMeans()
 }
 
 func u48(b []byte) int64 {

@@ -3,6 +3,7 @@ package history_test
 import (
 	"context"
 	"encoding/binary"
+	"fmt"
 	"os"
 	"testing"
 	"time"
@@ -187,4 +188,69 @@ func TestLatencyCountsADueDelayedJob(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Run as library functions (Redis 7), the scripts write a queue's counts
+// to the ring at most once a second; a read answers the counts not written
+// yet as well.
+func TestCountsAreWrittenWithinASecond(t *testing.T) {
+	rdb := redistest.Client(t)
+	ctx := context.Background()
+	q := keyspace.NewQueue("hist", redistest.Queue(t))
+	run, r := lua.NewRunner(rdb), history.NewReader(rdb, "hist")
+	run.Load(ctx) // the calls run as functions from the first on
+	n := 0
+	enqueue := func() {
+		t.Helper()
+		n++
+		if _, err := run.Reply(ctx, lua.EnqueueArgs{Jobs: []lua.NewJob{{ID: fmt.Sprint("j", n), Payload: "1"}}}.Call(q)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// written is the enqueued count the ring holds for minute.
+	written := func(minute int64) int64 {
+		t.Helper()
+		at := minute % history.MaxMinutes * 44
+		slot, err := rdb.GetRange(ctx, q.Stats(), at, at+43).Bytes()
+		if err != nil || len(slot) != 44 || int64(binary.BigEndian.Uint32(slot)) != minute {
+			return 0
+		}
+		return int64(binary.BigEndian.Uint32(slot[4:]))
+	}
+	// read is the enqueued count a read answers for minute (-1: another minute).
+	read := func(minute int64) int64 {
+		t.Helper()
+		s, err := r.Read(ctx, q.Name(), 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.Minutes[0].At.Unix()/60 != minute {
+			return -1
+		}
+		return s.Minutes[0].Enqueued
+	}
+	for attempt := 0; attempt < 3; attempt++ {
+		if time.Now().Unix()%60 > 50 {
+			time.Sleep(10 * time.Second) // start clear of the minute's turn
+		}
+		minute := time.Now().Unix() / 60
+		enqueue()
+		time.Sleep(1100 * time.Millisecond)
+		enqueue() // a second since the last write: written
+		due := written(minute)
+		enqueue() // at once after: held
+		held, answered := written(minute), read(minute)
+		time.Sleep(1100 * time.Millisecond)
+		enqueue() // written, with the one held
+		later := written(minute)
+		if time.Now().Unix()/60 != minute {
+			continue // the minute turned under the test: again
+		}
+		if due < 2 || held != due || answered != due+1 || later != due+2 || read(minute) != due+2 {
+			t.Fatalf("written %d, then %d with one more held (read %d), then %d (read %d); want %d, %d (%d), %d (%d)",
+				due, held, answered, later, read(minute), due, due, due+1, due+2, due+2)
+		}
+		return
+	}
+	t.Fatal("the minute kept turning under the test")
 }
