@@ -30,16 +30,18 @@ type services struct {
 	metrics *metrics.Metrics
 	sched   *scheduler.Service
 	pushes  *push.Store
+	history *history.Reader
 	tel     *telemetry.Telemetry // nil: tracing off
 }
 
 func newServices(cfg config, rdb redis.UniversalClient, tel *telemetry.Telemetry, log *slog.Logger) services {
 	adm := admin.NewService(rdb, cfg.Prefix)
-	m := metrics.New(depthOf(adm, history.NewReader(rdb, cfg.Prefix)))
+	hist := history.NewReader(rdb, cfg.Prefix)
+	m := metrics.New(depthOf(adm, hist))
 	m.SetLogger(log)
 	return services{rdb: rdb, admin: adm, sweeper: stall.NewService(rdb, cfg.Prefix),
 		hub: wake.NewHub(rdb, cfg.Prefix, log), metrics: m, sched: scheduler.NewService(rdb, cfg.Prefix),
-		pushes: push.NewStore(rdb, cfg.Prefix), tel: tel}
+		pushes: push.NewStore(rdb, cfg.Prefix), history: hist, tel: tel}
 }
 
 // timer fires the schedules' ticks, feeding what it did to the metrics.
@@ -95,7 +97,7 @@ func (s services) handler(cfg config, leases *lease.Service, stopping <-chan str
 		Admin:     s.admin,
 		Schedules: s.sched,
 		Pushes:    s.pushes, PushAllow: cfg.PushAllow,
-		History: history.NewReader(s.rdb, cfg.Prefix),
+		History: s.history,
 		Sweeper: s.sweeper, Waiters: s.hub, Stopping: stopping,
 		Events:      events.NewLog(s.rdb, cfg.Prefix),
 		Ready:       func(ctx context.Context) error { return s.rdb.Ping(ctx).Err() },

@@ -139,7 +139,7 @@ type Config struct {
 	// may name (EMQ_PUSH_ALLOW; none refuses every target).
 	Pushes    *push.Store
 	PushAllow push.Allow
-	// History reads the queues' last 24 hours (*history.Reader).
+	// History reads the queues' last 24 hours (*history.Reader); required.
 	History *history.Reader
 	// Metrics records requests and job transitions; nil records nothing.
 	Metrics observer

@@ -21,8 +21,8 @@ var durationBuckets = []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10
 
 // jobBuckets cover a job's wait and run, from a few milliseconds (a claim
 // that was already waiting; the times are whole milliseconds of the
-// server's clock) to four hours (a backlog, a long batch job), roughly
-// 2-3x apart: 16 buckets per queue and histogram, a bound on their series.
+// server's clock) to four hours (a backlog, a long batch job), 2 to 5
+// times apart: 16 buckets per queue and histogram, a bound on their series.
 var jobBuckets = []float64{.005, .01, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600, 14400}
 
 // Metrics holds the service's collectors on their own registry. Its methods

@@ -290,7 +290,9 @@ func (d *Deliverer) deliver(ctx context.Context, queue string, t Target, j job.J
 	started := time.Now()
 	ctx, end := d.cfg.Telemetry.StartDelivery(ctx, j.Traceparent, queue, j.ID)
 	answer := d.post(ctx, queue, t, j)
-	defer func() { end(answer.failure()) }()
+	if d.cfg.Telemetry.Enabled() {
+		defer func() { end(answer.failure()) }()
+	}
 	outcome := answer.outcome
 	if ctx.Err() != nil {
 		// Abandoned at shutdown: the job keeps its lease, and goes out
