@@ -55,7 +55,7 @@ local function stats_pending()
   if not STATS then
     error('the script counts changes but does not declare stats')
   end
-  local minute = math.floor(now_ms() / 60000)
+  local minute = math.floor((NOW or now_ms()) / 60000) -- a call reads TIME once
   local p = STATS_PENDING[STATS]
   if p and p.minute ~= minute then
     stats_write(p)
