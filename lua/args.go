@@ -127,7 +127,9 @@ func (a EnqueueArgs) Call(q keyspace.Queue) Call {
 	}
 	args = append(append(args, len(groups)/2), groups...)
 	args = append(append(args, len(options)/6), options...)
-	args = append(append(args, len(traces)/2), traces...)
+	if len(traces) > 0 { // a plain batch sends not even the count
+		args = append(append(args, len(traces)/2), traces...)
+	}
 	return Enqueue.call(q, "", "", ids, args...)
 }
 

@@ -18,9 +18,10 @@
 --         mode's window in ms (ttl_ms for throttle, max_wait_ms for
 --         debounce; "" none), expires_in_ms ("" none), timeout_ms ("" none)
 --         (admission.lua);
---         then t, the number of jobs with a traceparent, and 2 ARGV for
---         each: its place, the W3C traceparent its enqueue sent (kept in
---         the row for its worker, docs/design.md#traces)
+--         then, only when a job has one, t, the number of jobs with a
+--         traceparent, and 2 ARGV for each: its place, the W3C traceparent
+--         its enqueue sent (kept in the row for its worker,
+--         docs/design.md#traces)
 --
 -- Returns {fresh, replies}: fresh is 1 when the queue had enqueued nothing
 -- before (a new queue, or one obliterated), so that the service adds it to
@@ -64,7 +65,7 @@ end
 -- Their traceparents, by place: nil when none has one.
 local traces
 local t_at = o_at + 1 + (options and 6 * tonumber(ARGV[o_at]) or 0)
-if ARGV[t_at] ~= '0' then
+if ARGV[t_at] then
   traces = {}
   for k = 0, tonumber(ARGV[t_at]) - 1 do
     traces[tonumber(ARGV[t_at + 1 + 2 * k])] = ARGV[t_at + 2 + 2 * k]

@@ -11,7 +11,10 @@ local EVENTS_KEPT = '10000'
 -- error, count). The entry's id carries the server's time. It counts the
 -- change for the queue's history (history.lua).
 local function emit(kind, id, state, ...)
-  stat_count(kind)
+  local counter = STAT_OF[kind]
+  if counter then
+    stat_add(counter, 1)
+  end
   if select('#', ...) == 0 and id and state then -- a job's change, the common case: no table
     redis.call('XADD', EVENTS, 'MAXLEN', '~', EVENTS_KEPT, '*', 'kind', kind, 'job', id, 'state', state)
     return

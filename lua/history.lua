@@ -33,8 +33,9 @@ local STAT_TYPES = { 'u32', 'u32', 'u32', 'u32', 'u32', 'u32', 'u32', 'u48', 'u4
 local STAT_OFFSETS = { 32, 64, 96, 128, 160, 192, 224, 256, 304 }
 local STAT_WAIT, STAT_RUNS, STAT_RUN_MS = 8, 7, 9
 
--- STAT_OF is the counter an event kind counts (emit): a stall recovered
--- and a timed-out attempt retried are failed attempts too.
+-- STAT_OF is the counter an event kind counts (events.lua's emit counts
+-- each event of a kind it has): a stall recovered and a timed-out attempt
+-- retried are failed attempts too.
 local STAT_OF = { enqueued = 1, claimed = 2, completed = 3, failed = 4, recovered = 4, dead = 5, cancelled = 6 }
 
 -- STATS_WRITE_MS is how long counts may wait in the library's memory
@@ -75,14 +76,6 @@ local function stat_add(i, n)
     STATS_N = stats_pending()
   end
   STATS_N[i] = STATS_N[i] + n
-end
-
--- stat_count counts one event of kind, when kind is one history counts.
-local function stat_count(kind)
-  local i = STAT_OF[kind]
-  if i then
-    stat_add(i, 1)
-  end
 end
 
 -- stat_wait adds the wait of a job that starts now: since it became

@@ -662,7 +662,9 @@ local function enqueue_jobs(list, first, n, groups, options, traces)
       put_field(row, 'priority', priority ~= '0' and priority)
       put_field(row, 'max_attempts', max_attempts ~= '' and max_attempts)
       put_field(row, 'backoff', backoff ~= '' and backoff)
-      put_field(row, 'traceparent', traces and traces[i])
+      if traces then
+        put_field(row, 'traceparent', traces[i])
+      end
       if options and options[i] then
         admit(id, row, options[i], now)
       end

@@ -23,9 +23,9 @@ func TestBuildersMatchHeaders(t *testing.T) {
 		call Call
 		argc int // the ARGV the call must carry
 	}{
-		{EnqueueArgs{Jobs: two}.Call(q), 3 + 6*2 + 3},
-		{EnqueueArgs{Jobs: []NewJob{{ID: "a", Group: "g"}, {ID: "b"}}}.Call(q), 3 + 6*2 + 3 + 2},
-		{EnqueueArgs{Jobs: []NewJob{{ID: "a", TimeoutMS: 100}, {ID: "b"}}}.Call(q), 3 + 6*2 + 3 + 6},
+		{EnqueueArgs{Jobs: two}.Call(q), 3 + 6*2 + 2},
+		{EnqueueArgs{Jobs: []NewJob{{ID: "a", Group: "g"}, {ID: "b"}}}.Call(q), 3 + 6*2 + 2 + 2},
+		{EnqueueArgs{Jobs: []NewJob{{ID: "a", TimeoutMS: 100}, {ID: "b"}}}.Call(q), 3 + 6*2 + 2 + 6},
 		{EnqueueArgs{Jobs: []NewJob{{ID: "a"}, {ID: "b", Traceparent: "00-x"}}}.Call(q), 3 + 6*2 + 3 + 2},
 		{ClaimArgs{}.Call(q), Claim.argc - 1},
 		{ClaimArgs{MaxActive: 10}.Call(q), Claim.argc},

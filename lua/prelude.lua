@@ -62,6 +62,7 @@ local function bind(keys, argv, roles)
     if role == 'job' then JOB = key
     elseif role == 'events' then EVENTS = key
     elseif role == 'meta' then META = key
+    elseif role == 'stats' then STATS = key
     elseif role == 'active' then ACTIVE = key
     elseif role == 'pending' then PENDING = key
     elseif role == 'completed' then COMPLETED = key
@@ -73,7 +74,6 @@ local function bind(keys, argv, roles)
     elseif role == 'schedules' then SCHEDULES = key
     elseif role == 'schedule_names' then SCHEDULE_NAMES = key
     elseif role == 'schedule_due' then SCHEDULE_DUE = key
-    elseif role == 'stats' then STATS = key
     end
   end
   BASE, WAKE, ARGV = argv[1], argv[2], argv
