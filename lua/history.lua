@@ -56,7 +56,8 @@ local function stats_pending()
   if not STATS then
     error('the script counts changes but does not declare stats')
   end
-  local minute = math.floor((NOW or now_ms()) / 60000) -- a call reads TIME once
+  local now = NOW or now_ms() -- a call reads TIME once
+  local minute = (now - now % 60000) / 60000
   local p = STATS_PENDING[STATS]
   if p and p.minute ~= minute then
     stats_write(p)
