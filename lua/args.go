@@ -77,6 +77,26 @@ type NewJob struct {
 	ExpiresInMS          int64
 	TimeoutMS            int64
 	Traceparent          string // "": none
+	// DependsOn are the ids of the jobs it waits for (lua/batches.lua);
+	// RunOnFailure makes it run when one of them dies or is cancelled
+	// rather than be cancelled.
+	DependsOn    []string
+	RunOnFailure bool
+}
+
+// BatchJoin names the batch an enqueue's new jobs join (lua/batches.lua):
+// a new one (New, with its Open flag and Callback), or an open one.
+type BatchJoin struct {
+	ID       string
+	New      bool
+	Open     bool
+	Callback BatchCallback
+}
+
+// BatchCallback is a batch's callback: its queue ("": the batch's), its
+// payload (JSON text, "": none) and When ("complete" or "success").
+type BatchCallback struct {
+	Queue, Payload, When string
 }
 
 // Dedupe is a job's dedupe key (lua/admission.lua): Key "" for none; Mode
@@ -100,8 +120,12 @@ func blank(n int64) any {
 	return n
 }
 
-// EnqueueArgs are enqueue.lua's arguments.
-type EnqueueArgs struct{ Jobs []NewJob }
+// EnqueueArgs are enqueue.lua's arguments: the jobs, and the batch they
+// join (nil: none).
+type EnqueueArgs struct {
+	Jobs  []NewJob
+	Batch *BatchJoin
+}
 
 // Call is the call of enqueue.lua on q.
 func (a EnqueueArgs) Call(q keyspace.Queue) Call {
@@ -110,7 +134,7 @@ func (a EnqueueArgs) Call(q keyspace.Queue) Call {
 	args = append(args, len(a.Jobs))
 	// Groups, options and traceparents only for the jobs that have them,
 	// so that a plain job pays nothing per job for them.
-	var groups, options, traces []any
+	var groups, options, traces, deps []any
 	for i, j := range a.Jobs {
 		ids[i] = j.ID
 		args = append(args, j.ID, j.Payload, j.Priority, j.DelayMS, j.MaxAttempts, j.Backoff)
@@ -124,11 +148,35 @@ func (a EnqueueArgs) Call(q keyspace.Queue) Call {
 		if j.Traceparent != "" {
 			traces = append(traces, i, j.Traceparent)
 		}
+		if len(j.DependsOn) > 0 {
+			deps = append(deps, i, onFailure(j.RunOnFailure), len(j.DependsOn))
+			for _, d := range j.DependsOn {
+				deps = append(deps, d)
+			}
+		}
 	}
 	args = append(append(args, len(groups)/2), groups...)
 	args = append(append(args, len(options)/6), options...)
-	if len(traces) > 0 { // a plain batch sends not even the count
-		args = append(append(args, len(traces)/2), traces...)
+	// The tagged sections only when a job has one: a plain call sends
+	// nothing for them.
+	if len(traces) > 0 {
+		args = append(append(args, "t", len(traces)/2), traces...)
+	}
+	if len(deps) > 0 {
+		n := 0
+		for _, j := range a.Jobs {
+			if len(j.DependsOn) > 0 {
+				n++
+			}
+		}
+		args = append(append(args, "d", n), deps...)
+	}
+	if b := a.Batch; b != nil {
+		mode := "add"
+		if b.New {
+			mode = "new"
+		}
+		args = append(args, "b", b.ID, mode, flag(b.Open), b.Callback.Queue, b.Callback.Payload, b.Callback.When)
 	}
 	return Enqueue.call(q, "", "", ids, args...)
 }
@@ -547,4 +595,40 @@ type StatsArgs struct {
 // Call is the call of stats.lua on q.
 func (a StatsArgs) Call(q keyspace.Queue) Call {
 	return Stats.call(q, "", "", nil, a.Minutes)
+}
+
+// onFailure is a dependant's on_dependency_failure as enqueue.lua takes it.
+func onFailure(run bool) string {
+	if run {
+		return "run"
+	}
+	return "cancel"
+}
+
+// BatchCommitArgs are batch_commit.lua's arguments.
+type BatchCommitArgs struct{ ID string }
+
+// Call is the call of batch_commit.lua on q.
+func (a BatchCommitArgs) Call(q keyspace.Queue) Call {
+	return BatchCommit.call(q, "", "", nil, a.ID)
+}
+
+// BatchTakeArgs are batch_take.lua's arguments: how long the taker has
+// each batch, and at most how many.
+type BatchTakeArgs struct {
+	ForMS int64
+	Limit int
+}
+
+// Call is the call of batch_take.lua on q.
+func (a BatchTakeArgs) Call(q keyspace.Queue) Call {
+	return BatchTake.call(q, "", "", nil, a.ForMS, a.Limit)
+}
+
+// BatchAckArgs are batch_ack.lua's arguments.
+type BatchAckArgs struct{ ID, CallbackJobID string }
+
+// Call is the call of batch_ack.lua on q.
+func (a BatchAckArgs) Call(q keyspace.Queue) Call {
+	return BatchAck.call(q, "", "", nil, a.ID, a.CallbackJobID)
 }

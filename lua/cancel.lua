@@ -10,7 +10,7 @@
 -- ARGV[4] token the cancel is pinned to, or "" for whichever attempt
 -- ARGV[5] reason, or ""
 --
--- pending or delayed -> cancelled at once
+-- pending, delayed or waiting -> cancelled at once
 -- active             -> cancel_requested, pinned to the current attempt
 --                       (the next claim clears it); the holder sees it at
 --                       its next extend or cancellation check
@@ -20,8 +20,9 @@
 -- EMQSTALE a token was named and the job is not active under it.
 
 local id, token, reason = ARGV[3], ARGV[4], ARGV[5]
-local state, holder, group, dedupe_key, dedupe_mode =
-  unpack(redis.call('HMGET', JOB, 'state', 'token', 'group', 'dedupe_key', 'dedupe_mode'))
+local state, holder, group, dedupe_key, dedupe_mode, batch_id, dependants, depends_on =
+  unpack(redis.call('HMGET', JOB, 'state', 'token', 'group', 'dedupe_key', 'dedupe_mode',
+    'batch_id', 'dependants', 'depends_on'))
 if not state then
   return error_reply('EMQGONE', id)
 end
@@ -34,9 +35,10 @@ end
 if token ~= '' and (state ~= 'active' or holder ~= token) then
   return error_reply('EMQSTALE', id)
 end
--- A grouped job that leaves pending or delayed leaves its group too: the
--- flow control keys are checked before the first write (flow.lua).
-local row = group and state ~= 'active' and read_row(id)
+-- A grouped job that leaves pending or delayed leaves its group too, and
+-- a job of a batch or with dependants or dependencies tells them: their
+-- keys are checked before the first write (flow.lua).
+local row = (group or batch_id or dependants or depends_on) and state ~= 'active' and read_row(id)
 flow_check(row)
 if reason ~= '' then
   redis.call('HSET', JOB, 'cancel_reason', reason)
@@ -47,12 +49,12 @@ if state == 'active' then
   return { 'requested', job_reply(id) }
 end
 redis.call('ZREM', set_of(state), id)
-redis.call('HDEL', JOB, 'run_at')
-if row then
+redis.call('HDEL', JOB, 'run_at', 'deps_left')
+if group then
   flow_unqueued(id, row)
 end
-finish(id, { dedupe_key = dedupe_key, dedupe_mode = dedupe_mode }, 'cancelled', now_ms())
-if row then
+finish(id, row or { dedupe_key = dedupe_key, dedupe_mode = dedupe_mode }, 'cancelled', now_ms())
+if group then
   flow_finished(id, row)
 end
 emit('cancelled', id, 'cancelled', 'reason', reason)

@@ -8,8 +8,10 @@
 -- ARGV[4] how many earlier steps of this drain removed, for the event
 -- ARGV[5] actor, ARGV[6] role: who asked, for the event
 --
--- Removes up to limit pending jobs, then delayed ones, rows and all; active
--- jobs are left to finish. The service calls it until a step removes fewer
+-- Removes up to limit pending jobs, then delayed ones, then the ones
+-- waiting for their dependencies, rows and all; active jobs are left to
+-- finish. A job of a batch counts as cancelled in it, and its dependants
+-- learn that it ended "removed" (batches.lua), as for a removal. The service calls it until a step removes fewer
 -- than limit; that last step emits one "drained" event with the total.
 -- Each step takes its grouped jobs out of their groups (flow.lua's
 -- flow_dropped), so that a drain stopped half way leaves none behind.
@@ -17,13 +19,15 @@
 -- Errors: TRYAGAIN (here.lua).
 
 local limit = tonumber(ARGV[3])
-local grouped = redis.call('HGET', META, 'grouped')
-if grouped then
-  flow_here()
+local grouped, linked = unpack(redis.call('HMGET', META, 'grouped', 'linked'))
+if grouped or linked then
+  flow_here() -- the flow control keys, or those of batches and dependencies
 end
-local plan = plan_delete({ PENDING, DELAYED }, limit)
+local plan = plan_delete(linked and { PENDING, DELAYED, BASE .. 'waiting' } or { PENDING, DELAYED }, limit)
 local touched = grouped and flow_dropped(plan)
+local told = linked and ends_told(plan)
 local removed = delete_jobs(plan)
+tell_removed(told, now_ms())
 for g in pairs(touched or {}) do
   group_tidy(g)
 end

@@ -18,12 +18,19 @@
 --         mode's window in ms (ttl_ms for throttle, max_wait_ms for
 --         debounce; "" none), expires_in_ms ("" none), timeout_ms ("" none)
 --         (admission.lua);
---         then, only when a job has one, t, the number of jobs with a
---         traceparent, and 2 ARGV for each: its place, the W3C traceparent
---         its enqueue sent (kept in the row for its worker,
---         docs/design.md#traces)
+--         then, only when a call has them, tagged sections, in any order:
+--         "t", the number of jobs with a traceparent, and 2 ARGV for each:
+--           its place, the W3C traceparent its enqueue sent (kept in the
+--           row for its worker, docs/design.md#traces);
+--         "d", the number of jobs with dependencies, and for each: its
+--           place, "cancel" or "run" (on_dependency_failure), the number of
+--           its dependencies and their ids (batches.lua);
+--         "b", the batch the new jobs join, 6 ARGV: its id, "new" (make it)
+--           or "add" (an open one), "1" when a new one stays open for more,
+--           its callback's queue ("" the batch's), payload (JSON text, ""
+--           none) and when ("complete" or "success")
 --
--- Returns {fresh, replies}: fresh is 1 when the queue had enqueued nothing
+-- Returns {fresh, replies, batch}: fresh is 1 when the queue had enqueued nothing
 -- before (a new queue, or one obliterated), so that the service adds it to
 -- the queues set; replies has one reply per job, in order: {created, job}
 -- where created is 1 for a new job and 0 when a job with that id already
@@ -32,10 +39,16 @@
 -- delayed until now + delay_ms. Wakes one claimer per new job: for a
 -- delayed job, so that a waiting claimer learns its run-at and looks again
 -- when it comes due. A grouped job takes its place in its group
--- (flow.lua): its gseq is drawn whether it is pending or delayed.
--- Errors: TRYAGAIN (flow.lua's flow_here, for jobs with a group or
--- options, and here.lua's row_here for the job holding a key); none
--- else (the service validates every argument first).
+-- (flow.lua): its gseq is drawn whether it is pending or delayed. A job
+-- with dependencies waits (state waiting) until each has ended; batch is
+-- the batch's reply (batches.lua's batch_reply) when the call names one,
+-- and a "new" batch that exists already is answered as it is, with no job
+-- enqueued: {0, {}, batch, 1}.
+-- Errors: TRYAGAIN (flow.lua's flow_here, for jobs with a group, options
+-- or dependencies, and here.lua's row_here for the job holding a key);
+-- EMQINVALID a dependency that is neither a job of the queue nor one of
+-- the call; EMQGONE no such batch, EMQSTATE the batch is committed (mode
+-- "add"); none else (the service validates every argument first).
 
 local n = tonumber(ARGV[3])
 
@@ -62,13 +75,37 @@ if ARGV[o_at] ~= '0' then
     }
   end
 end
--- Their traceparents, by place: nil when none has one.
-local traces
-local t_at = o_at + 1 + (options and 6 * tonumber(ARGV[o_at]) or 0)
-if ARGV[t_at] then
-  traces = {}
-  for k = 0, tonumber(ARGV[t_at]) - 1 do
-    traces[tonumber(ARGV[t_at + 1 + 2 * k])] = ARGV[t_at + 2 + 2 * k]
+-- The tagged sections (traceparents, dependencies, the batch), by place:
+-- nil when the call has none.
+local traces, deps, batch
+local at = o_at + 1 + (options and 6 * tonumber(ARGV[o_at]) or 0)
+while ARGV[at] do
+  local tag, count = ARGV[at], tonumber(ARGV[at + 1])
+  if tag == 't' then
+    traces, at = {}, at + 2
+    for _ = 1, count do
+      traces[tonumber(ARGV[at])] = ARGV[at + 1]
+      at = at + 2
+    end
+  elseif tag == 'd' then
+    deps, at = {}, at + 2
+    for _ = 1, count do
+      local m = tonumber(ARGV[at + 2])
+      deps[tonumber(ARGV[at])] = { ARGV[at + 1], unpack(ARGV, at + 3, at + 2 + m) }
+      at = at + 3 + m
+    end
+  elseif tag == 'b' then
+    batch = { id = ARGV[at + 1], mode = ARGV[at + 2], open = ARGV[at + 3],
+      callback_queue = ARGV[at + 4], callback_payload = ARGV[at + 5], callback_when = ARGV[at + 6] }
+    at = at + 7
+  else
+    return redis.error_reply('ERR enqueue.lua: unknown section ' .. tag)
   end
 end
-return enqueue_jobs(ARGV, 4, n, groups, options, traces)
+if batch then
+  flow_here() -- the batch's keys are not declared
+end
+if batch and batch.mode == 'new' and redis.call('EXISTS', BASE .. 'batch:' .. batch.id) == 1 then
+  return { 0, {}, batch_reply(batch.id), 1 }
+end
+return enqueue_jobs(ARGV, 4, n, groups, options, traces, (deps or batch) and { deps = deps, batch = batch })

@@ -67,9 +67,10 @@ local function flow_here()
 end
 
 -- flow_check is flow_here for a call on a row (a read_row table) of a
--- grouped job or one claimed under flow control.
+-- grouped job or one claimed under flow control, and of a job in a batch,
+-- waited on or waiting (batches.lua): each has keys no script declares.
 local function flow_check(row)
-  if row and (row.group or row.flow) then
+  if row and (row.group or row.flow or row.batch_id or row.dependants or row.depends_on) then
     flow_here()
   end
 end

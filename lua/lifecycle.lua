@@ -66,13 +66,19 @@ local function due_in(delayed, now)
   return math.max(tonumber(first[2]) - now, 0)
 end
 
+-- job_ended tells a job's batch and dependants that it ended (batches.lua,
+-- which comes after this file).
+local job_ended
+
 -- finish moves a job that has left the active set (or its waiting set)
 -- into a terminal state; row (the fields the script read: at least its
--- dedupe ones) lets go of its dedupe key (admission.lua).
+-- dedupe ones, batch_id and dependants) lets go of its dedupe key
+-- (admission.lua) and tells its batch and dependants (job_ended).
 local function finish(id, row, state, now)
   redis.call('ZADD', set_of(state), int(now), id)
   redis.call('HSET', job_key(id), 'state', state, 'finished_at', int(now))
   dedupe_released(id, row)
+  job_ended(id, row, state, now)
 end
 
 -- DEFAULT_BACKOFF is the retry delay of a job whose enqueue named none.
@@ -160,6 +166,7 @@ local function expire_claimed(id, row, now, flowed)
     flow_finished(id, row)
   end
   emit('cancelled', id, 'cancelled', 'reason', 'expired')
+  job_ended(id, row, 'cancelled', now)
 end
 
 -- lease leases the jobs of list (every step-th item is an id: step 2 for
@@ -313,6 +320,7 @@ local function end_reported(id, row, fields, state, now)
   set_fields(id, row, fields)
   flow_finished(id, row)
   dedupe_released(id, row)
+  job_ended(id, row, state, now)
 end
 
 -- requeue puts job id, which has left the active set (leave_active), back
@@ -373,6 +381,7 @@ local function complete_one(done, id, row, token, has_result, result, now)
     flow_finished(id, row)
   end
   emit('completed', id, 'completed')
+  job_ended(id, row, 'completed', now)
   done[#done + 1] = id
   return reply_of(id, row)
 end
@@ -448,268 +457,22 @@ local function plan_delete(sets, limit)
   return plan
 end
 
--- delete_jobs deletes the jobs plan_delete read, rows and all, and
--- returns how many.
-local function delete_jobs(plan)
+-- delete_jobs deletes the jobs plan_delete read, rows and all (and the
+-- sets of their dependants, batches.lua, when with_deps), and returns how
+-- many.
+local function delete_jobs(plan, with_deps)
   local deleted = 0
   for _, step in ipairs(plan) do
     local keys = {}
-    for i, id in ipairs(step[2]) do
-      keys[i] = job_key(id)
+    for _, id in ipairs(step[2]) do
+      keys[#keys + 1] = job_key(id)
+      if with_deps then
+        keys[#keys + 1] = BASE .. 'deps:' .. id
+      end
     end
     each_chunk(step[2], 1, function(...) redis.call('ZREM', step[1], ...) end)
     each_chunk(keys, 1, function(...) redis.call('DEL', ...) end)
-    deleted = deleted + #keys
+    deleted = deleted + #step[2]
   end
   return deleted
-end
-
--- put_field adds field and value to a row being built, unless value is
--- false.
-local function put_field(row, field, value)
-  if value then
-    row[#row + 1], row[#row + 2] = field, value
-  end
-end
-
--- enqueue_replies are enqueue_jobs' replies, one {created, job} per job in
--- order: rows[i] the row written for a new job i; else the job its dedupe
--- key answered (p.same[i]: a place of the batch, or an {id, row} as now),
--- else the job that has its id, read now.
-local function enqueue_replies(list, first, n, rows, p)
-  local replies = {}
-  for i = 0, n - 1 do
-    local same = p and p.same[i]
-    if rows[i] then
-      replies[#replies + 1] = { 1, rows[i] }
-    elseif type(same) == 'number' then
-      replies[#replies + 1] = { 0, rows[same] }
-    elseif same then
-      replies[#replies + 1] = { 0, reply_of(same[1], same[2]) }
-    else
-      replies[#replies + 1] = { 0, job_reply(list[first + i * 6]) }
-    end
-  end
-  return replies
-end
-
--- plan_dedupe decides, before any write, what enqueue i (its options opt,
--- its six fields from list[at]) does with its dedupe key, in the batch
--- plan p: p.keyed[key] is the place of the batch's new job with the key,
--- p.held[key] the {id, row} of a job in Redis that holds it. It returns
--- true when the enqueue makes a new job; else p.same[i] is what it answers
--- (a place of the batch, or an {id, row}), and a debounce updates that job:
--- a new one of the batch at once (its fields in list), one in Redis later
--- (p.debounced, for debounce_job).
-local function plan_dedupe(p, list, i, at, opt, now)
-  local key, mode, window = opt.key, opt.mode, opt.window
-  local j = p.keyed[key]
-  if j then
-    p.same[i] = j
-    if mode == 'debounce' then
-      -- The batch's own job takes this enqueue's payload, priority and
-      -- delay (bounded by the wait, from now: it was created now).
-      local jat = p.first + j * 6
-      local delay = tonumber(list[at + 3])
-      list[jat + 1], list[jat + 2] = list[at + 1], list[at + 2]
-      list[jat + 3] = tostring(window and math.min(delay, window) or delay)
-    end
-    return false
-  end
-  local held = p.held[key]
-  if not held then
-    local id = redis.call('HGET', BASE .. 'dedupe', key)
-    held = { id, id and row_here(id) }
-  end
-  if dedupe_live(held[2], key, mode, window, now) then
-    p.held[key], p.same[i] = held, held
-    if mode == 'debounce' and not held[2].group then
-      p.debounced[#p.debounced + 1] = { held, list[at + 1], list[at + 2], tonumber(list[at + 3]), window }
-    end
-    return false
-  end
-  p.keyed[key] = i
-  if mode == 'debounce' and window then -- its own run time is bounded too
-    list[at + 3] = tostring(math.min(tonumber(list[at + 3]), window))
-  end
-  return true
-end
-
--- debounce_job gives job id (row, pending or delayed, not started) a new
--- payload and priority and moves its run time to now + delay_ms, but never
--- past created_at + window (when given). Returns 1 when it is now pending.
-local function debounce_job(id, row, payload, priority, delay_ms, window, now)
-  local run_at = now + delay_ms
-  if window then
-    run_at = math.min(run_at, tonumber(row.created_at) + window)
-  end
-  redis.call('ZREM', set_of(row.state), id)
-  local fields = { 'payload', payload }
-  if priority ~= '0' then
-    fields[#fields + 1], fields[#fields + 2] = 'priority', priority
-  else
-    del_fields(id, row, { 'priority' })
-  end
-  local state = 'delayed'
-  if run_at <= now then
-    state = 'pending'
-    add_pending(id, tonumber(priority), false)
-    del_fields(id, row, { 'run_at' })
-    fields[#fields + 1], fields[#fields + 2] = 'ready_at', int(now)
-  else
-    redis.call('ZADD', DELAYED, int(run_at), id)
-    fields[#fields + 1], fields[#fields + 2] = 'run_at', int(run_at)
-  end
-  fields[#fields + 1], fields[#fields + 2] = 'state', state
-  set_fields(id, row, fields)
-  emit('debounced', id, state)
-  return state == 'pending' and 1 or 0
-end
-
--- admit writes what a new job's options (opt, or nil) add: its row's
--- fields (to row, the list being built) and the queue's indexes (the key it
--- holds, its throttle window, its expiry).
-local function admit(id, row, opt, now)
-  if opt.key then
-    put_field(row, 'dedupe_key', opt.key)
-    put_field(row, 'dedupe_mode', opt.mode)
-    redis.call('HSET', BASE .. 'dedupe', opt.key, id)
-    if opt.mode == 'throttle' then
-      redis.call('ZADD', BASE .. 'dedupe_ttl', int(now + opt.window), opt.key)
-      throttles_ended(now, 10)
-    end
-  end
-  if opt.expires then
-    local at = int(now + opt.expires)
-    put_field(row, 'expires_at', at)
-    redis.call('ZADD', BASE .. 'expiring', at, id)
-  end
-  put_field(row, 'timeout_ms', opt.timeout)
-end
-
--- enqueue_jobs adds n jobs, idempotent on id: job i's six fields are
--- list[first + i * 6 ..] (id, payload, priority, delay_ms, max_attempts,
--- backoff: enqueue.lua's ARGV per job, for i from 0), groups[i] its group
--- or nil (groups nil when none has one), options[i] its admission options
--- ({key, mode, window, expires, timeout}, admission.lua) or nil (options
--- nil when none has any), traces[i] its traceparent or nil (traces nil when
--- none has one). The rows of the jobs must be declared KEYS.
--- Returns {fresh, replies} as enqueue.lua does: fresh is 1 when the queue
--- had enqueued nothing before, replies one {created, job} per job in
--- order. A caller that writes before it calls flow_here first when a job
--- has a group or options. enqueue.lua and schedule_fire.lua call it, so
--- that a scheduled job is written as any other.
---
--- An id that exists wins over a dedupe key; a key held by a job the mode
--- counts (dedupe_live) answers that job, updated when the mode is
--- debounce; within a batch, the first job with a key holds it for the
--- ones after it.
-local function enqueue_jobs(list, first, n, groups, options, traces)
-  local now = now_ms()
-  -- First the ids that are new: not in Redis, and not an earlier job of this
-  -- batch (a repeated id is the existing job the second time), and not
-  -- answered by a job that holds their dedupe key.
-  local new, seen, created_n, pending_n = {}, {}, 0, 0
-  local p = options and { first = first, keyed = {}, held = {}, same = {}, debounced = {} }
-  for i = 0, n - 1 do
-    local at = first + i * 6
-    local id = list[at]
-    if not seen[id] and redis.call('EXISTS', job_key(id)) == 0 then
-      local grouped, opt = groups and groups[i], options and options[i]
-      if grouped or opt then
-        flow_here()
-      end
-      if not (opt and opt.key) or plan_dedupe(p, list, i, at, opt, now) then
-        new[i] = true
-        created_n = created_n + 1
-        seen[id] = true
-        if not p and (grouped or tonumber(list[at + 3]) <= 0) then
-          pending_n = pending_n + 1
-        end
-      end
-    else
-      seen[id] = true
-    end
-  end
-  if p then
-    -- A debounce within the batch may have moved an earlier job's delay:
-    -- the pending ones are counted once the plan is made.
-    for i = 0, n - 1 do
-      if new[i] and ((groups and groups[i]) or tonumber(list[first + i * 6 + 3]) <= 0) then
-        pending_n = pending_n + 1
-      end
-    end
-  end
-  if created_n == 0 and not (p and #p.debounced > 0) then
-    return { 0, enqueue_replies(list, first, n, {}, p) }
-  end
-
-  -- Then write each new job: one HSET and one event per job; the pending
-  -- order for all of them in one draw, the sets in one ZADD each (a grouped
-  -- job's own, flow.lua).
-  local seq = pending_n > 0 and redis.call('HINCRBY', META, 'seq', pending_n) - pending_n or 0
-  local pending, delayed, rows = {}, {}, {}
-  for i = 0, n - 1 do
-    if new[i] then
-      local at = first + i * 6
-      local id, payload, priority = list[at], list[at + 1], list[at + 2]
-      local delay_ms, max_attempts, backoff = tonumber(list[at + 3]), list[at + 4], list[at + 5]
-      local group = groups and groups[i]
-      -- Only what differs from a default is stored (row.lua), so a small
-      -- row stays one listpack; the row written is the reply.
-      local state = delay_ms > 0 and 'delayed' or 'pending'
-      local row = { 'payload', payload, 'created_at', int(now), 'state', state }
-      put_field(row, 'priority', priority ~= '0' and priority)
-      put_field(row, 'max_attempts', max_attempts ~= '' and max_attempts)
-      put_field(row, 'backoff', backoff ~= '' and backoff)
-      if traces then
-        put_field(row, 'traceparent', traces[i])
-      end
-      if options and options[i] then
-        admit(id, row, options[i], now)
-      end
-      if group then
-        seq = seq + 1
-        put_field(row, 'group', group)
-        put_field(row, 'gseq', int(seq))
-        group_known(group)
-      end
-      if state == 'delayed' then
-        local run_at = int(now + delay_ms)
-        put_field(row, 'run_at', run_at)
-        delayed[#delayed + 1], delayed[#delayed + 2] = run_at, id
-        if group then
-          group_count(group, 'd', 1)
-        end
-      elseif group then
-        redis.call('ZADD', fkey('gpending'), '0', member_of(group, priority, seq, id))
-        pending[#pending + 1], pending[#pending + 2] = int(GROUPED + seq), id
-        group_ready(group)
-      else
-        seq = seq + 1
-        pending[#pending + 1], pending[#pending + 2] = int(tonumber(priority) * BAND + seq), id
-      end
-      redis.call('HSET', job_key(id), unpack(row))
-      emit('enqueued', id, state)
-      table.insert(row, 1, id)
-      rows[i] = row
-    end
-  end
-  each_chunk(pending, 2, function(...) redis.call('ZADD', PENDING, ...) end)
-  each_chunk(delayed, 2, function(...) redis.call('ZADD', DELAYED, ...) end)
-  local woken = created_n
-  if p then
-    for _, d in ipairs(p.debounced) do
-      woken = woken + debounce_job(d[1][1], d[1][2], d[2], d[3], d[4], d[5], now)
-    end
-  end
-
-  -- The counter's first jobs mark a queue the service has not listed yet
-  -- (a queue made by a pause alone is listed again: harmless).
-  local fresh = 0
-  if created_n > 0 then
-    fresh = redis.call('HINCRBY', META, 'enqueued', created_n) == created_n and 1 or 0
-  end
-  wake(woken)
-  return { fresh, enqueue_replies(list, first, n, rows, p) }
 end

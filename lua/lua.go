@@ -25,7 +25,7 @@ import (
 var files embed.FS
 
 // shared are the files every script runs after, in this order.
-var shared = []string{"prelude.lua", "row.lua", "here.lua", "history.lua", "events.lua", "fence.lua", "flow.lua", "admission.lua", "lifecycle.lua", "schedules.lua", "push.lua"}
+var shared = []string{"prelude.lua", "row.lua", "here.lua", "history.lua", "events.lua", "fence.lua", "flow.lua", "admission.lua", "lifecycle.lua", "batches.lua", "newjobs.lua", "schedules.lua", "push.lua"}
 
 // Script is one of echo_mq's scripts.
 type Script struct {
@@ -70,6 +70,9 @@ var (
 	ScheduleList   = mustScript("schedule_list")
 	PushPut        = mustScript("push_put")
 	Stats          = mustScript("stats")
+	BatchCommit    = mustScript("batch_commit")
+	BatchTake      = mustScript("batch_take")
+	BatchAck       = mustScript("batch_ack")
 )
 
 // All lists every script.
@@ -78,7 +81,7 @@ var All = []*Script{
 	Fail, Snooze, Cancel, Sweep, PromoteDue, Expire, Remove, Pause, Drain, Obliterate, Retry, Promote, List,
 	Settings, GroupPause, Groups,
 	SchedulePut, SchedulePause, ScheduleDelete, ScheduleDue, ScheduleFire, ScheduleList,
-	PushPut, Stats,
+	PushPut, Stats, BatchCommit, BatchTake, BatchAck,
 }
 
 // library is every script as one Redis Functions library.

@@ -26,7 +26,9 @@ func TestBuildersMatchHeaders(t *testing.T) {
 		{EnqueueArgs{Jobs: two}.Call(q), 3 + 6*2 + 2},
 		{EnqueueArgs{Jobs: []NewJob{{ID: "a", Group: "g"}, {ID: "b"}}}.Call(q), 3 + 6*2 + 2 + 2},
 		{EnqueueArgs{Jobs: []NewJob{{ID: "a", TimeoutMS: 100}, {ID: "b"}}}.Call(q), 3 + 6*2 + 2 + 6},
-		{EnqueueArgs{Jobs: []NewJob{{ID: "a"}, {ID: "b", Traceparent: "00-x"}}}.Call(q), 3 + 6*2 + 3 + 2},
+		{EnqueueArgs{Jobs: []NewJob{{ID: "a"}, {ID: "b", Traceparent: "00-x"}}}.Call(q), 3 + 6*2 + 2 + 2 + 2},
+		{EnqueueArgs{Jobs: []NewJob{{ID: "a"}, {ID: "b", DependsOn: []string{"a", "c"}}}}.Call(q), 3 + 6*2 + 2 + 2 + 3 + 2},
+		{EnqueueArgs{Jobs: two, Batch: &BatchJoin{ID: "x", New: true}}.Call(q), 3 + 6*2 + 2 + 7},
 		{ClaimArgs{}.Call(q), Claim.argc - 1},
 		{ClaimArgs{MaxActive: 10}.Call(q), Claim.argc},
 		{ExtendArgs{ID: "a"}.Call(q), Extend.argc},
@@ -57,6 +59,9 @@ func TestBuildersMatchHeaders(t *testing.T) {
 		{PushPutArgs{}.Call(q), PushPut.argc},
 		{PushPutArgs{URL: "http://a"}.Call(q), PushPut.argc},
 		{StatsArgs{Minutes: 60}.Call(q), Stats.argc},
+		{BatchCommitArgs{ID: "x"}.Call(q), BatchCommit.argc},
+		{BatchTakeArgs{ForMS: 1, Limit: 1}.Call(q), BatchTake.argc},
+		{BatchAckArgs{ID: "x"}.Call(q), BatchAck.argc},
 		{ScheduleFireArgs{Fires: []Fire{{IDs: []string{"a"}}, {}, {IDs: []string{"b"}}}}.Call(q), 3 + 14*3},
 	}
 	seen := map[*Script]bool{}

@@ -16,7 +16,9 @@
 -- Deletes up to limit jobs, rows and all, from the queue's sets; when none
 -- is left it deletes the sets, the meta hash, the event stream and the
 -- reapers' turn (and the flow control keys, flow.lua, the admission keys,
--- admission.lua, the push target and its errors, push.lua, the schedules, schedules.lua, and the history, history.lua), so that not one key of the queue remains (a reaper's pass
+-- admission.lua, the push target and its errors, push.lua, the schedules, schedules.lua, the
+-- history, history.lua, and the batches, the waiting set and the
+-- dependants' sets, batches.lua), so that not one key of the queue remains (a reaper's pass
 -- under way may take a turn again; it expires within half an interval).
 -- The service calls it until done. Fencing survives: a queue made again
 -- under the same name starts its token counter at the server's time
@@ -29,8 +31,9 @@ flow_here() -- it deletes the flow control and schedule keys, whether or not the
 if ARGV[4] ~= '1' and redis.call('ZCARD', ACTIVE) > 0 then
   return redis.error_reply('EMQSTATE jobs are active in the queue: obliterate with force to delete them too')
 end
-local removed = delete_jobs(plan_delete({ PENDING, DELAYED, COMPLETED, DEAD, CANCELLED, ACTIVE }, limit))
+local removed = delete_jobs(plan_delete({ PENDING, DELAYED, BASE .. 'waiting', COMPLETED, DEAD, CANCELLED, ACTIVE }, limit), true)
 if removed < limit then
+  batches_deleted()
   redis.call('DEL', META, PENDING, ACTIVE, DELAYED, COMPLETED, DEAD, CANCELLED, EVENTS, REAPER)
   for _, name in ipairs(FLOW_KEYS) do
     redis.call('DEL', fkey(name))

@@ -1,7 +1,8 @@
 -- prelude.lua: the keys and arguments every echo_mq script runs with
 -- (docs/design.md#scripts). lua.go puts the shared files first, in this
 -- order: prelude.lua, row.lua, here.lua, history.lua, events.lua, fence.lua, flow.lua,
--- admission.lua, lifecycle.lua, schedules.lua, push.lua; then each script, wrapped in a
+-- admission.lua, lifecycle.lua, batches.lua, newjobs.lua, schedules.lua,
+-- push.lua; then each script, wrapped in a
 -- function of its own, whose reply goes through history.lua's stats_flush.
 --
 -- A script's header names its KEYS by role, one per line:
@@ -45,8 +46,13 @@ local BASE, WAKE, ARGV
 local NOW, STATS_N
 
 -- FLOW_HERE is true once this call has made sure it may touch the flow
--- control keys (flow.lua's flow_here).
+-- control keys (flow.lua's flow_here) and the other keys found through a
+-- row (batches.lua).
 local FLOW_HERE
+
+-- ENDED is the list of jobs whose dependants have yet to learn that they
+-- ended, while batches.lua's job_ended works through it; nil outside.
+local ENDED
 
 -- bind names this call's KEYS by the roles of its script's header and
 -- takes its ARGV. Library functions run with the keys and arguments as
@@ -56,7 +62,7 @@ local function bind(keys, argv, roles)
   META, PENDING, ACTIVE, DELAYED, COMPLETED, DEAD, CANCELLED = nil, nil, nil, nil, nil, nil, nil
   SET, EVENTS, JOB, REAPER = nil, nil, nil, nil
   SCHEDULES, SCHEDULE_NAMES, SCHEDULE_DUE, STATS = nil, nil, nil, nil
-  FLOW_HERE, NOW, STATS_N = nil, nil, nil
+  FLOW_HERE, NOW, STATS_N, ENDED = nil, nil, nil, nil
   for i = 1, #roles do
     local role, key = roles[i], keys[i]
     if role == 'job' then JOB = key
@@ -87,5 +93,6 @@ local function set_of(state)
   elseif state == 'completed' then return COMPLETED
   elseif state == 'dead' then return DEAD
   elseif state == 'cancelled' then return CANCELLED
+  elseif state == 'waiting' then return BASE .. 'waiting' -- never declared (batches.lua)
   end
 end

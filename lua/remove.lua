@@ -15,22 +15,25 @@
 --
 -- The queue's token counter is untouched, so a job enqueued again under
 -- the same id never gets a token an earlier holder knows.
+-- A job removed before it ended counts as cancelled in its batch, and its
+-- dependants learn that it ended "removed" (batches.lua).
 -- Returns the state the job was in.
 -- Errors: EMQGONE no such job; EMQSTATE the job is active and force is not set.
 
 local id = ARGV[3]
-local state, group, flowed, dedupe_key, dedupe_mode =
-  unpack(redis.call('HMGET', JOB, 'state', 'group', 'flow', 'dedupe_key', 'dedupe_mode'))
+local state, group, flowed, dedupe_key, dedupe_mode, batch_id, dependants, depends_on =
+  unpack(redis.call('HMGET', JOB, 'state', 'group', 'flow', 'dedupe_key', 'dedupe_mode',
+    'batch_id', 'dependants', 'depends_on'))
 if not state then
   return error_reply('EMQGONE', id)
 end
 if state == 'active' and ARGV[4] ~= '1' then
   return error_reply('EMQSTATE', id)
 end
-local row = (group or flowed) and read_row(id)
+local row = (group or flowed or batch_id or dependants or depends_on) and read_row(id)
 flow_check(row)
 redis.call('ZREM', set_of(state), id)
-if row then
+if group or flowed then
   if state == 'active' then
     flow_left(id, row)
   end
@@ -43,5 +46,8 @@ else
   redis.call('DEL', JOB)
 end
 dedupe_released(id, { dedupe_key = dedupe_key, dedupe_mode = dedupe_mode })
+if row and state ~= 'completed' and state ~= 'dead' and state ~= 'cancelled' then
+  job_ended(id, row, 'removed', now_ms()) -- its batch counts it cancelled
+end
 emit('removed', id, nil, 'actor', ARGV[5], 'role', ARGV[6])
 return state

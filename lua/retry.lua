@@ -17,6 +17,8 @@
 -- delayed or active holds it by now: then the job goes without its key,
 -- so that a key is never held by two waiting jobs. A throttle's key is
 -- left to its window.
+-- A job of a batch that is not done is counted in it again; of one that
+-- is done, it leaves the batch (batches.lua).
 -- Returns the job reply.
 -- Errors: EMQGONE no such job; EMQSTATE the job is not dead or cancelled.
 
@@ -35,6 +37,9 @@ if key then
   flow_here() -- the dedupe keys are not declared
   local holder = redis.call('HGET', BASE .. 'dedupe', key)
   other = holder and holder ~= id and dedupe_live(row_here(holder), key, 'until_done', nil, 0)
+end
+if row.batch_id and batch_reopened(row.batch_id, row.state) then
+  del_fields(id, row, { 'batch_id' }) -- its batch is done: it leaves it
 end
 redis.call('ZREM', set_of(row.state), id)
 del_fields(id, row, { 'attempts', 'stalled', 'finished_at', 'cancel_requested', 'cancel_reason', 'expires_at' })

@@ -132,3 +132,11 @@ local function error_reply(code, id)
   }
   return redis.error_reply(code .. ' ' .. (text[code] or 'error') .. ': ' .. id)
 end
+
+-- put_field adds field and value to a row being built, unless value is
+-- false.
+local function put_field(row, field, value)
+  if value then
+    row[#row + 1], row[#row + 2] = field, value
+  end
+end

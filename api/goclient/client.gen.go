@@ -35,6 +35,63 @@ func (e BackoffType) Valid() bool {
 	}
 }
 
+// Defines values for BatchState.
+const (
+	Done    BatchState = "done"
+	Open    BatchState = "open"
+	Running BatchState = "running"
+)
+
+// Valid indicates whether the value is a known member of the BatchState enum.
+func (e BatchState) Valid() bool {
+	switch e {
+	case Done:
+		return true
+	case Open:
+		return true
+	case Running:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for BatchCallbackWhen.
+const (
+	BatchCallbackWhenComplete BatchCallbackWhen = "complete"
+	BatchCallbackWhenSuccess  BatchCallbackWhen = "success"
+)
+
+// Valid indicates whether the value is a known member of the BatchCallbackWhen enum.
+func (e BatchCallbackWhen) Valid() bool {
+	switch e {
+	case BatchCallbackWhenComplete:
+		return true
+	case BatchCallbackWhenSuccess:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for BatchCallbackRequestWhen.
+const (
+	BatchCallbackRequestWhenComplete BatchCallbackRequestWhen = "complete"
+	BatchCallbackRequestWhenSuccess  BatchCallbackRequestWhen = "success"
+)
+
+// Valid indicates whether the value is a known member of the BatchCallbackRequestWhen enum.
+func (e BatchCallbackRequestWhen) Valid() bool {
+	switch e {
+	case BatchCallbackRequestWhenComplete:
+		return true
+	case BatchCallbackRequestWhenSuccess:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ClaimResponseHeldBy.
 const (
 	ClaimResponseHeldByConcurrency      ClaimResponseHeldBy = "concurrency"
@@ -65,6 +122,24 @@ func (e ClaimResponseHeldBy) Valid() bool {
 	}
 }
 
+// Defines values for CompleteResponseOnDependencyFailure.
+const (
+	CompleteResponseOnDependencyFailureCancel CompleteResponseOnDependencyFailure = "cancel"
+	CompleteResponseOnDependencyFailureRun    CompleteResponseOnDependencyFailure = "run"
+)
+
+// Valid indicates whether the value is a known member of the CompleteResponseOnDependencyFailure enum.
+func (e CompleteResponseOnDependencyFailure) Valid() bool {
+	switch e {
+	case CompleteResponseOnDependencyFailureCancel:
+		return true
+	case CompleteResponseOnDependencyFailureRun:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for DedupeMode.
 const (
 	Debounce  DedupeMode = "debounce"
@@ -80,6 +155,24 @@ func (e DedupeMode) Valid() bool {
 	case Throttle:
 		return true
 	case UntilDone:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for EnqueueRequestOnDependencyFailure.
+const (
+	EnqueueRequestOnDependencyFailureCancel EnqueueRequestOnDependencyFailure = "cancel"
+	EnqueueRequestOnDependencyFailureRun    EnqueueRequestOnDependencyFailure = "run"
+)
+
+// Valid indicates whether the value is a known member of the EnqueueRequestOnDependencyFailure enum.
+func (e EnqueueRequestOnDependencyFailure) Valid() bool {
+	switch e {
+	case EnqueueRequestOnDependencyFailureCancel:
+		return true
+	case EnqueueRequestOnDependencyFailureRun:
 		return true
 	default:
 		return false
@@ -106,6 +199,7 @@ const (
 	EventKindPushDeleted     EventKind = "push_deleted"
 	EventKindPushSet         EventKind = "push_set"
 	EventKindRecovered       EventKind = "recovered"
+	EventKindReleased        EventKind = "released"
 	EventKindRemoved         EventKind = "removed"
 	EventKindResumed         EventKind = "resumed"
 	EventKindRetried         EventKind = "retried"
@@ -156,6 +250,8 @@ func (e EventKind) Valid() bool {
 		return true
 	case EventKindRecovered:
 		return true
+	case EventKindReleased:
+		return true
 	case EventKindRemoved:
 		return true
 	case EventKindResumed:
@@ -179,6 +275,24 @@ func (e EventKind) Valid() bool {
 	}
 }
 
+// Defines values for JobOnDependencyFailure.
+const (
+	JobOnDependencyFailureCancel JobOnDependencyFailure = "cancel"
+	JobOnDependencyFailureRun    JobOnDependencyFailure = "run"
+)
+
+// Valid indicates whether the value is a known member of the JobOnDependencyFailure enum.
+func (e JobOnDependencyFailure) Valid() bool {
+	switch e {
+	case JobOnDependencyFailureCancel:
+		return true
+	case JobOnDependencyFailureRun:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for JobState.
 const (
 	JobStateActive    JobState = "active"
@@ -187,6 +301,7 @@ const (
 	JobStateDead      JobState = "dead"
 	JobStateDelayed   JobState = "delayed"
 	JobStatePending   JobState = "pending"
+	JobStateWaiting   JobState = "waiting"
 )
 
 // Valid indicates whether the value is a known member of the JobState enum.
@@ -203,6 +318,8 @@ func (e JobState) Valid() bool {
 	case JobStateDelayed:
 		return true
 	case JobStatePending:
+		return true
+	case JobStateWaiting:
 		return true
 	default:
 		return false
@@ -317,6 +434,11 @@ func (e WhoAmIRole) Valid() bool {
 	}
 }
 
+// AddBatchJobsRequest defines model for AddBatchJobsRequest.
+type AddBatchJobsRequest struct {
+	Jobs []EnqueueRequest `json:"jobs"`
+}
+
 // Backoff defines model for Backoff.
 type Backoff struct {
 	// DelayMs The first retry's delay, in ms; each later one doubles it for
@@ -331,6 +453,76 @@ type Backoff struct {
 
 // BackoffType defines model for Backoff.Type.
 type BackoffType string
+
+// Batch defines model for Batch.
+type Batch struct {
+	Callback BatchCallback `json:"callback"`
+
+	// CallbackJobId The callback job's id ("batch:<id>"), once it is enqueued.
+	CallbackJobId *string     `json:"callback_job_id,omitempty"`
+	Counts        BatchCounts `json:"counts"`
+	CreatedAt     time.Time   `json:"created_at"`
+	FinishedAt    *time.Time  `json:"finished_at,omitempty"`
+	Id            string      `json:"id"`
+
+	// Jobs The jobs this request enqueued, in order (a create or an add only):
+	// an id that existed is answered with that job, which did not join.
+	// (writeBatch writes them.)
+	Jobs  *[]Job `json:"jobs,omitempty"`
+	Queue string `json:"queue"`
+
+	// State open: jobs may be added; running: committed, some job has not ended;
+	// done: every job ended.
+	State BatchState `json:"state"`
+
+	// Success Done, and every job completed.
+	Success bool `json:"success"`
+
+	// Total How many jobs it has.
+	Total int `json:"total"`
+}
+
+// BatchState open: jobs may be added; running: committed, some job has not ended;
+// done: every job ended.
+type BatchState string
+
+// BatchCallback defines model for BatchCallback.
+type BatchCallback struct {
+	Payload interface{}       `json:"payload,omitempty"`
+	Queue   string            `json:"queue"`
+	When    BatchCallbackWhen `json:"when"`
+}
+
+// BatchCallbackWhen defines model for BatchCallback.When.
+type BatchCallbackWhen string
+
+// BatchCallbackRequest defines model for BatchCallbackRequest.
+type BatchCallbackRequest struct {
+	// Payload Any JSON value, given to the callback as its payload's "payload".
+	Payload interface{} `json:"payload,omitempty"`
+
+	// Queue The queue it is enqueued on; default the batch's.
+	Queue *string `json:"queue,omitempty"`
+
+	// When "complete" (the default): once every job ended, however; "success":
+	// only when every job completed.
+	When *BatchCallbackRequestWhen `json:"when,omitempty"`
+}
+
+// BatchCallbackRequestWhen "complete" (the default): once every job ended, however; "success":
+// only when every job completed.
+type BatchCallbackRequestWhen string
+
+// BatchCounts defines model for BatchCounts.
+type BatchCounts struct {
+	Active    int `json:"active"`
+	Cancelled int `json:"cancelled"`
+	Completed int `json:"completed"`
+	Dead      int `json:"dead"`
+	Delayed   int `json:"delayed"`
+	Pending   int `json:"pending"`
+	Waiting   int `json:"waiting"`
+}
 
 // CancelRequest defines model for CancelRequest.
 type CancelRequest struct {
@@ -429,13 +621,20 @@ type CompleteRequest struct {
 
 // CompleteResponse The completed job; with claim-next, next holds the jobs claimed in the same step, each with its token.
 type CompleteResponse struct {
-	Attempts        int       `json:"attempts"`
+	Attempts int `json:"attempts"`
+
+	// BatchId The batch the job belongs to, when it was enqueued in one.
+	BatchId         *string   `json:"batch_id,omitempty"`
 	CancelReason    *string   `json:"cancel_reason,omitempty"`
 	CancelRequested bool      `json:"cancel_requested"`
 	CreatedAt       time.Time `json:"created_at"`
 
 	// DedupeKey The job's dedupe key, when its enqueue named one.
 	DedupeKey *string `json:"dedupe_key,omitempty"`
+
+	// DependsOn The jobs it waits (state waiting) or waited for: it became pending
+	// once each completed.
+	DependsOn *[]string `json:"depends_on,omitempty"`
 
 	// ExpiresAt When the job stops being claimable if it has not started
 	// (expires_in_ms).
@@ -449,6 +648,10 @@ type CompleteResponse struct {
 	LeaseExpiresAt *time.Time `json:"lease_expires_at,omitempty"`
 	MaxAttempts    int        `json:"max_attempts"`
 	Next           *[]Job     `json:"next,omitempty"`
+
+	// OnDependencyFailure With depends_on: what it does when one of them ends dead or
+	// cancelled (cancel: it is cancelled; run: it runs anyway).
+	OnDependencyFailure *CompleteResponseOnDependencyFailure `json:"on_dependency_failure,omitempty"`
 
 	// Payload Any JSON value, given back as it was sent (digit for digit,
 	// insignificant whitespace removed), as result and progress are.
@@ -465,7 +668,7 @@ type CompleteResponse struct {
 	Stalled   int         `json:"stalled"`
 	StartedAt *time.Time  `json:"started_at,omitempty"`
 
-	// State A job's state: pending (claimable), active (leased to a holder), delayed (until its run_at), or finished: completed, dead or cancelled.
+	// State A job's state: pending (claimable), active (leased to a holder), delayed (until its run_at), waiting (for its dependencies), or finished: completed, dead or cancelled.
 	State JobState `json:"state"`
 
 	// TimeoutMs The total time one attempt may run, when its enqueue set one.
@@ -476,6 +679,31 @@ type CompleteResponse struct {
 	// can continue the producer's trace.
 	Traceparent *string `json:"traceparent,omitempty"`
 	Worker      *string `json:"worker,omitempty"`
+}
+
+// CompleteResponseOnDependencyFailure With depends_on: what it does when one of them ends dead or
+// cancelled (cancel: it is cancelled; run: it runs anyway).
+type CompleteResponseOnDependencyFailure string
+
+// CreateBatchRequest defines model for CreateBatchRequest.
+type CreateBatchRequest struct {
+	// Callback The job enqueued once every job has ended; default one on the
+	// batch's queue, with no payload of its own, when: complete.
+	Callback *BatchCallbackRequest `json:"callback,omitempty"`
+
+	// Id 1 to 122 of A-Z a-z 0-9 . _ : - (its callback job is "batch:<id>");
+	// made by the server (UUIDv7) when absent. An id that exists answers
+	// 200 with that batch, and adds nothing.
+	Id *string `json:"id,omitempty"`
+
+	// Jobs Up to 1000 jobs, as POST /queues/{queue}/jobs/batch takes them. A
+	// batch committed with none is done at once, and owes its callback.
+	Jobs *[]EnqueueRequest `json:"jobs,omitempty"`
+
+	// Open true: more jobs may be added (POST .../batches/{id}/jobs) until the
+	// batch is committed (POST .../batches/{id}/commit); it is never done
+	// before. Default false: committed at once.
+	Open *bool `json:"open,omitempty"`
 }
 
 // Dedupe defines model for Dedupe.
@@ -514,6 +742,13 @@ type EnqueueRequest struct {
 	// default 0 (pending at once).
 	DelayMs *int64 `json:"delay_ms,omitempty"`
 
+	// DependsOn The ids of up to 100 jobs of the queue (or of the same request) the
+	// job waits for: it is waiting until each has completed, then pending
+	// (or delayed, while delay_ms from its enqueue has not passed). An
+	// unknown id or a cycle is refused. Not with group, dedupe or
+	// expires_in_ms.
+	DependsOn *[]string `json:"depends_on,omitempty"`
+
 	// ExpiresInMs A job not started within this many ms of its enqueue is never
 	// claimed: it ends cancelled with cancel_reason "expired". Default none.
 	ExpiresInMs *int64 `json:"expires_in_ms,omitempty"`
@@ -530,6 +765,11 @@ type EnqueueRequest struct {
 	// Default 3.
 	MaxAttempts *int `json:"max_attempts,omitempty"`
 
+	// OnDependencyFailure With depends_on: when a dependency ends dead or cancelled, "cancel"
+	// (the default) cancels the job with cancel_reason "dependency <id>
+	// <state>"; "run" counts it as ended and runs the job anyway.
+	OnDependencyFailure *EnqueueRequestOnDependencyFailure `json:"on_dependency_failure,omitempty"`
+
 	// Payload Any JSON value, null included, at most 1 MiB by default.
 	Payload interface{} `json:"payload"`
 
@@ -543,6 +783,11 @@ type EnqueueRequest struct {
 	// Default none.
 	TimeoutMs *int64 `json:"timeout_ms,omitempty"`
 }
+
+// EnqueueRequestOnDependencyFailure With depends_on: when a dependency ends dead or cancelled, "cancel"
+// (the default) cancels the job with cancel_reason "dependency <id>
+// <state>"; "run" counts it as ended and runs the job anyway.
+type EnqueueRequestOnDependencyFailure string
 
 // Event defines model for Event.
 type Event struct {
@@ -567,7 +812,7 @@ type Event struct {
 	// Settings The new settings of a settings event.
 	Settings *QueueSettings `json:"settings,omitempty"`
 
-	// State A job's state: pending (claimable), active (leased to a holder), delayed (until its run_at), or finished: completed, dead or cancelled.
+	// State A job's state: pending (claimable), active (leased to a holder), delayed (until its run_at), waiting (for its dependencies), or finished: completed, dead or cancelled.
 	State *JobState `json:"state,omitempty"`
 
 	// Url The push target's url a push_set event names (never its secret).
@@ -641,13 +886,20 @@ type Health struct {
 
 // Job defines model for Job.
 type Job struct {
-	Attempts        int       `json:"attempts"`
+	Attempts int `json:"attempts"`
+
+	// BatchId The batch the job belongs to, when it was enqueued in one.
+	BatchId         *string   `json:"batch_id,omitempty"`
 	CancelReason    *string   `json:"cancel_reason,omitempty"`
 	CancelRequested bool      `json:"cancel_requested"`
 	CreatedAt       time.Time `json:"created_at"`
 
 	// DedupeKey The job's dedupe key, when its enqueue named one.
 	DedupeKey *string `json:"dedupe_key,omitempty"`
+
+	// DependsOn The jobs it waits (state waiting) or waited for: it became pending
+	// once each completed.
+	DependsOn *[]string `json:"depends_on,omitempty"`
 
 	// ExpiresAt When the job stops being claimable if it has not started
 	// (expires_in_ms).
@@ -660,6 +912,10 @@ type Job struct {
 	LastError      *string    `json:"last_error,omitempty"`
 	LeaseExpiresAt *time.Time `json:"lease_expires_at,omitempty"`
 	MaxAttempts    int        `json:"max_attempts"`
+
+	// OnDependencyFailure With depends_on: what it does when one of them ends dead or
+	// cancelled (cancel: it is cancelled; run: it runs anyway).
+	OnDependencyFailure *JobOnDependencyFailure `json:"on_dependency_failure,omitempty"`
 
 	// Payload Any JSON value, given back as it was sent (digit for digit,
 	// insignificant whitespace removed), as result and progress are.
@@ -676,7 +932,7 @@ type Job struct {
 	Stalled   int         `json:"stalled"`
 	StartedAt *time.Time  `json:"started_at,omitempty"`
 
-	// State A job's state: pending (claimable), active (leased to a holder), delayed (until its run_at), or finished: completed, dead or cancelled.
+	// State A job's state: pending (claimable), active (leased to a holder), delayed (until its run_at), waiting (for its dependencies), or finished: completed, dead or cancelled.
 	State JobState `json:"state"`
 
 	// TimeoutMs The total time one attempt may run, when its enqueue set one.
@@ -688,6 +944,10 @@ type Job struct {
 	Traceparent *string `json:"traceparent,omitempty"`
 	Worker      *string `json:"worker,omitempty"`
 }
+
+// JobOnDependencyFailure With depends_on: what it does when one of them ends dead or
+// cancelled (cancel: it is cancelled; run: it runs anyway).
+type JobOnDependencyFailure string
 
 // JobList defines model for JobList.
 type JobList struct {
@@ -702,7 +962,7 @@ type JobPage struct {
 	NextCursor *string `json:"next_cursor"`
 }
 
-// JobState A job's state: pending (claimable), active (leased to a holder), delayed (until its run_at), or finished: completed, dead or cancelled.
+// JobState A job's state: pending (claimable), active (leased to a holder), delayed (until its run_at), waiting (for its dependencies), or finished: completed, dead or cancelled.
 type JobState string
 
 // Problem defines model for Problem.
@@ -774,7 +1034,7 @@ type PushTargetRequest struct {
 // Queue defines model for Queue.
 type Queue struct {
 	// Counts Holds how many jobs are in each state: pending, active,
-	// delayed, completed, dead, cancelled.
+	// delayed, waiting, completed, dead, cancelled.
 	Counts map[string]int `json:"counts"`
 	Name   string         `json:"name"`
 	Paused bool           `json:"paused"`
@@ -1083,6 +1343,48 @@ type ObliterateQueueParams struct {
 
 // GetQueueParams defines parameters for GetQueue.
 type GetQueueParams struct {
+	// XEMQTimestamp With X-EMQ-Signature, instead of a bearer key: the Unix time in seconds at which the request was signed, within 5 minutes of the service's clock.
+	XEMQTimestamp *SignatureTimestamp `json:"X-EMQ-Timestamp,omitempty"`
+
+	// XEMQSignature Instead of a bearer key: sha256= and the hex HMAC-SHA256, under a key of EMQ_API_KEYS, of "<X-EMQ-Timestamp>.<METHOD>.<path and query>.<body>". Each signature is accepted once: a sender that retries signs again.
+	XEMQSignature *Signature `json:"X-EMQ-Signature,omitempty"`
+}
+
+// CreateBatchParams defines parameters for CreateBatch.
+type CreateBatchParams struct {
+	// Traceparent the producer's W3C traceparent, kept with every job (ignored unless valid)
+	Traceparent *string `json:"traceparent,omitempty"`
+
+	// XEMQTimestamp With X-EMQ-Signature, instead of a bearer key: the Unix time in seconds at which the request was signed, within 5 minutes of the service's clock.
+	XEMQTimestamp *SignatureTimestamp `json:"X-EMQ-Timestamp,omitempty"`
+
+	// XEMQSignature Instead of a bearer key: sha256= and the hex HMAC-SHA256, under a key of EMQ_API_KEYS, of "<X-EMQ-Timestamp>.<METHOD>.<path and query>.<body>". Each signature is accepted once: a sender that retries signs again.
+	XEMQSignature *Signature `json:"X-EMQ-Signature,omitempty"`
+}
+
+// GetBatchParams defines parameters for GetBatch.
+type GetBatchParams struct {
+	// XEMQTimestamp With X-EMQ-Signature, instead of a bearer key: the Unix time in seconds at which the request was signed, within 5 minutes of the service's clock.
+	XEMQTimestamp *SignatureTimestamp `json:"X-EMQ-Timestamp,omitempty"`
+
+	// XEMQSignature Instead of a bearer key: sha256= and the hex HMAC-SHA256, under a key of EMQ_API_KEYS, of "<X-EMQ-Timestamp>.<METHOD>.<path and query>.<body>". Each signature is accepted once: a sender that retries signs again.
+	XEMQSignature *Signature `json:"X-EMQ-Signature,omitempty"`
+}
+
+// CommitBatchParams defines parameters for CommitBatch.
+type CommitBatchParams struct {
+	// XEMQTimestamp With X-EMQ-Signature, instead of a bearer key: the Unix time in seconds at which the request was signed, within 5 minutes of the service's clock.
+	XEMQTimestamp *SignatureTimestamp `json:"X-EMQ-Timestamp,omitempty"`
+
+	// XEMQSignature Instead of a bearer key: sha256= and the hex HMAC-SHA256, under a key of EMQ_API_KEYS, of "<X-EMQ-Timestamp>.<METHOD>.<path and query>.<body>". Each signature is accepted once: a sender that retries signs again.
+	XEMQSignature *Signature `json:"X-EMQ-Signature,omitempty"`
+}
+
+// AddBatchJobsParams defines parameters for AddBatchJobs.
+type AddBatchJobsParams struct {
+	// Traceparent the producer's W3C traceparent, kept with every job (ignored unless valid)
+	Traceparent *string `json:"traceparent,omitempty"`
+
 	// XEMQTimestamp With X-EMQ-Signature, instead of a bearer key: the Unix time in seconds at which the request was signed, within 5 minutes of the service's clock.
 	XEMQTimestamp *SignatureTimestamp `json:"X-EMQ-Timestamp,omitempty"`
 
@@ -1468,6 +1770,12 @@ type WhoAmIParams struct {
 	XEMQSignature *Signature `json:"X-EMQ-Signature,omitempty"`
 }
 
+// CreateBatchJSONRequestBody defines body for CreateBatch for application/json ContentType.
+type CreateBatchJSONRequestBody = CreateBatchRequest
+
+// AddBatchJobsJSONRequestBody defines body for AddBatchJobs for application/json ContentType.
+type AddBatchJobsJSONRequestBody = AddBatchJobsRequest
+
 // ClaimJobsJSONRequestBody defines body for ClaimJobs for application/json ContentType.
 type ClaimJobsJSONRequestBody = ClaimRequest
 
@@ -1685,6 +1993,56 @@ type ClientInterface interface {
 	// Corresponds with GET /queues/{queue} (the `GetQueue` operationId).
 	GetQueue(ctx context.Context, queue string, params *GetQueueParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// CreateBatchWithBody Create a batch
+	//
+	// Enqueues up to 1000 jobs as one batch, in one atomic step; each job carries batch_id. When every job of the committed batch has ended (completed, dead or cancelled), exactly one callback job is enqueued: id "batch:<id>", on callback.queue, with the batch and callback.payload as its payload (with when: success, only if every job completed). With open: true, add more jobs and then commit. An id that exists answers 200 with that batch and adds nothing.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /queues/{queue}/batches (the `CreateBatch` operationId).
+	CreateBatchWithBody(ctx context.Context, queue string, params *CreateBatchParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateBatch Create a batch
+	//
+	// Enqueues up to 1000 jobs as one batch, in one atomic step; each job carries batch_id. When every job of the committed batch has ended (completed, dead or cancelled), exactly one callback job is enqueued: id "batch:<id>", on callback.queue, with the batch and callback.payload as its payload (with when: success, only if every job completed). With open: true, add more jobs and then commit. An id that exists answers 200 with that batch and adds nothing.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /queues/{queue}/batches (the `CreateBatch` operationId).
+	CreateBatch(ctx context.Context, queue string, params *CreateBatchParams, body CreateBatchJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetBatch Get a batch
+	//
+	// The batch's state and counts: its jobs that have not ended as they are now, the others as they ended. A done batch is kept 7 days.
+	//
+	// Corresponds with GET /queues/{queue}/batches/{id} (the `GetBatch` operationId).
+	GetBatch(ctx context.Context, queue string, id string, params *GetBatchParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CommitBatch Commit an open batch
+	//
+	// Closes the batch to more jobs: it is done once every job of it has ended (at once, when every one has), and then its callback is enqueued. A committed batch is answered as it is.
+	//
+	// Corresponds with POST /queues/{queue}/batches/{id}/commit (the `CommitBatch` operationId).
+	CommitBatch(ctx context.Context, queue string, id string, params *CommitBatchParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// AddBatchJobsWithBody Add jobs to an open batch
+	//
+	// Enqueues up to 1000 more jobs into an open batch, in one atomic step. 409 EMQSTATE once the batch is committed.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /queues/{queue}/batches/{id}/jobs (the `AddBatchJobs` operationId).
+	AddBatchJobsWithBody(ctx context.Context, queue string, id string, params *AddBatchJobsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// AddBatchJobs Add jobs to an open batch
+	//
+	// Enqueues up to 1000 more jobs into an open batch, in one atomic step. 409 EMQSTATE once the batch is committed.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /queues/{queue}/batches/{id}/jobs (the `AddBatchJobs` operationId).
+	AddBatchJobs(ctx context.Context, queue string, id string, params *AddBatchJobsParams, body AddBatchJobsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ClaimJobsWithBody Claim jobs
 	//
 	// Leases up to count jobs (priority first, FIFO within a priority), each with its token. Due delayed jobs are moved to pending first. With wait_ms, a claim that finds nothing waits (long poll) and answers as soon as a job comes, or with an empty list when wait_ms passes. A paused queue answers an empty list. Under the queue's flow control settings a claim takes turns over the groups and answers only the jobs the limits let start; when that is fewer than count it says which limit held it back (held_by) and when a claim could start one (retry_after_ms), and a long poll waits until then or until a slot frees.
@@ -1758,7 +2116,7 @@ type ClientInterface interface {
 
 	// ListJobs List jobs
 	//
-	// A page of the queue's jobs in one state: newest first for completed, dead and cancelled; claim order for pending; lease expiry for active; run-at for delayed. Pass next_cursor back as cursor until it is null. Cursors are stable: no job is given twice or skipped across pages while other jobs come and go.
+	// A page of the queue's jobs in one state: newest first for completed, dead and cancelled; claim order for pending; lease expiry for active; run-at for delayed; enqueue order for waiting. Pass next_cursor back as cursor until it is null. Cursors are stable: no job is given twice or skipped across pages while other jobs come and go.
 	//
 	// Corresponds with GET /queues/{queue}/jobs (the `ListJobs` operationId).
 	ListJobs(ctx context.Context, queue string, params *ListJobsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -2197,6 +2555,116 @@ func (c *Client) GetQueue(ctx context.Context, queue string, params *GetQueuePar
 	return c.Client.Do(req)
 }
 
+// CreateBatchWithBody Create a batch
+//
+// Enqueues up to 1000 jobs as one batch, in one atomic step; each job carries batch_id. When every job of the committed batch has ended (completed, dead or cancelled), exactly one callback job is enqueued: id "batch:<id>", on callback.queue, with the batch and callback.payload as its payload (with when: success, only if every job completed). With open: true, add more jobs and then commit. An id that exists answers 200 with that batch and adds nothing.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /queues/{queue}/batches (the `CreateBatch` operationId).
+func (c *Client) CreateBatchWithBody(ctx context.Context, queue string, params *CreateBatchParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateBatchRequestWithBody(c.Server, queue, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateBatch Create a batch
+//
+// Enqueues up to 1000 jobs as one batch, in one atomic step; each job carries batch_id. When every job of the committed batch has ended (completed, dead or cancelled), exactly one callback job is enqueued: id "batch:<id>", on callback.queue, with the batch and callback.payload as its payload (with when: success, only if every job completed). With open: true, add more jobs and then commit. An id that exists answers 200 with that batch and adds nothing.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /queues/{queue}/batches (the `CreateBatch` operationId).
+func (c *Client) CreateBatch(ctx context.Context, queue string, params *CreateBatchParams, body CreateBatchJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateBatchRequest(c.Server, queue, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetBatch Get a batch
+//
+// The batch's state and counts: its jobs that have not ended as they are now, the others as they ended. A done batch is kept 7 days.
+//
+// Corresponds with GET /queues/{queue}/batches/{id} (the `GetBatch` operationId).
+func (c *Client) GetBatch(ctx context.Context, queue string, id string, params *GetBatchParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetBatchRequest(c.Server, queue, id, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CommitBatch Commit an open batch
+//
+// Closes the batch to more jobs: it is done once every job of it has ended (at once, when every one has), and then its callback is enqueued. A committed batch is answered as it is.
+//
+// Corresponds with POST /queues/{queue}/batches/{id}/commit (the `CommitBatch` operationId).
+func (c *Client) CommitBatch(ctx context.Context, queue string, id string, params *CommitBatchParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCommitBatchRequest(c.Server, queue, id, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// AddBatchJobsWithBody Add jobs to an open batch
+//
+// Enqueues up to 1000 more jobs into an open batch, in one atomic step. 409 EMQSTATE once the batch is committed.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /queues/{queue}/batches/{id}/jobs (the `AddBatchJobs` operationId).
+func (c *Client) AddBatchJobsWithBody(ctx context.Context, queue string, id string, params *AddBatchJobsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewAddBatchJobsRequestWithBody(c.Server, queue, id, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// AddBatchJobs Add jobs to an open batch
+//
+// Enqueues up to 1000 more jobs into an open batch, in one atomic step. 409 EMQSTATE once the batch is committed.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /queues/{queue}/batches/{id}/jobs (the `AddBatchJobs` operationId).
+func (c *Client) AddBatchJobs(ctx context.Context, queue string, id string, params *AddBatchJobsParams, body AddBatchJobsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewAddBatchJobsRequest(c.Server, queue, id, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // ClaimJobsWithBody Claim jobs
 //
 // Leases up to count jobs (priority first, FIFO within a priority), each with its token. Due delayed jobs are moved to pending first. With wait_ms, a claim that finds nothing waits (long poll) and answers as soon as a job comes, or with an empty list when wait_ms passes. A paused queue answers an empty list. Under the queue's flow control settings a claim takes turns over the groups and answers only the jobs the limits let start; when that is fewer than count it says which limit held it back (held_by) and when a claim could start one (retry_after_ms), and a long poll waits until then or until a slot frees.
@@ -2360,7 +2828,7 @@ func (c *Client) ResumeGroup(ctx context.Context, queue string, group string, pa
 
 // ListJobs List jobs
 //
-// A page of the queue's jobs in one state: newest first for completed, dead and cancelled; claim order for pending; lease expiry for active; run-at for delayed. Pass next_cursor back as cursor until it is null. Cursors are stable: no job is given twice or skipped across pages while other jobs come and go.
+// A page of the queue's jobs in one state: newest first for completed, dead and cancelled; claim order for pending; lease expiry for active; run-at for delayed; enqueue order for waiting. Pass next_cursor back as cursor until it is null. Cursors are stable: no job is given twice or skipped across pages while other jobs come and go.
 //
 // Corresponds with GET /queues/{queue}/jobs (the `ListJobs` operationId).
 func (c *Client) ListJobs(ctx context.Context, queue string, params *ListJobsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -3481,6 +3949,315 @@ func NewGetQueueRequest(server string, queue string, params *GetQueueParams) (*h
 			}
 
 			req.Header.Set("X-EMQ-Signature", headerParam1)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewCreateBatchRequest calls the generic CreateBatch builder with application/json body
+func NewCreateBatchRequest(server string, queue string, params *CreateBatchParams, body CreateBatchJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCreateBatchRequestWithBody(server, queue, params, "application/json", bodyReader)
+}
+
+// NewCreateBatchRequestWithBody constructs an http.Request for the CreateBatch method, with any body, and a specified content type
+func NewCreateBatchRequestWithBody(server string, queue string, params *CreateBatchParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "queue", queue, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/queues/%s/batches", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.Traceparent != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "traceparent", *params.Traceparent, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("traceparent", headerParam0)
+		}
+
+		if params.XEMQTimestamp != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "X-EMQ-Timestamp", *params.XEMQTimestamp, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-EMQ-Timestamp", headerParam1)
+		}
+
+		if params.XEMQSignature != nil {
+			var headerParam2 string
+
+			headerParam2, err = runtime.StyleParamWithOptions("simple", false, "X-EMQ-Signature", *params.XEMQSignature, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-EMQ-Signature", headerParam2)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewGetBatchRequest constructs an http.Request for the GetBatch method
+func NewGetBatchRequest(server string, queue string, id string, params *GetBatchParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "queue", queue, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/queues/%s/batches/%s", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.XEMQTimestamp != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-EMQ-Timestamp", *params.XEMQTimestamp, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-EMQ-Timestamp", headerParam0)
+		}
+
+		if params.XEMQSignature != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "X-EMQ-Signature", *params.XEMQSignature, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-EMQ-Signature", headerParam1)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewCommitBatchRequest constructs an http.Request for the CommitBatch method
+func NewCommitBatchRequest(server string, queue string, id string, params *CommitBatchParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "queue", queue, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/queues/%s/batches/%s/commit", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.XEMQTimestamp != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-EMQ-Timestamp", *params.XEMQTimestamp, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-EMQ-Timestamp", headerParam0)
+		}
+
+		if params.XEMQSignature != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "X-EMQ-Signature", *params.XEMQSignature, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-EMQ-Signature", headerParam1)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewAddBatchJobsRequest calls the generic AddBatchJobs builder with application/json body
+func NewAddBatchJobsRequest(server string, queue string, id string, params *AddBatchJobsParams, body AddBatchJobsJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewAddBatchJobsRequestWithBody(server, queue, id, params, "application/json", bodyReader)
+}
+
+// NewAddBatchJobsRequestWithBody constructs an http.Request for the AddBatchJobs method, with any body, and a specified content type
+func NewAddBatchJobsRequestWithBody(server string, queue string, id string, params *AddBatchJobsParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "queue", queue, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/queues/%s/batches/%s/jobs", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.Traceparent != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "traceparent", *params.Traceparent, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("traceparent", headerParam0)
+		}
+
+		if params.XEMQTimestamp != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "X-EMQ-Timestamp", *params.XEMQTimestamp, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-EMQ-Timestamp", headerParam1)
+		}
+
+		if params.XEMQSignature != nil {
+			var headerParam2 string
+
+			headerParam2, err = runtime.StyleParamWithOptions("simple", false, "X-EMQ-Signature", *params.XEMQSignature, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-EMQ-Signature", headerParam2)
 		}
 
 	}
@@ -6395,6 +7172,60 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /queues/{queue} (the `GetQueue` operationId).
 	GetQueueWithResponse(ctx context.Context, queue string, params *GetQueueParams, reqEditors ...RequestEditorFn) (*GetQueueResponse, error)
 
+	// CreateBatchWithBodyWithResponse Create a batch
+	//
+	// Enqueues up to 1000 jobs as one batch, in one atomic step; each job carries batch_id. When every job of the committed batch has ended (completed, dead or cancelled), exactly one callback job is enqueued: id "batch:<id>", on callback.queue, with the batch and callback.payload as its payload (with when: success, only if every job completed). With open: true, add more jobs and then commit. An id that exists answers 200 with that batch and adds nothing.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /queues/{queue}/batches (the `CreateBatch` operationId).
+	CreateBatchWithBodyWithResponse(ctx context.Context, queue string, params *CreateBatchParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateBatchResponse, error)
+
+	// CreateBatchWithResponse Create a batch
+	//
+	// Enqueues up to 1000 jobs as one batch, in one atomic step; each job carries batch_id. When every job of the committed batch has ended (completed, dead or cancelled), exactly one callback job is enqueued: id "batch:<id>", on callback.queue, with the batch and callback.payload as its payload (with when: success, only if every job completed). With open: true, add more jobs and then commit. An id that exists answers 200 with that batch and adds nothing.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /queues/{queue}/batches (the `CreateBatch` operationId).
+	CreateBatchWithResponse(ctx context.Context, queue string, params *CreateBatchParams, body CreateBatchJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateBatchResponse, error)
+
+	// GetBatchWithResponse Get a batch
+	//
+	// The batch's state and counts: its jobs that have not ended as they are now, the others as they ended. A done batch is kept 7 days.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /queues/{queue}/batches/{id} (the `GetBatch` operationId).
+	GetBatchWithResponse(ctx context.Context, queue string, id string, params *GetBatchParams, reqEditors ...RequestEditorFn) (*GetBatchResponse, error)
+
+	// CommitBatchWithResponse Commit an open batch
+	//
+	// Closes the batch to more jobs: it is done once every job of it has ended (at once, when every one has), and then its callback is enqueued. A committed batch is answered as it is.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /queues/{queue}/batches/{id}/commit (the `CommitBatch` operationId).
+	CommitBatchWithResponse(ctx context.Context, queue string, id string, params *CommitBatchParams, reqEditors ...RequestEditorFn) (*CommitBatchResponse, error)
+
+	// AddBatchJobsWithBodyWithResponse Add jobs to an open batch
+	//
+	// Enqueues up to 1000 more jobs into an open batch, in one atomic step. 409 EMQSTATE once the batch is committed.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /queues/{queue}/batches/{id}/jobs (the `AddBatchJobs` operationId).
+	AddBatchJobsWithBodyWithResponse(ctx context.Context, queue string, id string, params *AddBatchJobsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*AddBatchJobsResponse, error)
+
+	// AddBatchJobsWithResponse Add jobs to an open batch
+	//
+	// Enqueues up to 1000 more jobs into an open batch, in one atomic step. 409 EMQSTATE once the batch is committed.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /queues/{queue}/batches/{id}/jobs (the `AddBatchJobs` operationId).
+	AddBatchJobsWithResponse(ctx context.Context, queue string, id string, params *AddBatchJobsParams, body AddBatchJobsJSONRequestBody, reqEditors ...RequestEditorFn) (*AddBatchJobsResponse, error)
+
 	// ClaimJobsWithBodyWithResponse Claim jobs
 	//
 	// Leases up to count jobs (priority first, FIFO within a priority), each with its token. Due delayed jobs are moved to pending first. With wait_ms, a claim that finds nothing waits (long poll) and answers as soon as a job comes, or with an empty list when wait_ms passes. A paused queue answers an empty list. Under the queue's flow control settings a claim takes turns over the groups and answers only the jobs the limits let start; when that is fewer than count it says which limit held it back (held_by) and when a claim could start one (retry_after_ms), and a long poll waits until then or until a slot frees.
@@ -6478,7 +7309,7 @@ type ClientWithResponsesInterface interface {
 
 	// ListJobsWithResponse List jobs
 	//
-	// A page of the queue's jobs in one state: newest first for completed, dead and cancelled; claim order for pending; lease expiry for active; run-at for delayed. Pass next_cursor back as cursor until it is null. Cursors are stable: no job is given twice or skipped across pages while other jobs come and go.
+	// A page of the queue's jobs in one state: newest first for completed, dead and cancelled; claim order for pending; lease expiry for active; run-at for delayed; enqueue order for waiting. Pass next_cursor back as cursor until it is null. Cursors are stable: no job is given twice or skipped across pages while other jobs come and go.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -7312,6 +8143,422 @@ func (r GetQueueResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r GetQueueResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// CreateBatchResponse401Headers the declared response headers of an HTTP 401 response for CreateBatch
+type CreateBatchResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// CreateBatchResponse503Headers the declared response headers of an HTTP 503 response for CreateBatch
+type CreateBatchResponse503Headers struct {
+	RetryAfter *int
+}
+
+type CreateBatchResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Batch
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *Batch
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *Problem
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *Problem
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Problem
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *CreateBatchResponse401Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *CreateBatchResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r CreateBatchResponse) GetJSON200() *Batch {
+	return r.JSON200
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r CreateBatchResponse) GetJSON201() *Batch {
+	return r.JSON201
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r CreateBatchResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r CreateBatchResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r CreateBatchResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r CreateBatchResponse) GetApplicationproblemJSON413() *Problem {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r CreateBatchResponse) GetApplicationproblemJSON415() *Problem {
+	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r CreateBatchResponse) GetApplicationproblemJSON500() *Problem {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r CreateBatchResponse) GetApplicationproblemJSON503() *Problem {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r CreateBatchResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CreateBatchResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CreateBatchResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CreateBatchResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetBatchResponse401Headers the declared response headers of an HTTP 401 response for GetBatch
+type GetBatchResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// GetBatchResponse503Headers the declared response headers of an HTTP 503 response for GetBatch
+type GetBatchResponse503Headers struct {
+	RetryAfter *int
+}
+
+type GetBatchResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Batch
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Problem
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetBatchResponse401Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetBatchResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetBatchResponse) GetJSON200() *Batch {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r GetBatchResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r GetBatchResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r GetBatchResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r GetBatchResponse) GetApplicationproblemJSON500() *Problem {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r GetBatchResponse) GetApplicationproblemJSON503() *Problem {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetBatchResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetBatchResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetBatchResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetBatchResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// CommitBatchResponse401Headers the declared response headers of an HTTP 401 response for CommitBatch
+type CommitBatchResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// CommitBatchResponse503Headers the declared response headers of an HTTP 503 response for CommitBatch
+type CommitBatchResponse503Headers struct {
+	RetryAfter *int
+}
+
+type CommitBatchResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Batch
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Problem
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *CommitBatchResponse401Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *CommitBatchResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r CommitBatchResponse) GetJSON200() *Batch {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r CommitBatchResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r CommitBatchResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r CommitBatchResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r CommitBatchResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r CommitBatchResponse) GetApplicationproblemJSON500() *Problem {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r CommitBatchResponse) GetApplicationproblemJSON503() *Problem {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r CommitBatchResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CommitBatchResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CommitBatchResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CommitBatchResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// AddBatchJobsResponse401Headers the declared response headers of an HTTP 401 response for AddBatchJobs
+type AddBatchJobsResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// AddBatchJobsResponse503Headers the declared response headers of an HTTP 503 response for AddBatchJobs
+type AddBatchJobsResponse503Headers struct {
+	RetryAfter *int
+}
+
+type AddBatchJobsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Batch
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Problem
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *Problem
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *Problem
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Problem
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *AddBatchJobsResponse401Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *AddBatchJobsResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r AddBatchJobsResponse) GetJSON200() *Batch {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r AddBatchJobsResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r AddBatchJobsResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r AddBatchJobsResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r AddBatchJobsResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r AddBatchJobsResponse) GetApplicationproblemJSON409() *Problem {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r AddBatchJobsResponse) GetApplicationproblemJSON413() *Problem {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r AddBatchJobsResponse) GetApplicationproblemJSON415() *Problem {
+	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r AddBatchJobsResponse) GetApplicationproblemJSON500() *Problem {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r AddBatchJobsResponse) GetApplicationproblemJSON503() *Problem {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r AddBatchJobsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r AddBatchJobsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r AddBatchJobsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r AddBatchJobsResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -11157,6 +12404,96 @@ func (c *ClientWithResponses) GetQueueWithResponse(ctx context.Context, queue st
 	return ParseGetQueueResponse(rsp)
 }
 
+// CreateBatchWithBodyWithResponse Create a batch
+//
+// Enqueues up to 1000 jobs as one batch, in one atomic step; each job carries batch_id. When every job of the committed batch has ended (completed, dead or cancelled), exactly one callback job is enqueued: id "batch:<id>", on callback.queue, with the batch and callback.payload as its payload (with when: success, only if every job completed). With open: true, add more jobs and then commit. An id that exists answers 200 with that batch and adds nothing.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /queues/{queue}/batches (the `CreateBatch` operationId).
+func (c *ClientWithResponses) CreateBatchWithBodyWithResponse(ctx context.Context, queue string, params *CreateBatchParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateBatchResponse, error) {
+	rsp, err := c.CreateBatchWithBody(ctx, queue, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateBatchResponse(rsp)
+}
+
+// CreateBatchWithResponse Create a batch
+//
+// Enqueues up to 1000 jobs as one batch, in one atomic step; each job carries batch_id. When every job of the committed batch has ended (completed, dead or cancelled), exactly one callback job is enqueued: id "batch:<id>", on callback.queue, with the batch and callback.payload as its payload (with when: success, only if every job completed). With open: true, add more jobs and then commit. An id that exists answers 200 with that batch and adds nothing.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /queues/{queue}/batches (the `CreateBatch` operationId).
+func (c *ClientWithResponses) CreateBatchWithResponse(ctx context.Context, queue string, params *CreateBatchParams, body CreateBatchJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateBatchResponse, error) {
+	rsp, err := c.CreateBatch(ctx, queue, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateBatchResponse(rsp)
+}
+
+// GetBatchWithResponse Get a batch
+//
+// The batch's state and counts: its jobs that have not ended as they are now, the others as they ended. A done batch is kept 7 days.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /queues/{queue}/batches/{id} (the `GetBatch` operationId).
+func (c *ClientWithResponses) GetBatchWithResponse(ctx context.Context, queue string, id string, params *GetBatchParams, reqEditors ...RequestEditorFn) (*GetBatchResponse, error) {
+	rsp, err := c.GetBatch(ctx, queue, id, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetBatchResponse(rsp)
+}
+
+// CommitBatchWithResponse Commit an open batch
+//
+// Closes the batch to more jobs: it is done once every job of it has ended (at once, when every one has), and then its callback is enqueued. A committed batch is answered as it is.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /queues/{queue}/batches/{id}/commit (the `CommitBatch` operationId).
+func (c *ClientWithResponses) CommitBatchWithResponse(ctx context.Context, queue string, id string, params *CommitBatchParams, reqEditors ...RequestEditorFn) (*CommitBatchResponse, error) {
+	rsp, err := c.CommitBatch(ctx, queue, id, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCommitBatchResponse(rsp)
+}
+
+// AddBatchJobsWithBodyWithResponse Add jobs to an open batch
+//
+// Enqueues up to 1000 more jobs into an open batch, in one atomic step. 409 EMQSTATE once the batch is committed.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /queues/{queue}/batches/{id}/jobs (the `AddBatchJobs` operationId).
+func (c *ClientWithResponses) AddBatchJobsWithBodyWithResponse(ctx context.Context, queue string, id string, params *AddBatchJobsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*AddBatchJobsResponse, error) {
+	rsp, err := c.AddBatchJobsWithBody(ctx, queue, id, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseAddBatchJobsResponse(rsp)
+}
+
+// AddBatchJobsWithResponse Add jobs to an open batch
+//
+// Enqueues up to 1000 more jobs into an open batch, in one atomic step. 409 EMQSTATE once the batch is committed.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /queues/{queue}/batches/{id}/jobs (the `AddBatchJobs` operationId).
+func (c *ClientWithResponses) AddBatchJobsWithResponse(ctx context.Context, queue string, id string, params *AddBatchJobsParams, body AddBatchJobsJSONRequestBody, reqEditors ...RequestEditorFn) (*AddBatchJobsResponse, error) {
+	rsp, err := c.AddBatchJobs(ctx, queue, id, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseAddBatchJobsResponse(rsp)
+}
+
 // ClaimJobsWithBodyWithResponse Claim jobs
 //
 // Leases up to count jobs (priority first, FIFO within a priority), each with its token. Due delayed jobs are moved to pending first. With wait_ms, a claim that finds nothing waits (long poll) and answers as soon as a job comes, or with an empty list when wait_ms passes. A paused queue answers an empty list. Under the queue's flow control settings a claim takes turns over the groups and answers only the jobs the limits let start; when that is fewer than count it says which limit held it back (held_by) and when a claim could start one (retry_after_ms), and a long poll waits until then or until a slot frees.
@@ -11294,7 +12631,7 @@ func (c *ClientWithResponses) ResumeGroupWithResponse(ctx context.Context, queue
 
 // ListJobsWithResponse List jobs
 //
-// A page of the queue's jobs in one state: newest first for completed, dead and cancelled; claim order for pending; lease expiry for active; run-at for delayed. Pass next_cursor back as cursor until it is null. Cursors are stable: no job is given twice or skipped across pages while other jobs come and go.
+// A page of the queue's jobs in one state: newest first for completed, dead and cancelled; claim order for pending; lease expiry for active; run-at for delayed; enqueue order for waiting. Pass next_cursor back as cursor until it is null. Cursors are stable: no job is given twice or skipped across pages while other jobs come and go.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -12327,6 +13664,398 @@ func ParseGetQueueResponse(rsp *http.Response) (*GetQueueResponse, error) {
 		response.Headers401 = &headers
 	case rsp.StatusCode == 503:
 		var headers GetQueueResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCreateBatchResponse parses an HTTP response from a CreateBatchWithResponse call
+func ParseCreateBatchResponse(rsp *http.Response) (*CreateBatchResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CreateBatchResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Batch
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest Batch
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers CreateBatchResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 503:
+		var headers CreateBatchResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetBatchResponse parses an HTTP response from a GetBatchWithResponse call
+func ParseGetBatchResponse(rsp *http.Response) (*GetBatchResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetBatchResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Batch
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GetBatchResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetBatchResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCommitBatchResponse parses an HTTP response from a CommitBatchWithResponse call
+func ParseCommitBatchResponse(rsp *http.Response) (*CommitBatchResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CommitBatchResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Batch
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers CommitBatchResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 503:
+		var headers CommitBatchResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseAddBatchJobsResponse parses an HTTP response from a AddBatchJobsWithResponse call
+func ParseAddBatchJobsResponse(rsp *http.Response) (*AddBatchJobsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &AddBatchJobsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Batch
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers AddBatchJobsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 503:
+		var headers AddBatchJobsResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {

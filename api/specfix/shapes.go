@@ -7,7 +7,7 @@ import (
 )
 
 // jobStates are a job's states, as the spec's enum lists them.
-var jobStates = []string{"pending", "active", "delayed", "completed", "dead", "cancelled"}
+var jobStates = []string{"pending", "active", "delayed", "waiting", "completed", "dead", "cancelled"}
 
 // nameJobState makes the job states one component schema, JobState, that
 // every place listing them refers to, where swag writes the enum out at
@@ -33,8 +33,8 @@ func nameJobState(doc *yaml.Node) error {
 		return nil
 	}
 	if err := setNode(schemas, "JobState", `
-description: 'A job''s state: pending (claimable), active (leased to a holder), delayed (until its run_at), or finished: completed, dead or cancelled.'
-enum: [pending, active, delayed, completed, dead, cancelled]
+description: 'A job''s state: pending (claimable), active (leased to a holder), delayed (until its run_at), waiting (for its dependencies), or finished: completed, dead or cancelled.'
+enum: [pending, active, delayed, waiting, completed, dead, cancelled]
 type: string`); err != nil {
 		return err
 	}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/echo-mq/echo_mq/internal/batch"
 	"github.com/echo-mq/echo_mq/internal/telemetry"
 )
 
@@ -87,6 +88,9 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 	timerDone := make(chan struct{})
 	go func() { defer close(timerDone); svc.timer(log).Run(bg) }()
 	leases := svc.leases(cfg, log)
+	batches := batch.NewService(rdb, cfg.Prefix, leases)
+	dispatchDone := make(chan struct{})
+	go func() { defer close(dispatchDone); svc.dispatcher(batches, log).Run(bg) }()
 	pushDone := make(chan struct{})
 	pushing, stopPushing := context.WithCancel(bg) // stopped with the HTTP server: both drain at once
 	defer stopPushing()
@@ -98,7 +102,7 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 
 	stopping := make(chan struct{})
 	srv := &http.Server{
-		Handler:           svc.handler(cfg, leases, stopping, log),
+		Handler:           svc.handler(cfg, leases, batches, stopping, log),
 		ReadHeaderTimeout: cfg.HeaderTimeout, // a client that trickles headers is cut off
 		ReadTimeout:       60 * time.Second,
 		WriteTimeout:      60 * time.Second, // a long poll waits 30 s at most
@@ -122,6 +126,7 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 	<-pushDone
 	<-hubDone
 	<-timerDone
+	<-dispatchDone
 	log.Info("Stopped")
 	return err
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/echo-mq/echo_mq/internal/admin"
 	"github.com/echo-mq/echo_mq/internal/auth"
+	"github.com/echo-mq/echo_mq/internal/batch"
 	"github.com/echo-mq/echo_mq/internal/events"
 	"github.com/echo-mq/echo_mq/internal/history"
 	emqhttp "github.com/echo-mq/echo_mq/internal/http"
@@ -54,6 +55,13 @@ func (s services) timer(log *slog.Logger) *scheduler.Timer {
 	})
 }
 
+// dispatcher enqueues the callbacks of done batches, counting each as an
+// enqueue of its queue.
+func (s services) dispatcher(batches *batch.Service, log *slog.Logger) *batch.Dispatcher {
+	return batches.NewDispatcher(batch.DispatcherConfig{Encode: emqhttp.BatchCallbackBody, Logger: log,
+		OnCallback: func(queue string) { s.metrics.Transition(queue, "enqueued", 1) }})
+}
+
 // reaper is the background sweep, feeding its counts to the metrics.
 func (s services) reaper(cfg config, log *slog.Logger) *stall.Reaper {
 	return stall.NewReaper(s.sweeper, stall.ReaperConfig{
@@ -91,9 +99,10 @@ func (s services) leases(cfg config, log *slog.Logger) *lease.Service {
 }
 
 // handler is the HTTP API over the services.
-func (s services) handler(cfg config, leases *lease.Service, stopping <-chan struct{}, log *slog.Logger) http.Handler {
+func (s services) handler(cfg config, leases *lease.Service, batches *batch.Service, stopping <-chan struct{}, log *slog.Logger) http.Handler {
 	hc := emqhttp.Config{
 		Leases:    leases,
+		Batches:   batches,
 		Admin:     s.admin,
 		Schedules: s.sched,
 		Pushes:    s.pushes, PushAllow: cfg.PushAllow,

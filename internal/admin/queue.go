@@ -16,7 +16,7 @@ import (
 
 // States lists a job's states in the order counts are shown.
 var States = []string{
-	job.StatePending, job.StateActive, job.StateDelayed,
+	job.StatePending, job.StateActive, job.StateDelayed, job.StateWaiting,
 	job.StateCompleted, job.StateDead, job.StateCancelled,
 }
 
@@ -172,6 +172,11 @@ func (s *Service) Obliterate(ctx context.Context, queue string, force bool) (int
 		force = true // once deleting has begun, jobs claimed meanwhile go too
 	}
 	if err := s.queues.Forget(ctx, queue); err != nil {
+		return total, err
+	}
+	// Its batches are gone: the dispatchers need not look at it (a batch
+	// made meanwhile adds it again, after its script).
+	if err := s.rdb.SRem(ctx, keyspace.BatchesKey(s.prefix), queue).Err(); err != nil {
 		return total, err
 	}
 	// An enqueue that raced the last step made the queue anew: keep it known.

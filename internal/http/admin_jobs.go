@@ -19,13 +19,13 @@ type JobPage struct {
 // handleJobList godoc
 //
 //	@Summary		List jobs
-//	@Description	A page of the queue's jobs in one state: newest first for completed, dead and cancelled; claim order for pending; lease expiry for active; run-at for delayed. Pass next_cursor back as cursor until it is null. Cursors are stable: no job is given twice or skipped across pages while other jobs come and go.
+//	@Description	A page of the queue's jobs in one state: newest first for completed, dead and cancelled; claim order for pending; lease expiry for active; run-at for delayed; enqueue order for waiting. Pass next_cursor back as cursor until it is null. Cursors are stable: no job is given twice or skipped across pages while other jobs come and go.
 //	@ID				listJobs
 //	@Tags			operator
 //	@Security		BearerAuth
 //	@Security		Signature
 //	@Param			queue	path	string	true	"queue name: 1 to 100 of A-Z a-z 0-9 . _ -, not only dots"	minlength(1)	maxlength(100)
-//	@Param			state	query	string	true	"the state to list"	Enums(pending, active, delayed, completed, dead, cancelled)
+//	@Param			state	query	string	true	"the state to list"	Enums(pending, active, delayed, waiting, completed, dead, cancelled)
 //	@Param			limit	query	int		false	"jobs per page"	minimum(1)	maximum(500)	default(50)
 //	@Param			cursor	query	string	false	"next_cursor of the previous page"
 //	@Produce		application/problem+json
@@ -38,7 +38,7 @@ func (s *server) handleJobList(w http.ResponseWriter, r *http.Request) {
 	state := r.URL.Query().Get("state")
 	if err == nil && !slices.Contains(admin.States, state) {
 		err = invalid("invalid query parameter", FieldError{Field: "state",
-			Message: "must be one of: pending active delayed completed dead cancelled"})
+			Message: "must be one of: pending active delayed waiting completed dead cancelled"})
 	}
 	limit := 0
 	if err == nil {

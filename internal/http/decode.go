@@ -17,6 +17,7 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/go-playground/validator/v10"
 
+	"github.com/echo-mq/echo_mq/internal/batch"
 	"github.com/echo-mq/echo_mq/internal/keyspace"
 )
 
@@ -36,6 +37,12 @@ func newValidator() *validator.Validate {
 	})
 	_ = v.RegisterValidation("groupname", func(fl validator.FieldLevel) bool {
 		return keyspace.ValidGroupName(fl.Field().String())
+	})
+	_ = v.RegisterValidation("queuename", func(fl validator.FieldLevel) bool {
+		return keyspace.ValidQueueName(fl.Field().String())
+	})
+	_ = v.RegisterValidation("batchid", func(fl validator.FieldLevel) bool {
+		return validBatchID(fl.Field().String())
 	})
 	return v
 }
@@ -227,6 +234,10 @@ func fieldMessage(fe validator.FieldError) string {
 		return `must be 1 to 128 characters of A-Z a-z 0-9 . _ : - and not "batch"`
 	case "groupname":
 		return "must be 1 to 128 characters of A-Z a-z 0-9 . _ : -, not only dots"
+	case "queuename":
+		return "must be 1 to 100 characters of A-Z a-z 0-9 . _ -, not only dots"
+	case "batchid":
+		return "must be 1 to 122 characters of A-Z a-z 0-9 . _ : -, not only dots"
 	default:
 		return "fails " + fe.Tag()
 	}
@@ -359,4 +370,13 @@ func snakeCase(goName string) string {
 		b.WriteRune(r)
 	}
 	return b.String()
+}
+
+// maxBatchID is the longest batch id: its callback job's id,
+// "batch:<id>", is a job id of at most 128.
+const maxBatchID = 128 - len(batch.CallbackPrefix)
+
+// validBatchID reports whether id may name a batch.
+func validBatchID(id string) bool {
+	return len(id) <= maxBatchID && keyspace.ValidGroupName(id)
 }

@@ -18,7 +18,7 @@ import (
 type Job struct {
 	ID    string `json:"id" binding:"required" example:"0190f8a2-7c4e-7d2a-9b1e-3f5c2a1b0c9d"`
 	Queue string `json:"queue" binding:"required" example:"emails"`
-	State string `json:"state" binding:"required" enums:"pending,active,delayed,completed,dead,cancelled" example:"active"`
+	State string `json:"state" binding:"required" enums:"pending,active,delayed,waiting,completed,dead,cancelled" example:"active"`
 	// Any JSON value, given back as it was sent (digit for digit,
 	// insignificant whitespace removed), as result and progress are.
 	Payload json.RawMessage `json:"payload" binding:"required" swaggertype:"object" extensions:"x-any-json"`
@@ -45,13 +45,21 @@ type Job struct {
 	TimeoutMs int64 `json:"timeout_ms,omitempty" format:"int64" example:"30000"`
 	// The W3C traceparent header its enqueue sent, so that its worker
 	// can continue the producer's trace.
-	Traceparent    string `json:"traceparent,omitempty" example:"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"`
-	Token          int64  `json:"token,omitempty" format:"int64" example:"42"`
-	CreatedAt      string `json:"created_at,omitempty" format:"date-time" binding:"required" example:"2026-11-29T19:06:37.123Z"`
-	RunAt          string `json:"run_at,omitempty" format:"date-time"`
-	StartedAt      string `json:"started_at,omitempty" format:"date-time"`
-	LeaseExpiresAt string `json:"lease_expires_at,omitempty" format:"date-time"`
-	FinishedAt     string `json:"finished_at,omitempty" format:"date-time"`
+	Traceparent string `json:"traceparent,omitempty" example:"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"`
+	// The batch the job belongs to, when it was enqueued in one.
+	BatchID string `json:"batch_id,omitempty" example:"import-7"`
+	// The jobs it waits (state waiting) or waited for: it became pending
+	// once each completed.
+	DependsOn []string `json:"depends_on,omitempty" example:"extract-7"`
+	// With depends_on: what it does when one of them ends dead or
+	// cancelled (cancel: it is cancelled; run: it runs anyway).
+	OnDependencyFailure string `json:"on_dependency_failure,omitempty" enums:"cancel,run" example:"cancel"`
+	Token               int64  `json:"token,omitempty" format:"int64" example:"42"`
+	CreatedAt           string `json:"created_at,omitempty" format:"date-time" binding:"required" example:"2026-11-29T19:06:37.123Z"`
+	RunAt               string `json:"run_at,omitempty" format:"date-time"`
+	StartedAt           string `json:"started_at,omitempty" format:"date-time"`
+	LeaseExpiresAt      string `json:"lease_expires_at,omitempty" format:"date-time"`
+	FinishedAt          string `json:"finished_at,omitempty" format:"date-time"`
 } // @name Job
 
 // stamp formats t as RFC 3339 UTC with milliseconds, "" for the zero time.

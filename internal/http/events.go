@@ -27,10 +27,10 @@ const (
 // Event is the data of one Server-Sent Event of GET /queues/{queue}/events
 // and GET /events: one state change of a queue or of one of its jobs.
 type Event struct {
-	Kind   string `json:"kind" binding:"required" enums:"enqueued,claimed,progress,completed,failed,dead,cancel_requested,cancelled,recovered,retried,promoted,due,removed,paused,resumed,drained,settings,group_paused,group_resumed,snoozed,debounced,schedule_set,schedule_paused,schedule_resumed,schedule_deleted,push_set,push_deleted" example:"completed"`
+	Kind   string `json:"kind" binding:"required" enums:"enqueued,claimed,progress,completed,failed,dead,cancel_requested,cancelled,recovered,retried,promoted,due,released,removed,paused,resumed,drained,settings,group_paused,group_resumed,snoozed,debounced,schedule_set,schedule_paused,schedule_resumed,schedule_deleted,push_set,push_deleted" example:"completed"`
 	Queue  string `json:"queue" binding:"required" example:"emails"`
 	JobID  string `json:"job_id,omitempty" example:"0190f8a2-7c4e-7d2a-9b1e-3f5c2a1b0c9d"`
-	State  string `json:"state,omitempty" enums:"pending,active,delayed,completed,dead,cancelled" example:"completed"`
+	State  string `json:"state,omitempty" enums:"pending,active,delayed,waiting,completed,dead,cancelled" example:"completed"`
 	At     string `json:"at" format:"date-time" binding:"required" example:"2026-11-29T19:06:37.123Z"` // the Redis server's time of the change
 	Actor  string `json:"actor,omitempty" example:"alice"`
 	Role   string `json:"role,omitempty" example:"admin"`

@@ -21,6 +21,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/echo-mq/echo_mq/internal/admin"
+	"github.com/echo-mq/echo_mq/internal/batch"
 	"github.com/echo-mq/echo_mq/internal/events"
 	"github.com/echo-mq/echo_mq/internal/history"
 	emqhttp "github.com/echo-mq/echo_mq/internal/http"
@@ -226,8 +227,15 @@ func (h *harness) replica(tb testing.TB, rdb redis.UniversalClient, opts []optio
 		}
 	}
 	leases := lease.NewService(rdb, h.prefix, leaseOpts...)
+	batches := batch.NewService(rdb, h.prefix, leases)
+	dispatcher := batches.NewDispatcher(batch.DispatcherConfig{Interval: 20 * time.Millisecond,
+		Encode: emqhttp.BatchCallbackBody, Logger: logger})
+	dispatchDone := make(chan struct{})
+	go func() { defer close(dispatchDone); dispatcher.Run(ctx) }()
+	tb.Cleanup(func() { cancel(); <-dispatchDone })
 	cfg := emqhttp.Config{
 		Leases:    leases,
+		Batches:   batches,
 		Admin:     admin.NewService(rdb, h.prefix),
 		Schedules: scheduler.NewService(rdb, h.prefix),
 		Pushes:    push.NewStore(rdb, h.prefix), PushAllow: allow,
@@ -350,6 +358,9 @@ type jobView struct {
 	ExpiresAt       string          `json:"expires_at"`
 	TimeoutMs       int64           `json:"timeout_ms"`
 	Traceparent     string          `json:"traceparent"`
+	BatchID         string          `json:"batch_id"`
+	DependsOn       []string        `json:"depends_on"`
+	OnDepFailure    string          `json:"on_dependency_failure"`
 	Token           int64           `json:"token"`
 	CreatedAt       string          `json:"created_at"`
 	RunAt           string          `json:"run_at"`
@@ -473,7 +484,7 @@ func (h *harness) wantState(tb testing.TB, q, id, state string) jobView {
 	if j.State != state {
 		tb.Errorf("job %s state = %q, want %q", id, j.State, state)
 	}
-	for _, set := range []string{"pending", "active", "delayed", "completed", "dead", "cancelled"} {
+	for _, set := range []string{"pending", "active", "delayed", "waiting", "completed", "dead", "cancelled"} {
 		if got, want := h.inSet(tb, q, set, id), set == state; got != want {
 			tb.Errorf("job %s in %s set = %v, want %v", id, set, got, want)
 		}

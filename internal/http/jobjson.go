@@ -181,6 +181,18 @@ func appendJobFields(b []byte, j job.Job, token bool) []byte {
 		b = strconv.AppendInt(append(b, `,"timeout_ms":`...), j.Timeout.Milliseconds(), 10)
 	}
 	b = appendOmitEmpty(b, `,"traceparent":`, j.Traceparent)
+	b = appendOmitEmpty(b, `,"batch_id":`, j.BatchID)
+	if len(j.DependsOn) > 0 {
+		b = append(b, `,"depends_on":[`...)
+		for i, id := range j.DependsOn {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendString(b, id)
+		}
+		b = append(b, `],"on_dependency_failure":`...)
+		b = appendString(b, onDependencyFailure(j.RunOnFailure))
+	}
 	if token && j.Token != 0 {
 		b = strconv.AppendInt(append(b, `,"token":`...), j.Token, 10)
 	}
@@ -467,4 +479,12 @@ func writeBuf(w http.ResponseWriter, status int, b *[]byte) {
 		*b = (*b)[:0]
 		bufPool.Put(b)
 	}
+}
+
+// onDependencyFailure is a dependant's on_dependency_failure.
+func onDependencyFailure(run bool) string {
+	if run {
+		return "run"
+	}
+	return "cancel"
 }

@@ -34,7 +34,8 @@ func TestJobJSON(t *testing.T) {
 		DedupeKey: "user-42:digest", ExpiresAt: at.Add(time.Minute), Timeout: 30 * time.Second,
 		CreatedAt: at, RunAt: at.Add(time.Millisecond), StartedAt: time.UnixMilli(0).UTC(),
 		LeaseExpiresAt: at.Add(time.Hour), FinishedAt: at.Add(-time.Hour),
-		Traceparent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}
+		Traceparent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+		BatchID:     "import-7", DependsOn: []string{"a", "b:c"}, RunOnFailure: true}
 	for _, c := range []struct {
 		name string
 		j    job.Job
@@ -169,10 +170,19 @@ func jobOf(j job.Job) Job {
 		LastError: j.LastError, CancelRequested: j.CancelRequested, CancelReason: j.CancelReason,
 		Worker: j.Worker,
 		Group:  j.Group, DedupeKey: j.DedupeKey, ExpiresAt: stamp(j.ExpiresAt), TimeoutMs: j.Timeout.Milliseconds(),
-		Traceparent: j.Traceparent,
-		CreatedAt:   stamp(j.CreatedAt), RunAt: stamp(j.RunAt), StartedAt: stamp(j.StartedAt),
+		Traceparent: j.Traceparent, BatchID: j.BatchID, DependsOn: j.DependsOn,
+		OnDependencyFailure: dependencyFailureOf(j),
+		CreatedAt:           stamp(j.CreatedAt), RunAt: stamp(j.RunAt), StartedAt: stamp(j.StartedAt),
 		LeaseExpiresAt: stamp(j.LeaseExpiresAt), FinishedAt: stamp(j.FinishedAt),
 	}
+}
+
+// dependencyFailureOf is j's on_dependency_failure: only with depends_on.
+func dependencyFailureOf(j job.Job) string {
+	if len(j.DependsOn) == 0 {
+		return ""
+	}
+	return onDependencyFailure(j.RunOnFailure)
 }
 
 // orNull is v, or null when v is empty or not JSON.
@@ -280,7 +290,17 @@ func (s *jobSource) job() job.Job {
 		LastError: s.string(), CancelRequested: s.next()%2 == 1, CancelReason: s.string(), Worker: s.string(), Group: s.string(),
 		DedupeKey: s.string(), ExpiresAt: s.time(), Timeout: time.Duration(s.int()%1e9) * time.Millisecond,
 		Token: s.int(), CreatedAt: s.time(), RunAt: s.time(), StartedAt: s.time(),
-		LeaseExpiresAt: s.time(), FinishedAt: s.time(), Traceparent: s.string()}
+		LeaseExpiresAt: s.time(), FinishedAt: s.time(), Traceparent: s.string(),
+		BatchID: s.string(), DependsOn: s.strings(), RunOnFailure: s.next()%2 == 1}
+}
+
+// strings is 0 to 3 strings.
+func (s *jobSource) strings() []string {
+	var out []string
+	for range s.next() % 4 {
+		out = append(out, s.string())
+	}
+	return out
 }
 
 // int is any int64, of 0 to 8 bytes.

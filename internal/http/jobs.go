@@ -3,6 +3,7 @@ package http
 import (
 	"cmp"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strings"
 	"time"
@@ -45,6 +46,16 @@ type EnqueueRequest struct {
 	// attempt with last_error "timeout" (retried under the backoff).
 	// Default none.
 	TimeoutMs *int64 `json:"timeout_ms,omitempty" format:"int64" validate:"omitnil,min=100,max=86400000" example:"30000"`
+	// The ids of up to 100 jobs of the queue (or of the same request) the
+	// job waits for: it is waiting until each has completed, then pending
+	// (or delayed, while delay_ms from its enqueue has not passed). An
+	// unknown id or a cycle is refused. Not with group, dedupe or
+	// expires_in_ms.
+	DependsOn []string `json:"depends_on,omitempty" validate:"omitempty,max=100,dive,jobid" maxItems:"100"`
+	// With depends_on: when a dependency ends dead or cancelled, "cancel"
+	// (the default) cancels the job with cancel_reason "dependency <id>
+	// <state>"; "run" counts it as ended and runs the job anyway.
+	OnDependencyFailure *string `json:"on_dependency_failure,omitempty" validate:"omitnil,oneof=cancel run" enums:"cancel,run"`
 } // @name EnqueueRequest
 
 // DedupeRequest is an enqueue's dedupe key, per queue. until_done: while
@@ -100,6 +111,48 @@ func dedupeOf(field valueField, req EnqueueRequest) (lease.Dedupe, error) {
 	return out, nil
 }
 
+// dependenciesOf checks what the tags cannot (which options go with
+// depends_on) and sets nj's dependencies.
+func dependenciesOf(field valueField, req EnqueueRequest, nj *lease.NewJob) error {
+	refuse := func(name, message string) error {
+		return invalid("the request has invalid fields",
+			FieldError{Field: valueField{field.index, name}.String(), Message: message})
+	}
+	if len(req.DependsOn) == 0 {
+		if req.OnDependencyFailure != nil {
+			return refuse("on_dependency_failure", "applies to a job with depends_on only")
+		}
+		return nil
+	}
+	switch {
+	case req.Group != nil:
+		return refuse("depends_on", "does not apply to a job with a group")
+	case req.Dedupe != nil:
+		return refuse("depends_on", "does not apply to a job with a dedupe key")
+	case req.ExpiresInMs != nil:
+		return refuse("depends_on", "does not apply to a job with expires_in_ms")
+	}
+	nj.DependsOn = req.DependsOn
+	nj.RunOnFailure = req.OnDependencyFailure != nil && *req.OnDependencyFailure == "run"
+	return nil
+}
+
+// checkDependencies refuses an enqueue whose jobs' dependencies make a
+// cycle (lease.CheckDependencies), naming the job's depends_on; one is
+// the first job's field (a single enqueue names it without an index).
+func checkDependencies(jobs []lease.NewJob, single bool) error {
+	err := lease.CheckDependencies(jobs)
+	var de *lease.DependencyError
+	if !errors.As(err, &de) {
+		return err
+	}
+	field := valueField{de.Index, "depends_on"}
+	if single {
+		field = topField("depends_on")
+	}
+	return invalid("the request has invalid fields", FieldError{Field: field.String(), Message: de.Reason})
+}
+
 // BackoffRequest is the retry delay after a failed attempt: delay_ms,
 // doubled per attempt for "exponential", capped at max_delay_ms.
 type BackoffRequest struct {
@@ -140,6 +193,9 @@ func (s *server) newJob(field valueField, req EnqueueRequest) (lease.NewJob, err
 	}
 	if req.TimeoutMs != nil {
 		nj.Timeout = ms(*req.TimeoutMs)
+	}
+	if err := dependenciesOf(field, req, &nj); err != nil {
+		return lease.NewJob{}, err
 	}
 	if b := req.Backoff; b != nil {
 		var maxDelay *time.Duration
@@ -195,6 +251,9 @@ func (s *server) handleEnqueue(w http.ResponseWriter, r *http.Request) {
 		nj, err = s.newJob(topField("payload"), req)
 		nj.Traceparent = producerTrace(r)
 	}
+	if err == nil {
+		err = checkDependencies([]lease.NewJob{nj}, true)
+	}
 	if err != nil {
 		s.writeProblem(w, r, err)
 		return
@@ -240,14 +299,10 @@ func (s *server) handleEnqueueBatch(w http.ResponseWriter, r *http.Request) {
 		s.writeProblem(w, r, err)
 		return
 	}
-	jobs := make([]lease.NewJob, len(req.Jobs))
-	trace := producerTrace(r)
-	for i, one := range req.Jobs {
-		if jobs[i], err = s.newJob(valueField{i, "payload"}, one); err != nil {
-			s.writeProblem(w, r, err)
-			return
-		}
-		jobs[i].Traceparent = trace
+	jobs, err := s.newJobs(r, req.Jobs)
+	if err != nil {
+		s.writeProblem(w, r, err)
+		return
 	}
 	out, err := s.leases.Enqueue(r.Context(), queue, jobs)
 	if err != nil {

@@ -305,7 +305,7 @@ func TestQueueListPaging(t *testing.T) {
 			for _, q := range page.Queues {
 				seen[q.Name]++
 				if !q.Paused || !maps.Equal(q.Counts, counts(nil)) {
-					t.Errorf("queue %+v, want paused with six zero counts", q)
+					t.Errorf("queue %+v, want paused with every count zero", q)
 				}
 			}
 			if page.NextCursor == nil {

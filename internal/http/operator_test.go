@@ -13,7 +13,7 @@ import (
 )
 
 // states are a job's states, in the order GET /queues shows their counts.
-var states = []string{"pending", "active", "delayed", "completed", "dead", "cancelled"}
+var states = []string{"pending", "active", "delayed", "waiting", "completed", "dead", "cancelled"}
 
 // counts is a full counts map: every state, zero unless given.
 func counts(nonZero map[string]int64) map[string]int64 {
@@ -85,7 +85,7 @@ func TestQueueUnknownIsZeros(t *testing.T) {
 		q := redistest.Queue(t)
 		got := h.queueOf(t, q)
 		if got.Name != q || got.Paused || !maps.Equal(got.Counts, counts(nil)) {
-			t.Errorf("GET of a queue nobody used = %+v, want %s, not paused, six zero counts", got, q)
+			t.Errorf("GET of a queue nobody used = %+v, want %s, not paused, every count zero", got, q)
 		}
 		if keys := h.keysOf(t, q, "*"); len(keys) != 0 {
 			t.Errorf("reading an unknown queue made keys %v", keys)

@@ -92,7 +92,7 @@ func codeOf(err error) string {
 	switch {
 	case errors.As(err, &re):
 		return re.code
-	case errors.Is(err, admin.ErrCursor):
+	case errors.Is(err, admin.ErrCursor), errors.Is(err, job.ErrInvalid):
 		return CodeInvalid
 	case errors.Is(err, job.ErrStale):
 		return CodeStale

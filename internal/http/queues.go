@@ -12,7 +12,7 @@ type Queue struct {
 	Name   string `json:"name" binding:"required" example:"emails"`
 	Paused bool   `json:"paused" binding:"required"`
 	// Holds how many jobs are in each state: pending, active,
-	// delayed, completed, dead, cancelled.
+	// delayed, waiting, completed, dead, cancelled.
 	Counts map[string]int64 `json:"counts" binding:"required"`
 	// Whether the queue has a push target: the service delivers its jobs
 	// to a URL (GET /queues/{queue}/push says where).

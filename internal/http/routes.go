@@ -35,9 +35,13 @@ func (s *server) apiRoutes() []route {
 		{"GET", schedule, auth.Reader, s.handleScheduleGet},
 		{"GET", q + "/push", auth.Reader, s.handlePushGet},
 		{"GET", q + "/stats", auth.Reader, s.handleQueueStats},
+		{"GET", q + "/batches/{id}", auth.Reader, s.handleBatchGet},
 
 		{"POST", q + "/jobs", auth.Worker, s.handleEnqueue},
 		{"POST", q + "/jobs/batch", auth.Worker, s.handleEnqueueBatch},
+		{"POST", q + "/batches", auth.Worker, s.handleBatchCreate},
+		{"POST", q + "/batches/{id}/jobs", auth.Worker, s.handleBatchAdd},
+		{"POST", q + "/batches/{id}/commit", auth.Worker, s.handleBatchCommit},
 		{"POST", q + "/claim", auth.Worker, s.handleClaim},
 		{"POST", q + "/complete", auth.Worker, s.handleCompleteBatch},
 		{"POST", job + "/lease", auth.Worker, s.handleLeaseExtend},

@@ -20,6 +20,8 @@
 //	@tag.description			Operating queues.
 //	@tag.name					schedules
 //	@tag.description			Cron and fixed-interval schedules of a queue, kept in Redis: each tick enqueues one job, fired by whichever service replica is up.
+//	@tag.name					batches
+//	@tag.description			Batches of jobs whose end is known, with one callback job once every job has ended.
 //	@tag.name					service
 //	@tag.description			Health of the service.
 package http
@@ -139,6 +141,8 @@ type Config struct {
 	// may name (EMQ_PUSH_ALLOW; none refuses every target).
 	Pushes    *push.Store
 	PushAllow push.Allow
+	// Batches keeps the queues' batches (*batch.Service); required.
+	Batches batches
 	// History reads the queues' last 24 hours (*history.Reader); required.
 	History *history.Reader
 	// Metrics records requests and job transitions; nil records nothing.

@@ -89,6 +89,12 @@ var exclusive = map[string][]string{"putSchedule": {"cron", "every_ms"}}
 // itself, as throttle needs ttl_ms): admission_test.go checks them.
 var modal = map[string]bool{"mode": true, "ttl_ms": true, "max_wait_ms": true}
 
+// relational are the fields whose validity the spec cannot say: the ids
+// of depends_on must be jobs of the queue, once each, and
+// on_dependency_failure goes with depends_on only (TestDependencyRefusals
+// checks them).
+var relational = map[string]bool{"depends_on": true, "on_dependency_failure": true}
+
 // rules sends one operation's bodies.
 type rules struct {
 	t               *testing.T
@@ -163,6 +169,9 @@ func (r rules) fields(body map[string]any, path []string, s *openapi3.Schema) {
 		at := append(slices.Clone(path), name)
 		if modal[name] && slices.Contains(path, "dedupe") {
 			continue // valid with one mode only: TestAdmissionValidation
+		}
+		if relational[name] {
+			continue
 		}
 		with := func(v any) map[string]any {
 			out := set(body, at, v)

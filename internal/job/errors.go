@@ -14,13 +14,17 @@ var (
 	ErrStale = errors.New("the token does not hold this job")
 	// ErrState means the verb does not apply in the job's current state.
 	ErrState = errors.New("the verb does not apply in the job's state")
+	// ErrInvalid means the request names what cannot be (a dependency
+	// that is no job of the queue); the API answers it 400 EMQINVALID.
+	ErrInvalid = errors.New("invalid request")
 )
 
 // codes maps a script's error code to its error.
 var codes = map[string]error{
-	"EMQGONE":  ErrGone,
-	"EMQSTALE": ErrStale,
-	"EMQSTATE": ErrState,
+	"EMQGONE":    ErrGone,
+	"EMQSTALE":   ErrStale,
+	"EMQSTATE":   ErrState,
+	"EMQINVALID": ErrInvalid,
 }
 
 // ErrorOfCode is the error of a script's error code (EMQGONE, EMQSTALE,

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -17,6 +18,9 @@ const (
 	StateCompleted = "completed"
 	StateDead      = "dead"
 	StateCancelled = "cancelled"
+	// StateWaiting is a job that waits for its dependencies to complete
+	// (docs/design.md#batches-and-dependencies).
+	StateWaiting = "waiting"
 )
 
 // DefaultMaxAttempts is a job's attempt budget when its enqueue gave none.
@@ -48,9 +52,16 @@ type Job struct {
 	// Traceparent is the W3C traceparent its enqueue sent, kept so that
 	// its worker can continue the producer's trace; "": none.
 	Traceparent string
-	Token       int64
-	CreatedAt   time.Time
-	RunAt       time.Time
+	// BatchID is the batch it belongs to; "": none.
+	BatchID string
+	// DependsOn are the jobs it waits (or waited) for; RunOnFailure that
+	// it runs when one of them dies or is cancelled, rather than be
+	// cancelled.
+	DependsOn    []string
+	RunOnFailure bool
+	Token        int64
+	CreatedAt    time.Time
+	RunAt        time.Time
 	// ReadyAt is when the job last became claimable (moved into pending),
 	// the start of its wait; zero for a row written before it was kept,
 	// whose wait starts at CreatedAt or RunAt.
@@ -158,6 +169,12 @@ func (j *Job) set(field, value string) error {
 		j.ReadyAt, err = millis(value)
 	case "traceparent":
 		j.Traceparent = value
+	case "batch_id":
+		j.BatchID = value
+	case "depends_on":
+		j.DependsOn = strings.Split(value, ",")
+	case "dep_failure":
+		j.RunOnFailure = value == "run"
 	case "started_at":
 		j.StartedAt, err = millis(value)
 	case "lease_expires_at":

@@ -125,6 +125,12 @@ func (q Queue) AdmissionKeys() []string {
 	return []string{q.base + "dedupe", q.base + "dedupe_ttl", q.base + "expiring"}
 }
 
+// Batch is the key of batch id's hash (lua/batches.lua).
+func (q Queue) Batch(id string) string { return q.base + "batch:" + id }
+
+// BatchJobs is the key of the set of batch id's job ids.
+func (q Queue) BatchJobs(id string) string { return q.base + "batch:" + id + ":jobs" }
+
 // Schedules is the key of the queue's schedules hash (lua/schedules.lua):
 // each schedule's definition and record.
 func (q Queue) Schedules() string { return q.base + "schedules" }
@@ -166,6 +172,10 @@ func QueuesKey(prefix string) string { return prefix + ":queues" }
 // target, which every replica's deliverer watches. No hash tag: it is
 // touched outside any script.
 func PushKey(prefix string) string { return prefix + ":push" }
+
+// BatchesKey is the key of the set of queues that have (or had) a batch,
+// outside any slot: the batch dispatchers look at their owed callbacks.
+func BatchesKey(prefix string) string { return prefix + ":batches" }
 
 // SchedulesKey is the key of the set of queues that have (or had)
 // schedules, which every replica's timer watches. No hash tag: it is

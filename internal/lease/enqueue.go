@@ -32,6 +32,13 @@ type NewJob struct {
 	// handed to its worker (docs/design.md#traces); "": none. The caller
 	// checks it (telemetry.ValidTraceparent).
 	Traceparent string
+	// DependsOn are the ids of the jobs of the queue (or of the same
+	// enqueue) it waits for, in state waiting, until each has completed
+	// (docs/design.md#batches-and-dependencies); CheckDependencies checks
+	// them. RunOnFailure: it runs when one dies or is cancelled, rather
+	// than be cancelled.
+	DependsOn    []string
+	RunOnFailure bool
 }
 
 // Dedupe modes.
@@ -94,40 +101,71 @@ type Enqueued struct {
 // in the same order. Enqueueing an id that exists adds nothing and returns
 // the existing job.
 func (s *Service) Enqueue(ctx context.Context, queue string, jobs []NewJob) ([]Enqueued, error) {
-	args := lua.EnqueueArgs{Jobs: make([]lua.NewJob, len(jobs))}
+	out, _, err := s.enqueue(ctx, queue, jobs, nil)
+	return out, err
+}
+
+// BatchReply is what an enqueue into a batch answers of it: the batch's
+// fields as lua/batches.lua's batch_reply gives them (package batch reads
+// them), and whether the batch existed already (then no job was added).
+type BatchReply struct {
+	Fields  []any
+	Existed bool
+}
+
+// EnqueueBatch is Enqueue into the batch join names: a new one, or an open
+// one (docs/design.md#batches-and-dependencies). A new batch whose id
+// exists is answered as it is, and no job is added.
+func (s *Service) EnqueueBatch(ctx context.Context, queue string, jobs []NewJob, join lua.BatchJoin) ([]Enqueued, BatchReply, error) {
+	return s.enqueue(ctx, queue, jobs, &join)
+}
+
+func (s *Service) enqueue(ctx context.Context, queue string, jobs []NewJob, join *lua.BatchJoin) ([]Enqueued, BatchReply, error) {
+	args := lua.EnqueueArgs{Jobs: make([]lua.NewJob, len(jobs)), Batch: join}
 	for i, nj := range jobs {
 		args.Jobs[i] = ScriptJob(nj)
 	}
 	reply, err := s.run(ctx, queue, args)
 	if err != nil {
-		return nil, err
+		return nil, BatchReply{}, err
 	}
-	top, err := replyList(reply, 2)
+	top, err := replyList(reply, -2)
 	if err != nil {
-		return nil, err
+		return nil, BatchReply{}, err
+	}
+	var batch BatchReply
+	if join != nil {
+		if len(top) < 3 {
+			return nil, BatchReply{}, fmt.Errorf("enqueue reply: no batch")
+		}
+		batch.Fields, _ = top[2].([]any)
+		batch.Existed = len(top) > 3
+		if batch.Existed {
+			return nil, batch, nil
+		}
 	}
 	// A queue new to Redis is added to the queues set at once; a known
 	// one now and then, so that the set heals if it was lost.
 	if err := s.queues.Remember(ctx, queue, top[0] == int64(1)); err != nil {
-		return nil, err
+		return nil, BatchReply{}, err
 	}
 	items, err := replyList(top[1], len(jobs))
 	if err != nil {
-		return nil, err
+		return nil, BatchReply{}, err
 	}
 	out := make([]Enqueued, len(items))
 	for i, item := range items {
 		pair, err := replyList(item, 2)
 		if err != nil {
-			return nil, err
+			return nil, BatchReply{}, err
 		}
 		j, err := job.Parse(queue, pair[1])
 		if err != nil {
-			return nil, err
+			return nil, BatchReply{}, err
 		}
 		out[i] = Enqueued{Job: j, Created: pair[0] == int64(1)}
 	}
-	return out, nil
+	return out, batch, nil
 }
 
 // ScriptJob is nj as the scripts that enqueue take it (enqueue.lua, and
@@ -148,5 +186,6 @@ func ScriptJob(nj NewJob) lua.NewJob {
 	return lua.NewJob{ID: nj.ID, Payload: string(nj.Payload), Priority: nj.Priority,
 		DelayMS: millis(nj.Delay), MaxAttempts: maxAttempts, Backoff: backoff, Group: nj.Group,
 		Dedupe:      lua.Dedupe{Key: nj.Dedupe.Key, Mode: nj.Dedupe.Mode, WindowMS: millis(nj.Dedupe.Window)},
-		ExpiresInMS: millis(nj.ExpiresIn), TimeoutMS: millis(nj.Timeout), Traceparent: nj.Traceparent}
+		ExpiresInMS: millis(nj.ExpiresIn), TimeoutMS: millis(nj.Timeout), Traceparent: nj.Traceparent,
+		DependsOn: nj.DependsOn, RunOnFailure: nj.RunOnFailure}
 }

@@ -1,0 +1,255 @@
+// Package batch is echo_mq's batches (docs/design.md#batches-and-dependencies):
+// a group of jobs enqueued together whose end is known, and one callback
+// job enqueued when every job of it has ended. The Service creates, fills,
+// commits and reads batches through the enqueue and batch scripts; the
+// counting is done by the scripts that end jobs (lua/batches.lua), and
+// every replica runs a Dispatcher that enqueues the callbacks owed.
+package batch
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/echo-mq/echo_mq/internal/job"
+	"github.com/echo-mq/echo_mq/internal/keyspace"
+	"github.com/echo-mq/echo_mq/internal/lease"
+	"github.com/echo-mq/echo_mq/lua"
+)
+
+// The states of a batch.
+const (
+	StateOpen    = "open"    // jobs may be added; never done before its commit
+	StateRunning = "running" // committed, some job has not ended
+	StateDone    = "done"    // every job ended
+)
+
+// When a batch's callback is enqueued.
+const (
+	WhenComplete = "complete" // once every job ended, however
+	WhenSuccess  = "success"  // only when every job completed
+)
+
+// CallbackPrefix starts a callback job's id: "batch:<batch id>".
+const CallbackPrefix = "batch:"
+
+// Callback is the job a batch enqueues once it is done: on Queue ("": the
+// batch's), with Payload (nil: none) beside the batch's summary.
+type Callback struct {
+	Queue   string
+	Payload json.RawMessage
+	When    string // WhenComplete or WhenSuccess
+}
+
+// Batch is one batch as it is now.
+type Batch struct {
+	ID, Queue string
+	State     string
+	Total     int64
+	// Counts are its jobs by state: pending, active, delayed and waiting
+	// read from the jobs now; completed, dead and cancelled counted as
+	// they ended.
+	Counts        map[string]int64
+	Success       bool // done, and every job completed
+	Callback      Callback
+	CallbackJobID string // "" until its callback is enqueued
+	CreatedAt     time.Time
+	FinishedAt    time.Time
+}
+
+// ErrNotFound means there is no such batch (or it expired): a
+// job.ErrGone, so that the API answers it 404 EMQGONE.
+var ErrNotFound error = notFound{}
+
+type notFound struct{}
+
+func (notFound) Error() string        { return "no such batch" }
+func (notFound) Is(target error) bool { return target == job.ErrGone }
+
+// Service manages the batches of every queue under one key prefix.
+type Service struct {
+	rdb     redis.UniversalClient
+	prefix  string
+	leases  *lease.Service
+	scripts *lua.Runner
+}
+
+// NewService returns a Service for the keys under prefix; its jobs are
+// enqueued through leases.
+func NewService(rdb redis.UniversalClient, prefix string, leases *lease.Service) *Service {
+	return &Service{rdb: rdb, prefix: prefix, leases: leases, scripts: lua.NewRunner(rdb)}
+}
+
+func (s *Service) queue(name string) keyspace.Queue { return keyspace.NewQueue(s.prefix, name) }
+
+// Create makes batch id of queue with jobs (each gets batch_id), open for
+// more when open, and returns it with the jobs as enqueued. A batch that
+// exists already is returned as it is, created false, and no job is added.
+func (s *Service) Create(ctx context.Context, queue, id string, jobs []lease.NewJob, open bool, cb Callback) (Batch, []lease.Enqueued, bool, error) {
+	join := lua.BatchJoin{ID: id, New: true, Open: open,
+		Callback: lua.BatchCallback{Queue: cb.Queue, Payload: string(cb.Payload), When: cb.When}}
+	out, reply, err := s.leases.EnqueueBatch(ctx, queue, jobs, join)
+	if err != nil {
+		return Batch{}, nil, false, err
+	}
+	// The dispatchers look at the queue from now on. A callback owed
+	// before this (a job ended at once) waits in the queue's batches_due
+	// until they do; a create answered with an error is retried, and the
+	// retry (answered with the batch) adds the queue too.
+	if err := s.rdb.SAdd(ctx, keyspace.BatchesKey(s.prefix), queue).Err(); err != nil {
+		return Batch{}, nil, false, err
+	}
+	b, err := parse(queue, reply.Fields)
+	if err != nil {
+		return Batch{}, nil, false, err
+	}
+	return b, out, !reply.Existed, nil
+}
+
+// Add enqueues jobs into open batch id of queue. Errors: ErrNotFound;
+// job.ErrState when it is committed.
+func (s *Service) Add(ctx context.Context, queue, id string, jobs []lease.NewJob) (Batch, []lease.Enqueued, error) {
+	out, reply, err := s.leases.EnqueueBatch(ctx, queue, jobs, lua.BatchJoin{ID: id})
+	if err != nil {
+		return Batch{}, nil, notFoundOf(err)
+	}
+	b, err := parse(queue, reply.Fields)
+	return b, out, err
+}
+
+// Commit closes open batch id of queue: it is done once every job of it
+// has ended (at once, when every one has). A committed batch is answered
+// as it is. Errors: ErrNotFound.
+func (s *Service) Commit(ctx context.Context, queue, id string) (Batch, error) {
+	reply, err := s.scripts.Reply(ctx, lua.BatchCommitArgs{ID: id}.Call(s.queue(queue)))
+	if err != nil {
+		return Batch{}, notFoundOf(err)
+	}
+	fields, _ := reply.([]any)
+	return parse(queue, fields)
+}
+
+// notFoundOf is ErrNotFound for a script's EMQGONE about a batch.
+func notFoundOf(err error) error {
+	if errors.Is(err, job.ErrGone) {
+		return ErrNotFound
+	}
+	return err
+}
+
+// countsStep is how many job states Get reads per round trip.
+const countsStep = 1000
+
+// Get reads batch id of queue, with its live counts: the jobs not ended
+// are read (a pipelined HGET of each one's state, countsStep at a time),
+// so a read costs O(total) small reads, none of them a script.
+func (s *Service) Get(ctx context.Context, queue, id string) (Batch, error) {
+	q := s.queue(queue)
+	row, err := s.rdb.HGetAll(ctx, q.Batch(id)).Result()
+	if err != nil {
+		return Batch{}, err
+	}
+	if row["state"] == "" {
+		return Batch{}, ErrNotFound
+	}
+	b, err := fromHash(queue, id, row)
+	if err != nil {
+		return Batch{}, err
+	}
+	if b.State == StateDone {
+		return b, nil
+	}
+	var cursor uint64
+	for {
+		ids, next, err := s.rdb.SScan(ctx, q.BatchJobs(id), cursor, "", countsStep).Result()
+		if err != nil {
+			return Batch{}, err
+		}
+		if err := s.countLive(ctx, q, ids, b.Counts); err != nil {
+			return Batch{}, err
+		}
+		if cursor = next; cursor == 0 {
+			return b, nil
+		}
+	}
+}
+
+// countLive adds the jobs of ids that have not ended to counts, by state.
+func (s *Service) countLive(ctx context.Context, q keyspace.Queue, ids []string, counts map[string]int64) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	cmds := make([]*redis.StringCmd, len(ids))
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, id := range ids {
+			cmds[i] = p.HGet(ctx, q.Job(id), "state")
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return err
+	}
+	for _, c := range cmds {
+		switch state := c.Val(); state {
+		case job.StatePending, job.StateActive, job.StateDelayed, job.StateWaiting:
+			counts[state]++
+		}
+	}
+	return nil
+}
+
+// batchFields are lua/batches.lua's BATCH_FIELDS, in order, after the id.
+var batchFields = []string{"state", "total", "completed", "dead", "cancelled", "success", "created_at",
+	"finished_at", "callback_queue", "callback_payload", "callback_when", "callback_job_id"}
+
+// parse reads a batch from a script's batch_reply: its id, then
+// batchFields' values (nil where absent).
+func parse(queue string, reply []any) (Batch, error) {
+	if len(reply) != 1+len(batchFields) {
+		return Batch{}, fmt.Errorf("batch reply: %d items, want %d", len(reply), 1+len(batchFields))
+	}
+	row := make(map[string]string, len(batchFields))
+	for i, name := range batchFields {
+		if v, ok := reply[i+1].(string); ok {
+			row[name] = v
+		}
+	}
+	id, _ := reply[0].(string)
+	return fromHash(queue, id, row)
+}
+
+// fromHash reads a batch from its hash's fields.
+func fromHash(queue, id string, row map[string]string) (Batch, error) {
+	b := Batch{ID: id, Queue: queue, State: row["state"], Success: row["success"] == "1",
+		CallbackJobID: row["callback_job_id"],
+		Callback:      Callback{Queue: row["callback_queue"], When: row["callback_when"]},
+		Counts: map[string]int64{job.StatePending: 0, job.StateActive: 0, job.StateDelayed: 0, job.StateWaiting: 0,
+			job.StateCompleted: 0, job.StateDead: 0, job.StateCancelled: 0}}
+	if p := row["callback_payload"]; p != "" {
+		b.Callback.Payload = json.RawMessage(p)
+	}
+	var err error
+	number := func(name string) int64 {
+		n, e := strconv.ParseInt(row[name], 10, 64)
+		if e != nil && row[name] != "" {
+			err = fmt.Errorf("batch %s: field %s: %w", id, name, e)
+		}
+		return n
+	}
+	b.Total = number("total")
+	for _, state := range []string{job.StateCompleted, job.StateDead, job.StateCancelled} {
+		b.Counts[state] = number(state)
+	}
+	if ms := number("created_at"); ms != 0 {
+		b.CreatedAt = job.Millis(ms)
+	}
+	if ms := number("finished_at"); ms != 0 {
+		b.FinishedAt = job.Millis(ms)
+	}
+	return b, err
+}

@@ -1,0 +1,353 @@
+-- batches.lua: batches and dependencies (docs/design.md#batches-and-dependencies).
+--
+-- A job of a batch carries batch_id in its row; a job that others wait on
+-- carries dependants = "1"; a job that waits carries depends_on (its
+-- dependencies' ids, comma-separated), deps_left (how many have not
+-- ended yet) and, with on_dependency_failure "run", dep_failure = "run".
+-- Their keys, under the queue's hash tag and found through rows, so never
+-- declared (a script on such a row calls flow_check, which makes sure the
+-- slot is not moving before the first write):
+--   waiting          ZSET  jobs waiting on dependencies, score created_at
+--   deps:<id>        ZSET  the ids of the jobs waiting on job <id>, score
+--                          their created_at: released in enqueue order
+--   batch:<b>        HASH  state (open, running, done), total, left,
+--                          completed, dead, cancelled, success, created_at,
+--                          finished_at, callback_queue, callback_payload,
+--                          callback_when, callback_job_id
+--   batch:<b>:jobs   SET   the batch's job ids
+--   batches          ZSET  the queue's batches: score +inf until done, then
+--                          when their keys expire
+--   batches_due      ZSET  done batches whose callback is owed; score when
+--                          a dispatcher may take it (batch_take.lua)
+--
+-- left counts the batch's jobs not ended, plus one while the batch is open:
+-- it is 0 exactly when a committed batch has no job left, so the call that
+-- ends the last job (or the commit) is the one that finishes the batch.
+
+-- BATCH_KEEP_MS is how long a done batch is kept: 7 days.
+local BATCH_KEEP_MS = 7 * 24 * 3600 * 1000
+
+-- BATCH_FIELDS are the fields of a batch hash a reply carries.
+local BATCH_FIELDS = { 'state', 'total', 'completed', 'dead', 'cancelled', 'success', 'created_at',
+  'finished_at', 'callback_queue', 'callback_payload', 'callback_when', 'callback_job_id' }
+
+local function batch_key(b)
+  return BASE .. 'batch:' .. b
+end
+
+-- batch_reply is batch b's id and fields (BATCH_FIELDS, false for absent
+-- ones), or nil when there is no such batch.
+local function batch_reply(b)
+  local fields = redis.call('HMGET', batch_key(b), unpack(BATCH_FIELDS))
+  if not fields[1] then
+    return nil
+  end
+  table.insert(fields, 1, b)
+  return fields
+end
+
+-- batch_finish makes batch b done, now that no job of it is left: it owes
+-- its callback (batches_due) when callback_when is complete, or success
+-- and every job completed; its keys expire BATCH_KEEP_MS from now.
+local function batch_finish(b, now)
+  local key = batch_key(b)
+  local total, completed, when = unpack(redis.call('HMGET', key, 'total', 'completed', 'callback_when'))
+  local success = (tonumber(completed) or 0) == (tonumber(total) or 0)
+  redis.call('HSET', key, 'state', 'done', 'finished_at', int(now), 'success', success and '1' or '0')
+  if when == 'complete' or (when == 'success' and success) then
+    redis.call('ZADD', BASE .. 'batches_due', int(now), b)
+  end
+  redis.call('ZADD', BASE .. 'batches', int(now + BATCH_KEEP_MS), b)
+  redis.call('PEXPIRE', key, BATCH_KEEP_MS)
+  redis.call('PEXPIRE', key .. ':jobs', BATCH_KEEP_MS)
+end
+
+-- batch_ended counts a job of batch b that ended in state (a removed job
+-- counts as cancelled), and finishes the batch when it was its last.
+local function batch_ended(b, state, now)
+  local key = batch_key(b)
+  if state ~= 'completed' and state ~= 'dead' then
+    state = 'cancelled'
+  end
+  local left = redis.call('HINCRBY', key, 'left', -1)
+  if left < 0 then -- no such batch (its keys were deleted): leave none behind
+    redis.call('DEL', key)
+    return
+  end
+  redis.call('HINCRBY', key, state, 1)
+  if left == 0 then
+    batch_finish(b, now)
+  end
+end
+
+-- batch_reopened takes back the count of a job of batch b that ended in
+-- state and is retried: it is the batch's again, unless the batch is done
+-- (then the job leaves it, and true is returned).
+local function batch_reopened(b, state)
+  local key = batch_key(b)
+  local current = redis.call('HGET', key, 'state')
+  if not current or current == 'done' then
+    return true
+  end
+  redis.call('HINCRBY', key, state, -1)
+  redis.call('HINCRBY', key, 'left', 1)
+  return false
+end
+
+-- use_sets names the queue's pending, delayed and cancelled sets, its
+-- meta hash and its history where the script did not declare them: a
+-- release or a cancellation of a dependant writes them, after flow_check
+-- made sure that the slot is here.
+local function use_sets()
+  META = META or BASE .. 'meta'
+  PENDING = PENDING or BASE .. 'pending'
+  DELAYED = DELAYED or BASE .. 'delayed'
+  CANCELLED = CANCELLED or BASE .. 'cancelled'
+  STATS = STATS or BASE .. 'stats'
+end
+
+-- release makes waiting job id (row), whose dependencies have all ended,
+-- delayed until its run_at when that is still to come, else pending.
+local function release(id, row, now)
+  use_sets()
+  redis.call('ZREM', BASE .. 'waiting', id)
+  del_fields(id, row, { 'deps_left' })
+  if row.run_at and tonumber(row.run_at) > now then
+    redis.call('ZADD', DELAYED, row.run_at, id)
+    set_fields(id, row, { 'state', 'delayed' })
+    emit('released', id, 'delayed')
+  else
+    push_pending(id, row, false)
+    emit('released', id, 'pending')
+  end
+  wake(1)
+end
+
+-- dependency_cancel cancels waiting job id (row): its dependency dep ended
+-- in state.
+local function dependency_cancel(id, row, dep, state, now)
+  use_sets()
+  local reason = 'dependency ' .. dep .. ' ' .. state
+  redis.call('ZREM', BASE .. 'waiting', id)
+  del_fields(id, row, { 'deps_left', 'run_at' })
+  set_fields(id, row, { 'cancel_reason', reason })
+  finish(id, row, 'cancelled', now)
+  emit('cancelled', id, 'cancelled', 'reason', reason)
+end
+
+-- release_dependants tells the jobs waiting on job dep that it ended in
+-- state: completed (or any state, for one that runs anyway) counts down
+-- its deps_left, and the last releases it; else it is cancelled. A job
+-- that no longer waits (cancelled, removed) is passed over.
+local function release_dependants(dep, state, now)
+  local key = BASE .. 'deps:' .. dep
+  local ids = redis.call('ZRANGE', key, 0, -1)
+  redis.call('DEL', key)
+  for _, id in ipairs(ids) do
+    local row = read_row(id)
+    if row.state == 'waiting' then
+      if state == 'completed' or row.dep_failure == 'run' then
+        local left = redis.call('HINCRBY', job_key(id), 'deps_left', -1)
+        if left <= 0 then
+          release(id, row, now)
+        end
+      else
+        dependency_cancel(id, row, dep, state, now)
+      end
+    end
+  end
+end
+
+-- job_ended is what every move into a terminal state (and a removal, state
+-- "removed") does for batches and dependencies: it counts the job in its
+-- batch and tells its dependants. row needs at least batch_id and
+-- dependants; a plain job costs two table reads.
+job_ended = function(id, row, state, now)
+  if row.batch_id then
+    batch_ended(row.batch_id, state, now)
+  end
+  if not row.dependants then
+    return
+  end
+  -- ENDED (prelude.lua) holds the jobs whose dependants are still to be
+  -- told: a cancelled dependant's own dependants are told in turn, not by
+  -- a deeper call, so that a long chain needs no deep stack.
+  if ENDED then
+    ENDED[#ENDED + 1] = { id, state }
+    return
+  end
+  ENDED = { { id, state } }
+  local i = 1
+  while ENDED[i] do
+    release_dependants(ENDED[i][1], ENDED[i][2], now)
+    i = i + 1
+  end
+  ENDED = nil
+end
+
+-- plan_dependencies checks, before any write, the dependencies of the new
+-- jobs of an enqueue: deps[i] = {failure, id, ...} for job i, new[i] true
+-- when job i is new, new_ids the new jobs' ids. It returns, by place, each
+-- new job's plan: the dependencies that have not ended (open), the first
+-- that ended dead or cancelled ({id, state}, or nil), whether it runs
+-- anyway (run) and its dependencies' ids (ids); or nil and the error reply
+-- for an unknown id.
+local function plan_dependencies(deps, new, new_ids)
+  local plan = {}
+  for i, dep in pairs(deps) do
+    if new[i] then
+      local d = { open = {}, run = dep[1] == 'run', ids = {} }
+      for k = 2, #dep do
+        local id = dep[k]
+        d.ids[#d.ids + 1] = id
+        local state = not new_ids[id] and redis.call('HGET', job_key(id), 'state')
+        if new_ids[id] or (state and state ~= 'completed' and state ~= 'dead' and state ~= 'cancelled') then
+          d.open[#d.open + 1] = id
+        elseif not state then
+          return nil, redis.error_reply('EMQINVALID unknown dependency: ' .. id)
+        elseif state ~= 'completed' then
+          d.failed = d.failed or { id, state }
+        end
+      end
+      plan[i] = d
+    end
+  end
+  return plan
+end
+
+-- wait_fields adds to a new job's row (a list being built) what waiting
+-- on its dependencies (d, its plan_dependencies entry) writes.
+local function wait_fields(row, d)
+  put_field(row, 'depends_on', table.concat(d.ids, ','))
+  put_field(row, 'dep_failure', d.run and 'run')
+  put_field(row, 'deps_left', #d.open > 0 and tostring(#d.open))
+end
+
+-- wait_on writes new waiting job id into its open dependencies' deps sets
+-- and marks their rows as depended on.
+local function wait_on(id, d, now)
+  for _, dep in ipairs(d.open) do
+    redis.call('ZADD', BASE .. 'deps:' .. dep, int(now), id)
+    redis.call('HSET', job_key(dep), 'dependants', '1')
+  end
+end
+
+-- waited finishes what an enqueue's waiting jobs (waits, by place; their
+-- ids in list from first, six ARGV each) need once every row is written:
+-- their places in the deps sets, and then a decision about each whose
+-- dependencies had all ended already: cancelled when one failed (unless
+-- it runs anyway), else released. rows[i], the reply of such a job, is
+-- read again.
+local function waited(waits, list, first, rows, now)
+  for i, d in pairs(waits) do
+    wait_on(list[first + i * 6], d, now)
+  end
+  for i, d in pairs(waits) do
+    if #d.open == 0 then
+      local id = list[first + i * 6]
+      local row = read_row(id)
+      if d.failed and not d.run then
+        dependency_cancel(id, row, d.failed[1], d.failed[2], now)
+      else
+        release(id, row, now)
+      end
+      rows[i] = job_reply(id)
+    end
+  end
+end
+
+-- batch_open checks, before any write, that an enqueue may add jobs to
+-- batch ({id, mode, open, callback_queue, callback_payload, callback_when},
+-- enqueue.lua): mode "add" needs an open batch; and makes a new one (mode
+-- "new", which enqueue.lua has checked does not exist). Returns an error
+-- reply, or nil.
+local function batch_open(batch, now)
+  local key = batch_key(batch.id)
+  if batch.mode == 'add' then
+    local state = redis.call('HGET', key, 'state')
+    if not state then
+      return redis.error_reply('EMQGONE no such batch: ' .. batch.id)
+    elseif state ~= 'open' then
+      return redis.error_reply('EMQSTATE the batch is committed: ' .. batch.id)
+    end
+    return nil
+  end
+  local open = batch.open == '1'
+  local fields = { 'state', open and 'open' or 'running', 'total', '0', 'left', open and '1' or '0',
+    'completed', '0', 'dead', '0', 'cancelled', '0', 'created_at', int(now), 'callback_when', batch.callback_when }
+  put_field(fields, 'callback_queue', batch.callback_queue ~= '' and batch.callback_queue)
+  put_field(fields, 'callback_payload', batch.callback_payload ~= '' and batch.callback_payload)
+  redis.call('HSET', key, unpack(fields))
+  redis.call('ZREMRANGEBYSCORE', BASE .. 'batches', '-inf', int(now)) -- the done ones whose keys expired
+  redis.call('ZADD', BASE .. 'batches', '+inf', batch.id)
+  return nil
+end
+
+-- batch_counted adds the new jobs of an enqueue (rows, their replies by
+-- place) to batch, and finishes it when that leaves none (a committed
+-- batch whose ids all existed).
+local function batch_counted(batch, rows, now)
+  local key, ids = batch_key(batch.id), {}
+  for _, row in pairs(rows) do
+    ids[#ids + 1] = row[1]
+  end
+  each_chunk(ids, 1, function(...) redis.call('SADD', key .. ':jobs', ...) end)
+  redis.call('HINCRBY', key, 'total', #ids)
+  if redis.call('HINCRBY', key, 'left', #ids) == 0 then
+    batch_finish(batch.id, now)
+  end
+end
+
+-- batch_commit closes open batch b: it is done once no job of it is left
+-- (at once, when none is). Returns its reply, or nil when there is no
+-- such batch; a batch committed already is answered as it is.
+local function batch_commit(b, now)
+  local key = batch_key(b)
+  local state = redis.call('HGET', key, 'state')
+  if not state then
+    return nil
+  end
+  if state == 'open' then
+    redis.call('HSET', key, 'state', 'running')
+    if redis.call('HINCRBY', key, 'left', -1) == 0 then
+      batch_finish(b, now)
+    end
+  end
+  return batch_reply(b)
+end
+
+-- ends_told reads, before a drain deletes the jobs of plan (plan_delete's),
+-- what their batches and dependants must be told: the {id, row} of each
+-- job with a batch or dependants. A drain calls it only on a queue that
+-- has used batches or dependencies (META's linked, which newjobs.lua
+-- sets), so a plain drain reads no row.
+local function ends_told(plan)
+  local told = {}
+  for _, step in ipairs(plan) do
+    for _, id in ipairs(step[2]) do
+      local batch_id, dependants = unpack(redis.call('HMGET', job_key(id), 'batch_id', 'dependants'))
+      if batch_id or dependants then
+        told[#told + 1] = { id, { batch_id = batch_id, dependants = dependants } }
+      end
+    end
+  end
+  return told
+end
+
+-- tell_removed tells the batches and dependants of the jobs ends_told
+-- read that they ended "removed", once they are deleted.
+local function tell_removed(told, now)
+  for _, t in ipairs(told or {}) do
+    job_ended(t[1], t[2], 'removed', now)
+  end
+end
+
+-- batches_deleted deletes every batch of the queue and its keys, and the
+-- queue's waiting set and owed callbacks: obliterate's last step.
+local function batches_deleted()
+  local key = BASE .. 'batches'
+  for _, b in ipairs(redis.call('ZRANGE', key, 0, -1)) do
+    redis.call('DEL', batch_key(b), batch_key(b) .. ':jobs')
+  end
+  redis.call('DEL', key, BASE .. 'batches_due', BASE .. 'waiting')
+end
