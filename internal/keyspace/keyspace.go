@@ -89,13 +89,15 @@ func (q Queue) Set(state string) string { return q.base + state }
 // jobs that became pending.
 func (q Queue) WakeChannel() string { return WakeChannelPrefix(q.prefix) + q.name }
 
-// Keys are every key of the queue but its job rows: the meta hash, the six
-// state sets, the event stream, the flow control keys, the schedule keys,
-// the admission keys, the push keys and the history.
+// Keys are every key of the queue but its job rows, its batches and its
+// jobs' dependants: the meta hash, the seven state sets, the event stream,
+// the flow control keys, the schedule keys, the admission keys, the push
+// keys, the history and the indexes of batches.
 func (q Queue) Keys() []string {
 	keys := []string{
 		q.Meta(), q.Set("pending"), q.Set("active"), q.Set("delayed"),
 		q.Set("completed"), q.Set("dead"), q.Set("cancelled"), q.Events(), q.Stats(),
+		q.Set("waiting"), q.base + "batches", q.base + "batches_due",
 	}
 	for _, more := range [][]string{q.FlowKeys(), q.ScheduleKeys(), q.AdmissionKeys(), q.PushKeys()} {
 		keys = append(keys, more...)

@@ -19,6 +19,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/echo-mq/echo_mq/internal/admin"
+	"github.com/echo-mq/echo_mq/internal/batch"
 	"github.com/echo-mq/echo_mq/internal/flow"
 	"github.com/echo-mq/echo_mq/internal/job"
 	"github.com/echo-mq/echo_mq/internal/keyspace"
@@ -67,6 +68,7 @@ func FuzzStateMachine(f *testing.F) {
 		stall:  stall.NewService(rdb, smPrefix),
 		admin:  admin.NewService(rdb, smPrefix),
 	}
+	svc.batches = batch.NewService(rdb, smPrefix, svc.leases)
 	f.Fuzz(func(t *testing.T, program []byte) {
 		m := newSMMachine(t, svc)
 		defer m.cleanup()
@@ -107,15 +109,16 @@ const (
 	smOpDrain
 	smOpCancellation
 	smOpCompleteBatch
-	smOpMisc // promote due jobs, set the flow control settings, or obliterate the queue
+	smOpMisc // promote due jobs, set the flow control settings, commit the batch, or obliterate the queue
 	smVerbs
 )
 
 type smServices struct {
-	rdb    redis.UniversalClient
-	leases *lease.Service
-	stall  *stall.Service
-	admin  *admin.Service
+	rdb     redis.UniversalClient
+	leases  *lease.Service
+	stall   *stall.Service
+	admin   *admin.Service
+	batches *batch.Service
 }
 
 // smSnapshot is a queue as Redis holds it: its six sets, its job rows (of
@@ -129,6 +132,12 @@ type smSnapshot struct {
 	gpending []string
 	groups   []string          // the groups listed (GET .../groups)
 	dedupe   map[string]string // dedupe key -> the id holding it
+	// The keys of batches and dependencies (lua/batches.lua): the
+	// program's batch hash, the batches owing a callback, and each pool
+	// id's dependants.
+	batch      map[string]string
+	batchesDue []string
+	deps       map[string][]string
 }
 
 func (s smSnapshot) row(id string) (map[string]string, bool) {
@@ -171,7 +180,9 @@ type smMachine struct {
 	// grouping is set once the program set flow control settings: from
 	// then on enqueues put jobs in groups (smGroupOf).
 	grouping bool
-	log      []string
+	// batch is what the program did with its one batch (smBatchID).
+	batch smBatch
+	log   []string
 }
 
 func newSMMachine(t *testing.T, svc smServices) *smMachine {
@@ -187,7 +198,11 @@ func newSMMachine(t *testing.T, svc smServices) *smMachine {
 
 // cleanup deletes the queue's keys, so that the fuzzing Redis stays small.
 func (m *smMachine) cleanup() {
-	keys := append(m.keys.Keys(), m.keys.Job(smIDs[0]), m.keys.Job(smIDs[1]), m.keys.Job(smIDs[2]), m.keys.Job(smIDs[3]))
+	keys := append(m.keys.Keys(), m.keys.Job(smIDs[0]), m.keys.Job(smIDs[1]), m.keys.Job(smIDs[2]), m.keys.Job(smIDs[3]),
+		m.keys.Batch(smBatchID), m.keys.BatchJobs(smBatchID))
+	for _, id := range smIDs {
+		keys = append(keys, m.keys.Base()+"deps:"+id)
+	}
 	m.svc.rdb.Del(m.ctx, keys...)
 	m.svc.rdb.SRem(m.ctx, keyspace.QueuesKey(smPrefix), m.queue)
 }
@@ -208,7 +223,9 @@ func (m *smMachine) read() smSnapshot {
 	var sets []*redis.ZSliceCmd
 	var rows []*redis.MapStringStringCmd
 	var meta, flowHash, dedupe *redis.MapStringStringCmd
-	var gpending, listed *redis.StringSliceCmd
+	var gpending, listed, due *redis.StringSliceCmd
+	var batchHash *redis.MapStringStringCmd
+	var deps []*redis.StringSliceCmd
 	_, err := m.svc.rdb.Pipelined(m.ctx, func(p redis.Pipeliner) error {
 		for _, state := range admin.States {
 			sets = append(sets, p.ZRangeWithScores(m.ctx, m.keys.Set(state), 0, -1))
@@ -221,13 +238,24 @@ func (m *smMachine) read() smSnapshot {
 		gpending = p.ZRange(m.ctx, m.keys.GroupPending(), 0, -1)
 		listed = p.ZRange(m.ctx, m.keys.Base()+"groups", 0, -1)
 		dedupe = p.HGetAll(m.ctx, m.keys.AdmissionKeys()[0])
+		batchHash = p.HGetAll(m.ctx, m.keys.Batch(smBatchID))
+		due = p.ZRange(m.ctx, m.keys.Base()+"batches_due", 0, -1)
+		for _, id := range smIDs {
+			deps = append(deps, p.ZRange(m.ctx, m.keys.Base()+"deps:"+id, 0, -1))
+		}
 		return nil
 	})
 	if err != nil {
 		m.fatalf("read: %v", err)
 	}
 	s := smSnapshot{sets: map[string]map[string]float64{}, rows: map[string]map[string]string{}, meta: meta.Val(),
-		flow: flowHash.Val(), gpending: gpending.Val(), groups: listed.Val(), dedupe: dedupe.Val()}
+		flow: flowHash.Val(), gpending: gpending.Val(), groups: listed.Val(), dedupe: dedupe.Val(),
+		batch: batchHash.Val(), batchesDue: due.Val(), deps: map[string][]string{}}
+	for i, id := range smIDs {
+		if d := deps[i].Val(); len(d) > 0 {
+			s.deps[id] = d
+		}
+	}
 	for i, state := range admin.States {
 		s.sets[state] = map[string]float64{}
 		for _, z := range sets[i].Val() {
@@ -300,6 +328,12 @@ func (m *smMachine) step(a, b byte) {
 			m.obliterate(v)
 		case 0:
 			m.promoteDue()
+		case 1:
+			if v/4%2 == 1 {
+				m.commit()
+			} else {
+				m.setFlow(v)
+			}
 		default:
 			m.setFlow(v)
 		}
@@ -328,8 +362,9 @@ type smOutcome string
 const (
 	smOK    smOutcome = "ok"
 	smStale smOutcome = "stale"
-	smGone  smOutcome = "gone"
-	smState smOutcome = "state"
+	smGone    smOutcome = "gone"
+	smState   smOutcome = "state"
+	smInvalid smOutcome = "invalid"
 )
 
 func (m *smMachine) outcomeOf(err error) smOutcome {
@@ -343,6 +378,8 @@ func (m *smMachine) outcomeOf(err error) smOutcome {
 		return smGone
 	case errors.Is(err, job.ErrState):
 		return smState
+	case errors.Is(err, job.ErrInvalid):
+		return smInvalid
 	}
 	m.fatalf("unexpected error: %v", err)
 	return ""
@@ -464,6 +501,11 @@ func (m *smMachine) enqueue(id string, v int) {
 	case 5:
 		nj.MaxAttempts = 2
 		nj.Backoff = &lease.Backoff{Exponential: true, Delay: time.Minute, MaxDelay: time.Hour}
+	}
+	if v >= 16 && v < 48 {
+		nj.Group = "" // a job with dependencies has no group
+		m.enqueueLinked(nj, v)
+		return
 	}
 	option := smOptions(&nj, v)
 	before := m.last
@@ -1111,6 +1153,10 @@ func (m *smMachine) drain() {
 	n, err := m.svc.admin.Drain(m.ctx, m.queue, admin.Actor{Name: "fuzz", Role: "admin"})
 	m.want("drain", err, smOK)
 	waiting := append(before.byScore(job.StatePending), before.byScore(job.StateDelayed)...)
+	linked := before.meta["linked"] != ""
+	if linked { // and those waiting for their dependencies
+		waiting = append(waiting, before.byScore(job.StateWaiting)...)
+	}
 	after := m.after()
 	if n != len(waiting) {
 		m.fatalf("drain removed %d, want the %d waiting jobs %v", n, len(waiting), waiting)
@@ -1121,6 +1167,9 @@ func (m *smMachine) drain() {
 		}
 	}
 	for id, row := range before.rows {
+		if linked && row["depends_on"] != "" {
+			continue // a dependant of a drained job is cancelled: checkLinks holds it
+		}
 		if !slices.Contains(waiting, id) && !reflect.DeepEqual(after.rows[id], row) {
 			m.fatalf("drain changed %s, which was not waiting: %v -> %v", id, row, after.rows[id])
 		}
@@ -1257,6 +1306,7 @@ func (m *smMachine) obliterate(v int) {
 		m.fatalf("%s left rows %v and meta %v", what, after.rows, after.meta)
 	}
 	m.enqueued, m.completed, m.failed = 0, 0, 0
+	m.batch = smBatch{}
 }
 
 // smGroupOf is each id's group once a program uses flow control.
@@ -1416,8 +1466,8 @@ func (m *smMachine) checkInvariants(before, s smSnapshot) {
 		if (st == job.StateActive) != lease {
 			m.fatalf("%s is %s with lease_expires_at %q: active iff it has a lease", id, st, row["lease_expires_at"])
 		}
-		if _, runAt := row["run_at"]; (st == job.StateDelayed) != runAt {
-			m.fatalf("%s is %s with run_at %q: run_at iff delayed", id, st, row["run_at"])
+		if _, runAt := row["run_at"]; (st == job.StateDelayed) != runAt && st != job.StateWaiting {
+			m.fatalf("%s is %s with run_at %q: run_at iff delayed (or waiting, until it is released)", id, st, row["run_at"])
 		}
 		if _, at := row["finished_at"]; smFinished[st] != at {
 			m.fatalf("%s is %s with finished_at %q: finished_at iff finished", id, st, row["finished_at"])
@@ -1468,6 +1518,7 @@ func (m *smMachine) checkInvariants(before, s smSnapshot) {
 		m.fatalf("Queue paused = %v, meta %v", info.Paused, s.meta)
 	}
 	m.checkFlow(s)
+	m.checkLinks(s)
 }
 
 // smProgram spells a seed: each op is a verb, a worker, a job (0-3) and a
@@ -1482,6 +1533,28 @@ func smProgram(ops ...[4]int) []byte {
 
 // smSeeds are hand-written programs, one per story docs/design.md tells.
 var smSeeds = [][]byte{
+	// Dependencies: j1 waits for j0, j2 for j1 and runs anyway; j0 dies,
+	// which cancels j1, which releases j2; j3 then waits for j2, which
+	// completes and releases it.
+	smProgram(
+		[4]int{smOpEnqueue, 0, 0, 2}, [4]int{smOpEnqueue, 0, 1, 36}, [4]int{smOpEnqueue, 0, 2, 38},
+		[4]int{smOpClaim, 0, 0, 0}, [4]int{smOpFail, 0, 0, 8}, [4]int{smOpEnqueue, 0, 3, 36},
+		[4]int{smOpClaim, 1, 0, 0}, [4]int{smOpComplete, 1, 2, 0}, [4]int{smOpClaim, 2, 0, 0},
+		[4]int{smOpComplete, 2, 3, 0}),
+	// A batch: j0 and j1 join it open, j2 waits in it for j1; the jobs end
+	// (one removed, one retried from dead before the commit); the commit
+	// makes it done once the last ends; a later join is refused.
+	smProgram(
+		[4]int{smOpEnqueue, 0, 0, 18}, [4]int{smOpEnqueue, 0, 1, 20}, [4]int{smOpEnqueue, 0, 2, 26},
+		[4]int{smOpClaim, 0, 0, 0}, [4]int{smOpFail, 0, 0, 8}, [4]int{smOpRetry, 0, 0, 0},
+		[4]int{smOpClaim, 1, 0, 1}, [4]int{smOpComplete, 1, 1, 0}, [4]int{smOpMisc, 0, 0, 5},
+		[4]int{smOpRemove, 0, 0, 0}, [4]int{smOpClaim, 2, 0, 0}, [4]int{smOpComplete, 2, 2, 0},
+		[4]int{smOpEnqueue, 0, 3, 16}, [4]int{smOpDrain, 0, 0, 0}),
+	// A drain of a queue with a batch and a chain: the waiting jobs go too.
+	smProgram(
+		[4]int{smOpEnqueue, 0, 0, 16}, [4]int{smOpEnqueue, 0, 1, 24}, [4]int{smOpEnqueue, 0, 2, 32},
+		[4]int{smOpMisc, 0, 0, 5}, [4]int{smOpDrain, 0, 0, 0}, [4]int{smOpEnqueue, 0, 3, 40},
+		[4]int{smOpMisc, 0, 0, 19}),
 	// Snoozes: under fifo flow control, a grouped job snoozed for 0 ms keeps
 	// its group's head and its attempt, a repeat answers as the first time,
 	// the old token is stale, a snooze for an hour frees the slot, and a
