@@ -1,10 +1,13 @@
 package http_test
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // batchView is a Batch as the API answers it.
@@ -55,7 +58,8 @@ func (h *harness) callbackOf(tb testing.TB, q, b string) jobView {
 // enqueued on the callback's queue, with the batch and the payload.
 func TestBatch(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, h *harness) {
-		q, cbq := "imports", "reports" // two queues: two slots of a Cluster
+		q, cbq := "imports", "reports"
+		h.wantOtherMasters(t, q, cbq)
 		body := map[string]any{"id": "b1",
 			"jobs":     []any{depJob("j1"), depJob("j2"), depJob("j3")},
 			"callback": map[string]any{"queue": cbq, "payload": map[string]any{"user": 42, "html": "<b>"}}}
@@ -100,6 +104,28 @@ func TestBatch(t *testing.T) {
 			t.Errorf("callback queue counts %v, want one pending job", info.Counts)
 		}
 	})
+}
+
+// wantOtherMasters fails the test unless, on a Cluster, queues a and b are
+// served by two masters: a callback then crosses nodes.
+func (h *harness) wantOtherMasters(tb testing.TB, a, b string) {
+	tb.Helper()
+	cc, ok := h.rdb.(*redis.ClusterClient)
+	if !ok {
+		return
+	}
+	ctx := context.Background()
+	na, err := cc.MasterForKey(ctx, h.key(a, "meta"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	nb, err := cc.MasterForKey(ctx, h.key(b, "meta"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if na.Options().Addr == nb.Options().Addr {
+		tb.Fatalf("queues %s and %s are on one master, %s: pick names on two", a, b, na.Options().Addr)
+	}
 }
 
 // TestBatchSuccessOnly: with when "success", a batch with a dead job owes
