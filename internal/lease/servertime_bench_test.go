@@ -2,6 +2,7 @@ package lease_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/echo-mq/echo_mq/internal/batch"
 	"github.com/echo-mq/echo_mq/internal/flow"
 	"github.com/echo-mq/echo_mq/internal/job"
 	"github.com/echo-mq/echo_mq/internal/lease"
@@ -150,6 +152,57 @@ func BenchmarkServerTime(b *testing.B) {
 				held = claimed
 			}
 		}},
+		// Batches and dependencies (docs/batches.md): 100 jobs added to an
+		// open batch; a complete of a job of a batch; a complete that
+		// releases the one job waiting for it.
+		{"enqueue-100-batched", 100, func(b *testing.B, f fixture, n int) func(int) {
+			bs := batch.NewService(f.rdb, prefix, f.leases)
+			_, _, _, err := bs.Create(ctx, f.queue, "bench", nil, true, batch.Callback{When: batch.WhenComplete})
+			must(b, err)
+			return func(int) {
+				jobs := make([]lease.NewJob, 100)
+				for k := range jobs {
+					jobs[k] = lease.NewJob{Payload: payload100}
+				}
+				_, _, err := bs.Add(ctx, f.queue, "bench", jobs)
+				must(b, err)
+			}
+		}},
+		{"complete-batched", 1, func(b *testing.B, f fixture, n int) func(int) {
+			bs := batch.NewService(f.rdb, prefix, f.leases)
+			_, _, _, err := bs.Create(ctx, f.queue, "bench", nil, true, batch.Callback{When: batch.WhenComplete})
+			must(b, err)
+			for done := 0; done < n; done += 1000 {
+				jobs := make([]lease.NewJob, min(1000, n-done))
+				for k := range jobs {
+					jobs[k] = lease.NewJob{Payload: payload100}
+				}
+				_, _, err := bs.Add(ctx, f.queue, "bench", jobs)
+				must(b, err)
+			}
+			held := holdAll(b, f, n)
+			return func(i int) {
+				_, _, err := f.leases.Complete(ctx, f.queue, held[i].ID, held[i].Token, nil, nil)
+				must(b, err)
+			}
+		}},
+		{"complete-releasing", 1, func(b *testing.B, f fixture, n int) func(int) {
+			f.fill(b, n, func(i int) string { return fmt.Sprintf("d%d", i) })
+			for done := 0; done < n; done += 1000 {
+				jobs := make([]lease.NewJob, min(1000, n-done))
+				for k := range jobs {
+					jobs[k] = lease.NewJob{ID: fmt.Sprintf("w%d", done+k), Payload: payload100,
+						DependsOn: []string{fmt.Sprintf("d%d", done+k)}}
+				}
+				_, err := f.leases.Enqueue(ctx, f.queue, jobs)
+				must(b, err)
+			}
+			held := holdAll(b, f, n)
+			return func(i int) {
+				_, _, err := f.leases.Complete(ctx, f.queue, held[i].ID, held[i].Token, nil, nil)
+				must(b, err)
+			}
+		}},
 		{"extend", 1, func(b *testing.B, f fixture, n int) func(int) {
 			j := hold(b, f, 1)[0]
 			return func(int) {
@@ -260,6 +313,12 @@ func (c callgrind) control(b *testing.B, flag string) {
 func hold(b *testing.B, f fixture, n int) []job.Job {
 	b.Helper()
 	f.fill(b, n, nil)
+	return holdAll(b, f, n)
+}
+
+// holdAll claims n jobs of f's queue, which has them pending.
+func holdAll(b *testing.B, f fixture, n int) []job.Job {
+	b.Helper()
 	var held []job.Job
 	for len(held) < n {
 		c, err := f.leases.Claim(context.Background(), f.queue, lease.ClaimParams{Count: min(100, n-len(held)), Lease: time.Hour})

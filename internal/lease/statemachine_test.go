@@ -360,8 +360,8 @@ func (m *smMachine) after() smSnapshot {
 type smOutcome string
 
 const (
-	smOK    smOutcome = "ok"
-	smStale smOutcome = "stale"
+	smOK      smOutcome = "ok"
+	smStale   smOutcome = "stale"
 	smGone    smOutcome = "gone"
 	smState   smOutcome = "state"
 	smInvalid smOutcome = "invalid"
