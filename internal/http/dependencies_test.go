@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"slices"
 	"testing"
+
+	"github.com/echo-mq/echo_mq/internal/redistest"
 )
 
 // depJob is an enqueue body of job id that depends on deps.
@@ -208,4 +210,18 @@ func TestDrainAndObliterateLinked(t *testing.T) {
 			t.Errorf("keys left after the obliterate: %v", keys)
 		}
 	})
+}
+
+// TestWaitingMetric: the depth gauge counts waiting jobs.
+func TestWaitingMetric(t *testing.T) {
+	h := newHarness(t, redistest.Client(t), withMetrics())
+	q := redistest.Queue(t)
+	h.add(t, q, "a")
+	h.enqueue(t, q, depJob("b", "a"))
+	depth := metricSeries(h.scrapeMetrics(t), "emq_queue_jobs")
+	for state, want := range map[string]float64{"pending": 1, "waiting": 1} {
+		if got := depth["queue="+q+",state="+state]; got != want {
+			t.Errorf("emq_queue_jobs{state=%q} = %v, want %v", state, got, want)
+		}
+	}
 }

@@ -16,14 +16,14 @@ const MaxDepthQueues = 1000
 const depthTimeout = 2 * time.Second
 
 // states are the job states exported by emq_queue_jobs, in order.
-var states = []string{"pending", "active", "delayed", "completed", "dead", "cancelled"}
+var states = []string{"pending", "active", "delayed", "waiting", "completed", "dead", "cancelled"}
 
 // QueueDepth is the depth of one queue.
 type QueueDepth struct {
 	Queue  string
 	Paused bool
 	// Counts are the queue's jobs keyed by state: pending, active, delayed,
-	// completed, dead, cancelled. A missing state is exported as 0, an
+	// waiting, completed, dead, cancelled. A missing state is exported as 0, an
 	// unknown one is ignored.
 	Counts map[string]int64
 	// Latency is how long the queue's oldest claimable pending job has

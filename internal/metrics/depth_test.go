@@ -32,7 +32,7 @@ func TestDepthGauges(t *testing.T) {
 		}
 		return []metrics.QueueDepth{
 			{Queue: "emails", Counts: map[string]int64{
-				"pending": 4, "active": 2, "delayed": 1, "completed": 90, "dead": 3, "cancelled": 5,
+				"pending": 4, "active": 2, "delayed": 1, "waiting": 6, "completed": 90, "dead": 3, "cancelled": 5,
 				"bogus": 7, // not a state: left out
 			}, Latency: 1500 * time.Millisecond},
 			{Queue: "thumbs", Paused: true, Counts: map[string]int64{"pending": 12}},
@@ -46,12 +46,14 @@ func TestDepthGauges(t *testing.T) {
 		"queue=emails,state=pending":   4,
 		"queue=emails,state=active":    2,
 		"queue=emails,state=delayed":   1,
+		"queue=emails,state=waiting":   6,
 		"queue=emails,state=completed": 90,
 		"queue=emails,state=dead":      3,
 		"queue=emails,state=cancelled": 5,
 		"queue=thumbs,state=pending":   12,
 		"queue=thumbs,state=active":    0,
 		"queue=thumbs,state=delayed":   0,
+		"queue=thumbs,state=waiting":   0,
 		"queue=thumbs,state=completed": 0,
 		"queue=thumbs,state=dead":      0,
 		"queue=thumbs,state=cancelled": 0,
@@ -98,7 +100,7 @@ func TestDepthTruncated(t *testing.T) {
 	if got, want := len(series(t, fams, "emq_queue_latency_seconds")), metrics.MaxDepthQueues; got != want {
 		t.Errorf("emq_queue_latency_seconds has %d series, want %d", got, want)
 	}
-	if got, want := len(series(t, fams, "emq_queue_jobs")), 6*metrics.MaxDepthQueues; got != want {
+	if got, want := len(series(t, fams, "emq_queue_jobs")), 7*metrics.MaxDepthQueues; got != want {
 		t.Errorf("emq_queue_jobs has %d series, want %d", got, want)
 	}
 }

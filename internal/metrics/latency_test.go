@@ -226,8 +226,8 @@ func TestWithLatencyError(t *testing.T) {
 		t.Errorf("emq_queue_latency_seconds after q10's read failed: %d series (q10 %v, q11 %v), want every other queue's",
 			len(latencies), latencies["queue=q10"], latencies["queue=q11"])
 	}
-	if got := len(series(t, fams, "emq_queue_jobs")); got != len(queues)*6 {
-		t.Errorf("emq_queue_jobs has %d series after one latency read failed, want every queue's %d", got, len(queues)*6)
+	if got := len(series(t, fams, "emq_queue_jobs")); got != len(queues)*7 {
+		t.Errorf("emq_queue_jobs has %d series after one latency read failed, want every queue's %d", got, len(queues)*7)
 	}
 	// The gather reads the counter beside the depth collector, which adds
 	// to it: the next scrape shows the first one's error.
