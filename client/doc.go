@@ -2,8 +2,10 @@
 // worker plane (enqueue, claim, extend, complete, fail, cancel), Work, a
 // ready worker loop that does what every echo_mq worker should, and the
 // management of a queue's schedules (put, read, list, pause, resume, run
-// now, delete) and of its push target (put, read, delete); and Stats, a
-// queue's last minutes, minute by minute, and its latency.
+// now, delete) and of its push target (put, read, delete); batches of jobs
+// with a callback job once every one has ended (create, add, commit,
+// read); and Stats, a queue's last minutes, minute by minute, and its
+// latency.
 //
 // A producer enqueues jobs:
 //
@@ -19,8 +21,10 @@
 // EnqueueRequest also sets a job's priority, delay, attempts, backoff and
 // group; a dedupe key (Dedupe: DedupeUntilDone, DedupeThrottle or
 // DedupeDebounce), for which Enqueue answers the keyed job with created
-// false; a deadline to start by (ExpiresIn); and a bound on each attempt
-// (Timeout).
+// false; a deadline to start by (ExpiresIn); a bound on each attempt
+// (Timeout); and the jobs it waits for (DependsOn): it is StateWaiting
+// until each of them has completed, and is cancelled, or runs anyway
+// (OnDependencyFailure), when one ends dead or cancelled.
 //
 // A worker runs a handler on each job until its context is done:
 //
@@ -61,6 +65,21 @@
 //	t, err := c.PutPush(ctx, "receipts", client.PushTarget{
 //		URL:    "https://hooks.example.com/receipts",
 //		Secret: os.Getenv("RECEIPTS_SECRET"), // "whsec_...": deliveries are signed
+//	})
+//
+// A batch enqueues jobs in one atomic step and, once every one of them has
+// ended, enqueues one callback job, "batch:<batch id>", on the queue its
+// callback names; the callback's worker reads how the batch ended with
+// DecodeBatchCallback. A batch created Open takes more jobs
+// (AddBatchJobs) until CommitBatch (docs/batches.md):
+//
+//	b, created, err := c.CreateBatch(ctx, "imports", client.CreateBatchRequest{
+//		ID: "import-7", // optional: an idempotency key
+//		Jobs: []client.EnqueueRequest{
+//			{ID: "extract-7", Payload: "orders.csv"},
+//			{ID: "load-7", Payload: "orders.csv", DependsOn: []string{"extract-7"}},
+//		},
+//		Callback: &client.BatchCallback{Queue: "reports", Payload: map[string]int{"user": 42}},
 //	})
 //
 // # Tracing
@@ -106,7 +125,7 @@
 // A refusal of the service is an *Error with the HTTP status and the
 // problem's code, detail and field errors. The common ones match a
 // sentinel with errors.Is: ErrStale (the token no longer holds the job),
-// ErrGone (no such job, or schedule), ErrState, ErrInvalid,
+// ErrGone (no such job, schedule or batch), ErrState, ErrInvalid,
 // ErrUnauthorized, ErrForbidden and ErrUnavailable (any 503;
 // Error.RetryAfter says how long to wait).
 // Retryable tells the errors worth sending again: 502, 503 and 504, and

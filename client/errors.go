@@ -58,10 +58,11 @@ var (
 	// longer active under it (409 EMQSTALE). Drop the job.
 	ErrStale = errors.New("client: stale token")
 	// ErrGone: no such job (404 EMQGONE). Drop the job. A schedule's calls
-	// answer it for no such schedule.
+	// answer it for no such schedule, a batch's for no such batch.
 	ErrGone = errors.New("client: no such job")
-	// ErrState: the verb does not apply in the job's or queue's state, such
-	// as cancelling a completed job (409 EMQSTATE).
+	// ErrState: the verb does not apply in the job's, batch's or queue's
+	// state, such as cancelling a completed job or adding jobs to a
+	// committed batch (409 EMQSTATE).
 	ErrState = errors.New("client: not in this state")
 	// ErrInvalid: the request is malformed or fails validation (400
 	// EMQINVALID); Error.Fields says which fields.

@@ -200,3 +200,64 @@ func ExampleClient_PutSchedule() {
 	// weekly-report true 0 9 * * 1 Europe/Berlin next on Monday
 	// true pending {"report":"weekly"}
 }
+
+// A batch enqueues jobs together and, once every one of them has ended,
+// one callback job "batch:<id>", whose worker reads how the batch ended
+// with DecodeBatchCallback. A job of the batch may wait for another
+// (DependsOn): load-7 is waiting until extract-7 has completed.
+func ExampleClient_CreateBatch() {
+	ctx := context.Background()
+	c, err := client.New(exampleURL())
+	if err != nil {
+		log.Fatal(err)
+	}
+
+	b, created, err := c.CreateBatch(ctx, "imports", client.CreateBatchRequest{
+		ID: "import-7",
+		Jobs: []client.EnqueueRequest{
+			{ID: "extract-7", Payload: "orders.csv"},
+			{ID: "load-7", Payload: "orders.csv", DependsOn: []string{"extract-7"}},
+		},
+		Callback: &client.BatchCallback{Queue: "reports", Payload: map[string]int{"user": 42}},
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(b.ID, created, b.State, b.Total, b.Jobs[0].State, b.Jobs[1].State)
+
+	// The importer: extract-7 first, then load-7, then it stops.
+	imports, stopImports := context.WithCancel(ctx)
+	defer stopImports()
+	ran := 0
+	importer := func(ctx context.Context, job client.Job) (any, error) {
+		if ran++; ran == 2 {
+			defer stopImports() // both jobs are enough for this example
+		}
+		fmt.Println("running", job.ID, "of", job.BatchID)
+		return nil, nil
+	}
+	if err := c.Work(imports, "imports", importer, client.WithWait(time.Second)); err != nil {
+		log.Fatal(err)
+	}
+
+	// The worker of the callback's queue.
+	reports, stopReports := context.WithCancel(ctx)
+	defer stopReports()
+	report := func(ctx context.Context, job client.Job) (any, error) {
+		defer stopReports() // one callback is enough for this example
+		cb, err := client.DecodeBatchCallback(job)
+		if err != nil {
+			return nil, client.Fatal(err)
+		}
+		fmt.Println(job.ID, cb.Batch.State, "success:", cb.Batch.Success, "completed:", cb.Batch.Counts.Completed, string(cb.Payload))
+		return nil, nil
+	}
+	if err := c.Work(reports, "reports", report, client.WithWait(time.Second)); err != nil {
+		log.Fatal(err)
+	}
+	// Output:
+	// import-7 true running 2 pending waiting
+	// running extract-7 of import-7
+	// running load-7 of import-7
+	// batch:import-7 done success: true completed: 2 {"user":42}
+}

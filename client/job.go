@@ -13,6 +13,7 @@ const (
 	StatePending   State = "pending"   // waiting to be claimed
 	StateActive    State = "active"    // claimed: a worker holds its lease
 	StateDelayed   State = "delayed"   // waiting for its run-at (a delay or a retry's backoff)
+	StateWaiting   State = "waiting"   // waiting for its dependencies to complete (EnqueueRequest.DependsOn)
 	StateCompleted State = "completed" // finished with a result
 	StateDead      State = "dead"      // failed for good: out of attempts, fatal, or stalled too often
 	StateCancelled State = "cancelled" // cancelled before or while it ran
@@ -61,6 +62,15 @@ type Job struct {
 	// continues the producer's trace from it (see the package doc,
 	// "Tracing").
 	Traceparent string `json:"traceparent,omitempty"`
+	// BatchID is the batch the job belongs to, when it was enqueued in one
+	// (CreateBatch, AddBatchJobs).
+	BatchID string `json:"batch_id,omitempty"`
+	// DependsOn are the jobs it waits for (StateWaiting) or waited for,
+	// when its enqueue named some (EnqueueRequest.DependsOn), and
+	// OnDependencyFailure what it does when one of them ends dead or
+	// cancelled; both empty for a job without dependencies.
+	DependsOn           []string          `json:"depends_on,omitempty"`
+	OnDependencyFailure DependencyFailure `json:"on_dependency_failure,omitempty"`
 
 	CreatedAt      time.Time `json:"created_at,omitzero"`
 	RunAt          time.Time `json:"run_at,omitzero"`

@@ -47,7 +47,32 @@ type EnqueueRequest struct {
 	// Work cancels a handler still running with ErrLeaseLost at its next
 	// extend.
 	Timeout time.Duration
+	// DependsOn are the ids of up to 100 jobs of the queue, or of the same
+	// EnqueueBatch or batch call, that the job waits for: it is
+	// StateWaiting until each of them has completed (one completed already
+	// counts as done), then pending (or delayed, until Delay from its
+	// enqueue has passed). An id that is no job, or a cycle, is refused
+	// (ErrInvalid). It does not apply to a job with a Group, a Dedupe key
+	// or an ExpiresIn. Empty: none. See docs/batches.md.
+	DependsOn []string
+	// OnDependencyFailure is what the job does when one of DependsOn ends
+	// dead or cancelled; empty: DependencyFailureCancel. DependsOn only.
+	OnDependencyFailure DependencyFailure
 }
+
+// DependencyFailure says what a job with dependencies does when one of
+// them ends dead or cancelled rather than completed.
+type DependencyFailure string
+
+// The policies of a job whose dependency failed.
+const (
+	// DependencyFailureCancel: the job is cancelled, with the CancelReason
+	// "dependency <id> <state>" (the default).
+	DependencyFailureCancel DependencyFailure = "cancel"
+	// DependencyFailureRun: the failed dependency counts as done, and the
+	// job runs anyway once the others are done too.
+	DependencyFailureRun DependencyFailure = "run"
+)
 
 // DedupeMode says what an enqueue with a dedupe key does when the key is
 // held.
@@ -94,16 +119,18 @@ type Backoff struct {
 
 // enqueueBody is an EnqueueRequest as the API reads it.
 type enqueueBody struct {
-	ID          string          `json:"id,omitempty"`
-	Payload     json.RawMessage `json:"payload"`
-	Priority    int             `json:"priority,omitempty"`
-	DelayMs     int64           `json:"delay_ms,omitempty"`
-	MaxAttempts int             `json:"max_attempts,omitempty"`
-	Backoff     *backoffBody    `json:"backoff,omitempty"`
-	Group       string          `json:"group,omitempty"`
-	Dedupe      *dedupeBody     `json:"dedupe,omitempty"`
-	ExpiresInMs *int64          `json:"expires_in_ms,omitempty"`
-	TimeoutMs   *int64          `json:"timeout_ms,omitempty"`
+	ID                  string            `json:"id,omitempty"`
+	Payload             json.RawMessage   `json:"payload"`
+	Priority            int               `json:"priority,omitempty"`
+	DelayMs             int64             `json:"delay_ms,omitempty"`
+	MaxAttempts         int               `json:"max_attempts,omitempty"`
+	Backoff             *backoffBody      `json:"backoff,omitempty"`
+	Group               string            `json:"group,omitempty"`
+	Dedupe              *dedupeBody       `json:"dedupe,omitempty"`
+	ExpiresInMs         *int64            `json:"expires_in_ms,omitempty"`
+	TimeoutMs           *int64            `json:"timeout_ms,omitempty"`
+	DependsOn           []string          `json:"depends_on,omitempty"`
+	OnDependencyFailure DependencyFailure `json:"on_dependency_failure,omitempty"`
 }
 
 type dedupeBody struct {
@@ -126,7 +153,8 @@ func (r EnqueueRequest) body() (enqueueBody, error) {
 	}
 	return enqueueBody{ID: r.ID, Payload: payload, Priority: r.Priority, DelayMs: millis(r.Delay),
 		MaxAttempts: r.MaxAttempts, Backoff: r.Backoff.body(), Group: r.Group, Dedupe: r.Dedupe.body(),
-		ExpiresInMs: millisIfSet(r.ExpiresIn), TimeoutMs: millisIfSet(r.Timeout)}, nil
+		ExpiresInMs: millisIfSet(r.ExpiresIn), TimeoutMs: millisIfSet(r.Timeout),
+		DependsOn: r.DependsOn, OnDependencyFailure: r.OnDependencyFailure}, nil
 }
 
 // body is d as the API reads it; nil for a nil d.

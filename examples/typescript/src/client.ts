@@ -25,6 +25,24 @@ export type FailRequest = Schemas["FailRequest"];
 export type SnoozeRequest = Schemas["SnoozeRequest"];
 export type CancelRequest = Schemas["CancelRequest"];
 export type CancellationResponse = Schemas["CancellationResponse"];
+/** Batch is a batch as the service answers it; `jobs` only in a create's or an add's answer. */
+export type Batch = Schemas["Batch"];
+export type CreateBatchRequest = Schemas["CreateBatchRequest"];
+export type AddBatchJobsRequest = Schemas["AddBatchJobsRequest"];
+
+/**
+ * BatchCallbackPayload is the payload of a batch's callback job, id
+ * "batch:<batch id>": the batch as it ended, and the callback's own payload
+ * (null when the create gave none). The spec does not name it, so it is
+ * written here; batchCallbackOf reads it from a claimed job.
+ */
+export interface BatchCallbackPayload {
+  batch: Batch;
+  payload: unknown;
+}
+
+/** BatchCallbackPrefix starts the id of a batch's callback job. */
+export const BatchCallbackPrefix = "batch:";
 
 /**
  * ClaimedJob is a job as a claim hands it out, with the token that fences
@@ -200,6 +218,52 @@ export class EmqClient {
     );
   }
 
+  /**
+   * createBatch enqueues up to 1000 jobs as one batch, in one atomic step.
+   * Once every job of the committed batch has ended, the service enqueues one
+   * callback job "batch:<id>" (read it with batchCallbackOf). created is false
+   * when a batch with the request's id was there already: nothing was added.
+   */
+  async createBatch(queue: string, request: CreateBatchRequest): Promise<{ batch: Batch; created: boolean }> {
+    const answer = await this.api.POST("/queues/{queue}/batches", {
+      params: { path: { queue } },
+      body: request,
+      fetch: fetchWithin(this.timeoutMs),
+    });
+    return { batch: unwrap(answer), created: answer.response.status === 201 };
+  }
+
+  /** addBatchJobs enqueues more jobs into an open batch; 409 EMQSTATE once it is committed. */
+  async addBatchJobs(queue: string, id: string, request: AddBatchJobsRequest): Promise<Batch> {
+    return unwrap(
+      await this.api.POST("/queues/{queue}/batches/{id}/jobs", {
+        params: { path: { queue, id } },
+        body: request,
+        fetch: fetchWithin(this.timeoutMs),
+      }),
+    );
+  }
+
+  /** commitBatch closes an open batch to more jobs: it is done once every job has ended. */
+  async commitBatch(queue: string, id: string): Promise<Batch> {
+    return unwrap(
+      await this.api.POST("/queues/{queue}/batches/{id}/commit", {
+        params: { path: { queue, id } },
+        fetch: fetchWithin(this.timeoutMs),
+      }),
+    );
+  }
+
+  /** getBatch reads a batch, with the counts of its jobs by state. */
+  async getBatch(queue: string, id: string): Promise<Batch> {
+    return unwrap(
+      await this.api.GET("/queues/{queue}/batches/{id}", {
+        params: { path: { queue, id } },
+        fetch: fetchWithin(this.timeoutMs),
+      }),
+    );
+  }
+
   /** getJob reads a job. */
   async getJob(queue: string, id: string): Promise<Job> {
     return unwrap(
@@ -271,6 +335,22 @@ function asProblem(error: unknown, response: Response): Problem {
     title: response.statusText,
     detail: String(error ?? ""),
   };
+}
+
+/**
+ * batchCallbackOf reads the payload of a batch's callback job, so that its
+ * worker learns how the batch ended. It throws for a job that is not one: an
+ * id that is not "batch:" and the batch's id, or a payload of another shape.
+ */
+export function batchCallbackOf(job: Job): BatchCallbackPayload {
+  const p = job.payload as Partial<BatchCallbackPayload> | null;
+  if (
+    typeof p !== "object" || p === null || typeof p.batch !== "object" || p.batch === null ||
+    !("payload" in p) || job.id !== BatchCallbackPrefix + p.batch.id
+  ) {
+    throw new Error(`job ${job.id} is no batch callback`);
+  }
+  return { batch: p.batch, payload: p.payload };
 }
 
 /** claimed checks that a claimed job carries the token a holder needs. */

@@ -108,6 +108,86 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/queues/{queue}/batches": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Create a batch
+         * @description Enqueues up to 1000 jobs as one batch, in one atomic step; each job carries batch_id. When every job of the committed batch has ended (completed, dead or cancelled), exactly one callback job is enqueued: id "batch:<id>", on callback.queue, with the batch and callback.payload as its payload (with when: success, only if every job completed). With open: true, add more jobs and then commit. An id that exists answers 200 with that batch and adds nothing.
+         */
+        post: operations["createBatch"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/queues/{queue}/batches/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a batch
+         * @description The batch's state and counts: its jobs that have not ended as they are now, the others as they ended. A done batch is kept 7 days.
+         */
+        get: operations["getBatch"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/queues/{queue}/batches/{id}/commit": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Commit an open batch
+         * @description Closes the batch to more jobs: it is done once every job of it has ended (at once, when every one has), and then its callback is enqueued. A committed batch is answered as it is.
+         */
+        post: operations["commitBatch"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/queues/{queue}/batches/{id}/jobs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Add jobs to an open batch
+         * @description Enqueues up to 1000 more jobs into an open batch, in one atomic step. 409 EMQSTATE once the batch is committed.
+         */
+        post: operations["addBatchJobs"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/queues/{queue}/claim": {
         parameters: {
             query?: never;
@@ -257,7 +337,7 @@ export interface paths {
         };
         /**
          * List jobs
-         * @description A page of the queue's jobs in one state: newest first for completed, dead and cancelled; claim order for pending; lease expiry for active; run-at for delayed. Pass next_cursor back as cursor until it is null. Cursors are stable: no job is given twice or skipped across pages while other jobs come and go.
+         * @description A page of the queue's jobs in one state: newest first for completed, dead and cancelled; claim order for pending; lease expiry for active; run-at for delayed; enqueue order for waiting. Pass next_cursor back as cursor until it is null. Cursors are stable: no job is given twice or skipped across pages while other jobs come and go.
          */
         get: operations["listJobs"];
         put?: never;
@@ -760,6 +840,9 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        AddBatchJobsRequest: {
+            jobs: components["schemas"]["EnqueueRequest"][];
+        };
         Backoff: {
             /**
              * Format: int64
@@ -777,6 +860,91 @@ export interface components {
             max_delay_ms?: number;
             /** @enum {string} */
             type: "exponential" | "fixed";
+        };
+        Batch: {
+            callback: components["schemas"]["BatchCallback"];
+            /**
+             * @description The callback job's id ("batch:<id>"), once it is enqueued.
+             * @example batch:import-7
+             */
+            callback_job_id?: string;
+            counts: components["schemas"]["BatchCounts"];
+            /**
+             * Format: date-time
+             * @example 2026-12-03T12:00:00.000Z
+             */
+            created_at: string;
+            /** Format: date-time */
+            finished_at?: string;
+            /** @example import-7 */
+            id: string;
+            /**
+             * @description The jobs this request enqueued, in order (a create or an add only):
+             *     an id that existed is answered with that job, which did not join.
+             *     (writeBatch writes them.)
+             */
+            jobs?: components["schemas"]["Job"][];
+            /** @example imports */
+            queue: string;
+            /**
+             * @description open: jobs may be added; running: committed, some job has not ended;
+             *     done: every job ended.
+             * @example running
+             * @enum {string}
+             */
+            state: "open" | "running" | "done";
+            /** @description Done, and every job completed. */
+            success: boolean;
+            /**
+             * @description How many jobs it has.
+             * @example 100
+             */
+            total: number;
+        };
+        BatchCallback: {
+            /**
+             * @example {
+             *       "to": "ada@example.com"
+             *     }
+             */
+            payload?: unknown;
+            /** @example reports */
+            queue: string;
+            /**
+             * @example complete
+             * @enum {string}
+             */
+            when: "complete" | "success";
+        };
+        BatchCallbackRequest: {
+            /**
+             * @description Any JSON value, given to the callback as its payload's "payload".
+             * @example {
+             *       "to": "ada@example.com"
+             *     }
+             */
+            payload?: unknown;
+            /**
+             * @description The queue it is enqueued on; default the batch's.
+             * @example reports
+             */
+            queue?: string;
+            /**
+             * @description "complete" (the default): once every job ended, however; "success":
+             *     only when every job completed.
+             * @example complete
+             * @enum {string}
+             */
+            when?: "complete" | "success";
+        };
+        BatchCounts: {
+            active: number;
+            cancelled: number;
+            completed: number;
+            dead: number;
+            delayed: number;
+            pending: number;
+            waiting: number;
         };
         CancelRequest: {
             /** @example customer asked */
@@ -899,6 +1067,31 @@ export interface components {
         CompleteResponse: components["schemas"]["Job"] & {
             next?: components["schemas"]["Job"][];
         };
+        CreateBatchRequest: {
+            /**
+             * @description The job enqueued once every job has ended; default one on the
+             *     batch's queue, with no payload of its own, when: complete.
+             */
+            callback?: components["schemas"]["BatchCallbackRequest"];
+            /**
+             * @description 1 to 122 of A-Z a-z 0-9 . _ : - (its callback job is "batch:<id>");
+             *     made by the server (UUIDv7) when absent. An id that exists answers
+             *     200 with that batch, and adds nothing.
+             * @example import-7
+             */
+            id?: string;
+            /**
+             * @description Up to 1000 jobs, as POST /queues/{queue}/jobs/batch takes them. A
+             *     batch committed with none is done at once, and owes its callback.
+             */
+            jobs?: components["schemas"]["EnqueueRequest"][];
+            /**
+             * @description true: more jobs may be added (POST .../batches/{id}/jobs) until the
+             *     batch is committed (POST .../batches/{id}/commit); it is never done
+             *     before. Default false: committed at once.
+             */
+            open?: boolean;
+        };
         Dedupe: {
             /**
              * @description 1 to 256 bytes.
@@ -944,6 +1137,14 @@ export interface components {
              */
             delay_ms?: number;
             /**
+             * @description The ids of up to 100 jobs of the queue (or of the same request) the
+             *     job waits for: it is waiting until each has completed, then pending
+             *     (or delayed, while delay_ms from its enqueue has not passed). An
+             *     unknown id or a cycle is refused. Not with group, dedupe or
+             *     expires_in_ms.
+             */
+            depends_on?: string[];
+            /**
              * Format: int64
              * @description A job not started within this many ms of its enqueue is never
              *     claimed: it ends cancelled with cancel_reason "expired". Default none.
@@ -968,6 +1169,13 @@ export interface components {
              * @example 3
              */
             max_attempts?: number;
+            /**
+             * @description With depends_on: when a dependency ends dead or cancelled, "cancel"
+             *     (the default) cancels the job with cancel_reason "dependency <id>
+             *     <state>"; "run" counts it as ended and runs the job anyway.
+             * @enum {string}
+             */
+            on_dependency_failure?: "cancel" | "run";
             /**
              * @description Any JSON value, null included, at most 1 MiB by default.
              * @example {
@@ -1018,7 +1226,7 @@ export interface components {
              * @example completed
              * @enum {string}
              */
-            kind: "enqueued" | "claimed" | "progress" | "completed" | "failed" | "dead" | "cancel_requested" | "cancelled" | "recovered" | "retried" | "promoted" | "due" | "removed" | "paused" | "resumed" | "drained" | "settings" | "group_paused" | "group_resumed" | "snoozed" | "debounced" | "schedule_set" | "schedule_paused" | "schedule_resumed" | "schedule_deleted" | "push_set" | "push_deleted";
+            kind: "enqueued" | "claimed" | "progress" | "completed" | "failed" | "dead" | "cancel_requested" | "cancelled" | "recovered" | "retried" | "promoted" | "due" | "released" | "removed" | "paused" | "resumed" | "drained" | "settings" | "group_paused" | "group_resumed" | "snoozed" | "debounced" | "schedule_set" | "schedule_paused" | "schedule_resumed" | "schedule_deleted" | "push_set" | "push_deleted";
             /** @example emails */
             queue: string;
             /** @example superseded */
@@ -1120,6 +1328,11 @@ export interface components {
         Job: {
             /** @example 1 */
             attempts: number;
+            /**
+             * @description The batch the job belongs to, when it was enqueued in one.
+             * @example import-7
+             */
+            batch_id?: string;
             cancel_reason?: string;
             cancel_requested: boolean;
             /**
@@ -1132,6 +1345,14 @@ export interface components {
              * @example user-42:digest
              */
             dedupe_key?: string;
+            /**
+             * @description The jobs it waits (state waiting) or waited for: it became pending
+             *     once each completed.
+             * @example [
+             *       "extract-7"
+             *     ]
+             */
+            depends_on?: string[];
             /**
              * Format: date-time
              * @description When the job stops being claimable if it has not started
@@ -1152,6 +1373,13 @@ export interface components {
             lease_expires_at?: string;
             /** @example 3 */
             max_attempts: number;
+            /**
+             * @description With depends_on: what it does when one of them ends dead or
+             *     cancelled (cancel: it is cancelled; run: it runs anyway).
+             * @example cancel
+             * @enum {string}
+             */
+            on_dependency_failure?: "cancel" | "run";
             /**
              * @description Any JSON value, given back as it was sent (digit for digit,
              *     insignificant whitespace removed), as result and progress are.
@@ -1215,10 +1443,10 @@ export interface components {
             next_cursor: string | null;
         };
         /**
-         * @description A job's state: pending (claimable), active (leased to a holder), delayed (until its run_at), or finished: completed, dead or cancelled.
+         * @description A job's state: pending (claimable), active (leased to a holder), delayed (until its run_at), waiting (for its dependencies), or finished: completed, dead or cancelled.
          * @enum {string}
          */
-        JobState: "pending" | "active" | "delayed" | "completed" | "dead" | "cancelled";
+        JobState: "pending" | "active" | "delayed" | "waiting" | "completed" | "dead" | "cancelled";
         Problem: {
             /** @example EMQSTALE */
             code: string;
@@ -1321,7 +1549,7 @@ export interface components {
         Queue: {
             /**
              * @description Holds how many jobs are in each state: pending, active,
-             *     delayed, completed, dead, cancelled.
+             *     delayed, waiting, completed, dead, cancelled.
              */
             counts: {
                 [key: string]: number;
@@ -2112,6 +2340,564 @@ export interface operations {
             };
         };
     };
+    createBatch: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description the producer's W3C traceparent, kept with every job (ignored unless valid) */
+                traceparent?: string;
+                /** @description With X-EMQ-Signature, instead of a bearer key: the Unix time in seconds at which the request was signed, within 5 minutes of the service's clock. */
+                "X-EMQ-Timestamp"?: components["parameters"]["SignatureTimestamp"];
+                /** @description Instead of a bearer key: sha256= and the hex HMAC-SHA256, under a key of EMQ_API_KEYS, of "<X-EMQ-Timestamp>.<METHOD>.<path and query>.<body>". Each signature is accepted once: a sender that retries signs again. */
+                "X-EMQ-Signature"?: components["parameters"]["Signature"];
+            };
+            path: {
+                /** @description queue name: 1 to 100 of A-Z a-z 0-9 . _ -, not only dots */
+                queue: string;
+            };
+            cookie?: never;
+        };
+        /** @description the batch */
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "id": "import-7"
+                 *     }
+                 */
+                "application/json": components["schemas"]["CreateBatchRequest"];
+            };
+        };
+        responses: {
+            /** @description the existing batch with that id; nothing was added */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "callback": {
+                     *         "payload": {
+                     *           "to": "ada@example.com"
+                     *         },
+                     *         "queue": "reports",
+                     *         "when": "complete"
+                     *       },
+                     *       "callback_job_id": "batch:import-7",
+                     *       "counts": {
+                     *         "active": 1,
+                     *         "cancelled": 1,
+                     *         "completed": 1,
+                     *         "dead": 1,
+                     *         "delayed": 1,
+                     *         "pending": 1,
+                     *         "waiting": 1
+                     *       },
+                     *       "created_at": "2026-12-03T12:00:00.000Z",
+                     *       "id": "import-7",
+                     *       "queue": "imports",
+                     *       "state": "running",
+                     *       "success": false,
+                     *       "total": 100
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Batch"];
+                };
+            };
+            /** @description a new batch, with its jobs */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "callback": {
+                     *         "payload": {
+                     *           "to": "ada@example.com"
+                     *         },
+                     *         "queue": "reports",
+                     *         "when": "complete"
+                     *       },
+                     *       "callback_job_id": "batch:import-7",
+                     *       "counts": {
+                     *         "active": 1,
+                     *         "cancelled": 1,
+                     *         "completed": 1,
+                     *         "dead": 1,
+                     *         "delayed": 1,
+                     *         "pending": 1,
+                     *         "waiting": 1
+                     *       },
+                     *       "created_at": "2026-12-03T12:00:00.000Z",
+                     *       "id": "import-7",
+                     *       "queue": "imports",
+                     *       "state": "running",
+                     *       "success": false,
+                     *       "total": 100
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Batch"];
+                };
+            };
+            /** @description EMQINVALID: invalid fields, an unknown dependency or a cycle */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQUNAUTHORIZED: no key, a wrong one, or a bad signature */
+            401: {
+                headers: {
+                    /** @description the Bearer scheme, realm echo_mq */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQFORBIDDEN: the key's role may not do this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQTOOLARGE */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQMEDIATYPE */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQINTERNAL: a bug, logged with the request id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQUNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getBatch: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description With X-EMQ-Signature, instead of a bearer key: the Unix time in seconds at which the request was signed, within 5 minutes of the service's clock. */
+                "X-EMQ-Timestamp"?: components["parameters"]["SignatureTimestamp"];
+                /** @description Instead of a bearer key: sha256= and the hex HMAC-SHA256, under a key of EMQ_API_KEYS, of "<X-EMQ-Timestamp>.<METHOD>.<path and query>.<body>". Each signature is accepted once: a sender that retries signs again. */
+                "X-EMQ-Signature"?: components["parameters"]["Signature"];
+            };
+            path: {
+                /** @description queue name: 1 to 100 of A-Z a-z 0-9 . _ -, not only dots */
+                queue: string;
+                /** @description batch id: 1 to 122 of A-Z a-z 0-9 . _ : -, not only dots */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "callback": {
+                     *         "payload": {
+                     *           "to": "ada@example.com"
+                     *         },
+                     *         "queue": "reports",
+                     *         "when": "complete"
+                     *       },
+                     *       "callback_job_id": "batch:import-7",
+                     *       "counts": {
+                     *         "active": 1,
+                     *         "cancelled": 1,
+                     *         "completed": 1,
+                     *         "dead": 1,
+                     *         "delayed": 1,
+                     *         "pending": 1,
+                     *         "waiting": 1
+                     *       },
+                     *       "created_at": "2026-12-03T12:00:00.000Z",
+                     *       "id": "import-7",
+                     *       "queue": "imports",
+                     *       "state": "running",
+                     *       "success": false,
+                     *       "total": 100
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Batch"];
+                };
+            };
+            /** @description EMQINVALID */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQUNAUTHORIZED: no key, a wrong one, or a bad signature */
+            401: {
+                headers: {
+                    /** @description the Bearer scheme, realm echo_mq */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQGONE: no such batch */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQINTERNAL: a bug, logged with the request id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQUNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    commitBatch: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description With X-EMQ-Signature, instead of a bearer key: the Unix time in seconds at which the request was signed, within 5 minutes of the service's clock. */
+                "X-EMQ-Timestamp"?: components["parameters"]["SignatureTimestamp"];
+                /** @description Instead of a bearer key: sha256= and the hex HMAC-SHA256, under a key of EMQ_API_KEYS, of "<X-EMQ-Timestamp>.<METHOD>.<path and query>.<body>". Each signature is accepted once: a sender that retries signs again. */
+                "X-EMQ-Signature"?: components["parameters"]["Signature"];
+            };
+            path: {
+                /** @description queue name: 1 to 100 of A-Z a-z 0-9 . _ -, not only dots */
+                queue: string;
+                /** @description batch id: 1 to 122 of A-Z a-z 0-9 . _ : -, not only dots */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "callback": {
+                     *         "payload": {
+                     *           "to": "ada@example.com"
+                     *         },
+                     *         "queue": "reports",
+                     *         "when": "complete"
+                     *       },
+                     *       "callback_job_id": "batch:import-7",
+                     *       "counts": {
+                     *         "active": 1,
+                     *         "cancelled": 1,
+                     *         "completed": 1,
+                     *         "dead": 1,
+                     *         "delayed": 1,
+                     *         "pending": 1,
+                     *         "waiting": 1
+                     *       },
+                     *       "created_at": "2026-12-03T12:00:00.000Z",
+                     *       "id": "import-7",
+                     *       "queue": "imports",
+                     *       "state": "running",
+                     *       "success": false,
+                     *       "total": 100
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Batch"];
+                };
+            };
+            /** @description EMQINVALID */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQUNAUTHORIZED: no key, a wrong one, or a bad signature */
+            401: {
+                headers: {
+                    /** @description the Bearer scheme, realm echo_mq */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQFORBIDDEN: the key's role may not do this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQGONE: no such batch */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQINTERNAL: a bug, logged with the request id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQUNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    addBatchJobs: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description the producer's W3C traceparent, kept with every job (ignored unless valid) */
+                traceparent?: string;
+                /** @description With X-EMQ-Signature, instead of a bearer key: the Unix time in seconds at which the request was signed, within 5 minutes of the service's clock. */
+                "X-EMQ-Timestamp"?: components["parameters"]["SignatureTimestamp"];
+                /** @description Instead of a bearer key: sha256= and the hex HMAC-SHA256, under a key of EMQ_API_KEYS, of "<X-EMQ-Timestamp>.<METHOD>.<path and query>.<body>". Each signature is accepted once: a sender that retries signs again. */
+                "X-EMQ-Signature"?: components["parameters"]["Signature"];
+            };
+            path: {
+                /** @description queue name: 1 to 100 of A-Z a-z 0-9 . _ -, not only dots */
+                queue: string;
+                /** @description batch id: 1 to 122 of A-Z a-z 0-9 . _ : -, not only dots */
+                id: string;
+            };
+            cookie?: never;
+        };
+        /** @description the jobs */
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "jobs": [
+                 *         {
+                 *           "delay_ms": 0,
+                 *           "expires_in_ms": 600000,
+                 *           "group": "tenant-42",
+                 *           "id": "order-1234",
+                 *           "max_attempts": 3,
+                 *           "payload": {
+                 *             "to": "ada@example.com"
+                 *           },
+                 *           "priority": 0,
+                 *           "timeout_ms": 30000
+                 *         }
+                 *       ]
+                 *     }
+                 */
+                "application/json": components["schemas"]["AddBatchJobsRequest"];
+            };
+        };
+        responses: {
+            /** @description the batch, with the jobs this request enqueued */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "callback": {
+                     *         "payload": {
+                     *           "to": "ada@example.com"
+                     *         },
+                     *         "queue": "reports",
+                     *         "when": "complete"
+                     *       },
+                     *       "callback_job_id": "batch:import-7",
+                     *       "counts": {
+                     *         "active": 1,
+                     *         "cancelled": 1,
+                     *         "completed": 1,
+                     *         "dead": 1,
+                     *         "delayed": 1,
+                     *         "pending": 1,
+                     *         "waiting": 1
+                     *       },
+                     *       "created_at": "2026-12-03T12:00:00.000Z",
+                     *       "id": "import-7",
+                     *       "queue": "imports",
+                     *       "state": "running",
+                     *       "success": false,
+                     *       "total": 100
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Batch"];
+                };
+            };
+            /** @description EMQINVALID: invalid fields, an unknown dependency or a cycle */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQUNAUTHORIZED: no key, a wrong one, or a bad signature */
+            401: {
+                headers: {
+                    /** @description the Bearer scheme, realm echo_mq */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQFORBIDDEN: the key's role may not do this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQGONE: no such batch */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQSTATE: the batch is committed */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQTOOLARGE */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQMEDIATYPE */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQINTERNAL: a bug, logged with the request id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQUNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     claimJobs: {
         parameters: {
             query?: never;
@@ -2154,12 +2940,17 @@ export interface operations {
                      *       "jobs": [
                      *         {
                      *           "attempts": 1,
+                     *           "batch_id": "import-7",
                      *           "cancel_requested": false,
                      *           "created_at": "2026-11-29T19:06:37.123Z",
                      *           "dedupe_key": "user-42:digest",
+                     *           "depends_on": [
+                     *             "extract-7"
+                     *           ],
                      *           "group": "tenant-42",
                      *           "id": "0190f8a2-7c4e-7d2a-9b1e-3f5c2a1b0c9d",
                      *           "max_attempts": 3,
+                     *           "on_dependency_failure": "cancel",
                      *           "payload": {
                      *             "to": "ada@example.com"
                      *           },
@@ -2300,12 +3091,17 @@ export interface operations {
                      *       "results": [
                      *         {
                      *           "attempts": 1,
+                     *           "batch_id": "import-7",
                      *           "cancel_requested": false,
                      *           "created_at": "2026-11-29T19:06:37.123Z",
                      *           "dedupe_key": "user-42:digest",
+                     *           "depends_on": [
+                     *             "extract-7"
+                     *           ],
                      *           "group": "tenant-42",
                      *           "id": "0190f8a2-7c4e-7d2a-9b1e-3f5c2a1b0c9d",
                      *           "max_attempts": 3,
+                     *           "on_dependency_failure": "cancel",
                      *           "payload": {
                      *             "to": "ada@example.com"
                      *           },
@@ -2869,12 +3665,17 @@ export interface operations {
                      *       "jobs": [
                      *         {
                      *           "attempts": 1,
+                     *           "batch_id": "import-7",
                      *           "cancel_requested": false,
                      *           "created_at": "2026-11-29T19:06:37.123Z",
                      *           "dedupe_key": "user-42:digest",
+                     *           "depends_on": [
+                     *             "extract-7"
+                     *           ],
                      *           "group": "tenant-42",
                      *           "id": "0190f8a2-7c4e-7d2a-9b1e-3f5c2a1b0c9d",
                      *           "max_attempts": 3,
+                     *           "on_dependency_failure": "cancel",
                      *           "payload": {
                      *             "to": "ada@example.com"
                      *           },
@@ -2989,12 +3790,17 @@ export interface operations {
                     /**
                      * @example {
                      *       "attempts": 1,
+                     *       "batch_id": "import-7",
                      *       "cancel_requested": false,
                      *       "created_at": "2026-11-29T19:06:37.123Z",
                      *       "dedupe_key": "user-42:digest",
+                     *       "depends_on": [
+                     *         "extract-7"
+                     *       ],
                      *       "group": "tenant-42",
                      *       "id": "0190f8a2-7c4e-7d2a-9b1e-3f5c2a1b0c9d",
                      *       "max_attempts": 3,
+                     *       "on_dependency_failure": "cancel",
                      *       "payload": {
                      *         "to": "ada@example.com"
                      *       },
@@ -3026,12 +3832,17 @@ export interface operations {
                     /**
                      * @example {
                      *       "attempts": 1,
+                     *       "batch_id": "import-7",
                      *       "cancel_requested": false,
                      *       "created_at": "2026-11-29T19:06:37.123Z",
                      *       "dedupe_key": "user-42:digest",
+                     *       "depends_on": [
+                     *         "extract-7"
+                     *       ],
                      *       "group": "tenant-42",
                      *       "id": "0190f8a2-7c4e-7d2a-9b1e-3f5c2a1b0c9d",
                      *       "max_attempts": 3,
+                     *       "on_dependency_failure": "cancel",
                      *       "payload": {
                      *         "to": "ada@example.com"
                      *       },
@@ -3151,12 +3962,17 @@ export interface operations {
                     /**
                      * @example {
                      *       "attempts": 1,
+                     *       "batch_id": "import-7",
                      *       "cancel_requested": false,
                      *       "created_at": "2026-11-29T19:06:37.123Z",
                      *       "dedupe_key": "user-42:digest",
+                     *       "depends_on": [
+                     *         "extract-7"
+                     *       ],
                      *       "group": "tenant-42",
                      *       "id": "0190f8a2-7c4e-7d2a-9b1e-3f5c2a1b0c9d",
                      *       "max_attempts": 3,
+                     *       "on_dependency_failure": "cancel",
                      *       "payload": {
                      *         "to": "ada@example.com"
                      *       },
@@ -3374,12 +4190,17 @@ export interface operations {
                     /**
                      * @example {
                      *       "attempts": 1,
+                     *       "batch_id": "import-7",
                      *       "cancel_requested": false,
                      *       "created_at": "2026-11-29T19:06:37.123Z",
                      *       "dedupe_key": "user-42:digest",
+                     *       "depends_on": [
+                     *         "extract-7"
+                     *       ],
                      *       "group": "tenant-42",
                      *       "id": "0190f8a2-7c4e-7d2a-9b1e-3f5c2a1b0c9d",
                      *       "max_attempts": 3,
+                     *       "on_dependency_failure": "cancel",
                      *       "payload": {
                      *         "to": "ada@example.com"
                      *       },
@@ -3411,12 +4232,17 @@ export interface operations {
                     /**
                      * @example {
                      *       "attempts": 1,
+                     *       "batch_id": "import-7",
                      *       "cancel_requested": false,
                      *       "created_at": "2026-11-29T19:06:37.123Z",
                      *       "dedupe_key": "user-42:digest",
+                     *       "depends_on": [
+                     *         "extract-7"
+                     *       ],
                      *       "group": "tenant-42",
                      *       "id": "0190f8a2-7c4e-7d2a-9b1e-3f5c2a1b0c9d",
                      *       "max_attempts": 3,
+                     *       "on_dependency_failure": "cancel",
                      *       "payload": {
                      *         "to": "ada@example.com"
                      *       },
@@ -3673,12 +4499,17 @@ export interface operations {
                     /**
                      * @example {
                      *       "attempts": 1,
+                     *       "batch_id": "import-7",
                      *       "cancel_requested": false,
                      *       "created_at": "2026-11-29T19:06:37.123Z",
                      *       "dedupe_key": "user-42:digest",
+                     *       "depends_on": [
+                     *         "extract-7"
+                     *       ],
                      *       "group": "tenant-42",
                      *       "id": "0190f8a2-7c4e-7d2a-9b1e-3f5c2a1b0c9d",
                      *       "max_attempts": 3,
+                     *       "on_dependency_failure": "cancel",
                      *       "payload": {
                      *         "to": "ada@example.com"
                      *       },
@@ -3828,12 +4659,17 @@ export interface operations {
                     /**
                      * @example {
                      *       "attempts": 1,
+                     *       "batch_id": "import-7",
                      *       "cancel_requested": false,
                      *       "created_at": "2026-11-29T19:06:37.123Z",
                      *       "dedupe_key": "user-42:digest",
+                     *       "depends_on": [
+                     *         "extract-7"
+                     *       ],
                      *       "group": "tenant-42",
                      *       "id": "0190f8a2-7c4e-7d2a-9b1e-3f5c2a1b0c9d",
                      *       "max_attempts": 3,
+                     *       "on_dependency_failure": "cancel",
                      *       "payload": {
                      *         "to": "ada@example.com"
                      *       },
@@ -4107,12 +4943,17 @@ export interface operations {
                     /**
                      * @example {
                      *       "attempts": 1,
+                     *       "batch_id": "import-7",
                      *       "cancel_requested": false,
                      *       "created_at": "2026-11-29T19:06:37.123Z",
                      *       "dedupe_key": "user-42:digest",
+                     *       "depends_on": [
+                     *         "extract-7"
+                     *       ],
                      *       "group": "tenant-42",
                      *       "id": "0190f8a2-7c4e-7d2a-9b1e-3f5c2a1b0c9d",
                      *       "max_attempts": 3,
+                     *       "on_dependency_failure": "cancel",
                      *       "payload": {
                      *         "to": "ada@example.com"
                      *       },
@@ -4232,12 +5073,17 @@ export interface operations {
                     /**
                      * @example {
                      *       "attempts": 1,
+                     *       "batch_id": "import-7",
                      *       "cancel_requested": false,
                      *       "created_at": "2026-11-29T19:06:37.123Z",
                      *       "dedupe_key": "user-42:digest",
+                     *       "depends_on": [
+                     *         "extract-7"
+                     *       ],
                      *       "group": "tenant-42",
                      *       "id": "0190f8a2-7c4e-7d2a-9b1e-3f5c2a1b0c9d",
                      *       "max_attempts": 3,
+                     *       "on_dependency_failure": "cancel",
                      *       "payload": {
                      *         "to": "ada@example.com"
                      *       },
@@ -4368,12 +5214,17 @@ export interface operations {
                     /**
                      * @example {
                      *       "attempts": 1,
+                     *       "batch_id": "import-7",
                      *       "cancel_requested": false,
                      *       "created_at": "2026-11-29T19:06:37.123Z",
                      *       "dedupe_key": "user-42:digest",
+                     *       "depends_on": [
+                     *         "extract-7"
+                     *       ],
                      *       "group": "tenant-42",
                      *       "id": "0190f8a2-7c4e-7d2a-9b1e-3f5c2a1b0c9d",
                      *       "max_attempts": 3,
+                     *       "on_dependency_failure": "cancel",
                      *       "payload": {
                      *         "to": "ada@example.com"
                      *       },
@@ -4536,12 +5387,17 @@ export interface operations {
                      *       "jobs": [
                      *         {
                      *           "attempts": 1,
+                     *           "batch_id": "import-7",
                      *           "cancel_requested": false,
                      *           "created_at": "2026-11-29T19:06:37.123Z",
                      *           "dedupe_key": "user-42:digest",
+                     *           "depends_on": [
+                     *             "extract-7"
+                     *           ],
                      *           "group": "tenant-42",
                      *           "id": "0190f8a2-7c4e-7d2a-9b1e-3f5c2a1b0c9d",
                      *           "max_attempts": 3,
+                     *           "on_dependency_failure": "cancel",
                      *           "payload": {
                      *             "to": "ada@example.com"
                      *           },
@@ -5922,12 +6778,17 @@ export interface operations {
                     /**
                      * @example {
                      *       "attempts": 1,
+                     *       "batch_id": "import-7",
                      *       "cancel_requested": false,
                      *       "created_at": "2026-11-29T19:06:37.123Z",
                      *       "dedupe_key": "user-42:digest",
+                     *       "depends_on": [
+                     *         "extract-7"
+                     *       ],
                      *       "group": "tenant-42",
                      *       "id": "0190f8a2-7c4e-7d2a-9b1e-3f5c2a1b0c9d",
                      *       "max_attempts": 3,
+                     *       "on_dependency_failure": "cancel",
                      *       "payload": {
                      *         "to": "ada@example.com"
                      *       },
@@ -5959,12 +6820,17 @@ export interface operations {
                     /**
                      * @example {
                      *       "attempts": 1,
+                     *       "batch_id": "import-7",
                      *       "cancel_requested": false,
                      *       "created_at": "2026-11-29T19:06:37.123Z",
                      *       "dedupe_key": "user-42:digest",
+                     *       "depends_on": [
+                     *         "extract-7"
+                     *       ],
                      *       "group": "tenant-42",
                      *       "id": "0190f8a2-7c4e-7d2a-9b1e-3f5c2a1b0c9d",
                      *       "max_attempts": 3,
+                     *       "on_dependency_failure": "cancel",
                      *       "payload": {
                      *         "to": "ada@example.com"
                      *       },

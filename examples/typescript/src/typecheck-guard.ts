@@ -7,7 +7,18 @@
 // leaves the spec. Nothing here runs.
 
 import createClient from "openapi-fetch";
-import type { ClaimRequest, CompleteRequest, EnqueueRequest, ExtendRequest, ExtendResponse, FailRequest, Job } from "./client.js";
+import type {
+  AddBatchJobsRequest,
+  Batch,
+  ClaimRequest,
+  CompleteRequest,
+  CreateBatchRequest,
+  EnqueueRequest,
+  ExtendRequest,
+  ExtendResponse,
+  FailRequest,
+  Job,
+} from "./client.js";
 import type { paths } from "./schema.js";
 
 // The README's payloads, results and progress: any JSON value, typed by the
@@ -40,6 +51,27 @@ export const unknownState: Job["state"] = "running";
 
 // @ts-expect-error: cancel_requested is a boolean.
 export const cancelAsText: ExtendResponse["cancel_requested"] = "yes";
+
+// A batch and a job's dependencies, as the spec names them.
+export const batchRequest: CreateBatchRequest = {
+  id: "import-7",
+  open: true,
+  jobs: [
+    { id: "extract-7", payload: 1 },
+    { id: "load-7", payload: 2, depends_on: ["extract-7"], on_dependency_failure: "run" },
+  ],
+  callback: { queue: "reports", payload: { user: 42 }, when: "success" },
+};
+export const waitingJob: Job["state"] = "waiting";
+
+// @ts-expect-error: on_dependency_failure is "cancel" or "run".
+export const unknownDependencyFailure: EnqueueRequest = { payload: 1, depends_on: ["a"], on_dependency_failure: "skip" };
+
+// @ts-expect-error: an add must carry its jobs.
+export const addWithoutJobs: AddBatchJobsRequest = {};
+
+// @ts-expect-error: "waiting" is a job's state, not a batch's (open, running, done).
+export const batchStateWaiting: Batch["state"] = "waiting";
 
 /** Routes and their parameters are checked too. Never called. */
 export async function routesAreChecked(): Promise<void> {
