@@ -691,7 +691,8 @@ type CreateBatchRequest struct {
 	// batch's queue, with no payload of its own, when: complete.
 	Callback *BatchCallbackRequest `json:"callback,omitempty"`
 
-	// Id 1 to 122 of A-Z a-z 0-9 . _ : - (its callback job is "batch:<id>");
+	// Id 1 to 122 of A-Z a-z 0-9 . _ : -, not "batch" (its callback job is
+	// "batch:<id>");
 	// made by the server (UUIDv7) when absent. An id that exists answers
 	// 200 with that batch, and adds nothing.
 	Id *string `json:"id,omitempty"`
@@ -758,7 +759,8 @@ type EnqueueRequest struct {
 	// group. Default none.
 	Group *string `json:"group,omitempty"`
 
-	// Id The client's idempotency key; made by the server (UUIDv7) when absent.
+	// Id The client's idempotency key; made by the server (UUIDv7) when
+	// absent. Ids starting "batch:" are kept for batch callbacks.
 	Id *string `json:"id,omitempty"`
 
 	// MaxAttempts How many claims the job may have: a fail of the last one is dead.

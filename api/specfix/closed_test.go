@@ -71,7 +71,7 @@ paths:
 			t.Errorf("%s closed: %v, want %v", name, got, closed)
 		}
 	}
-	if got := path(root, "components", "schemas", "EnqueueRequest", "properties", "id", "pattern"); got == nil || got.Value != idPattern {
+	if got := path(root, "components", "schemas", "EnqueueRequest", "properties", "id", "pattern"); got == nil || got.Value != newIDPattern {
 		t.Errorf("EnqueueRequest.id pattern = %v", got)
 	}
 	params := path(root, "paths", "/queues/{queue}/jobs/{id}", "post", "parameters")

@@ -11,6 +11,9 @@ const (
 	queuePattern = `^[A-Za-z0-9._-]*[A-Za-z0-9_-][A-Za-z0-9._-]*$`
 	idPattern    = `^(?!batch$)[A-Za-z0-9._:-]*[A-Za-z0-9_:-][A-Za-z0-9._:-]*$`
 	groupPattern = `^[A-Za-z0-9._:-]*[A-Za-z0-9_:-][A-Za-z0-9._:-]*$`
+	// newIDPattern is the id of a job an enqueue names: an id, not
+	// starting "batch:" (kept for batches' callback jobs).
+	newIDPattern = `^(?!batch$)(?!batch:)[A-Za-z0-9._:-]*[A-Za-z0-9_:-][A-Za-z0-9._:-]*$`
 )
 
 // patternNames gives every queue, schedule name, job id and group path
@@ -32,9 +35,9 @@ func patternNames(doc *yaml.Node) {
 			setScalar(schema, "pattern", idPattern)
 		}
 	})
-	for _, s := range []string{"EnqueueRequest", "CompleteItem"} {
+	for s, pattern := range map[string]string{"EnqueueRequest": newIDPattern, "CompleteItem": idPattern, "CreateBatchRequest": idPattern} {
 		if id := path(root, "components", "schemas", s, "properties", "id"); id != nil {
-			setScalar(id, "pattern", idPattern)
+			setScalar(id, "pattern", pattern)
 		}
 	}
 }

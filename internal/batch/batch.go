@@ -105,6 +105,9 @@ func (s *Service) Create(ctx context.Context, queue, id string, jobs []lease.New
 		return Batch{}, nil, false, err
 	}
 	b, err := parse(queue, reply.Fields)
+	if err == nil {
+		b, err = s.withLive(ctx, b)
+	}
 	if err != nil {
 		return Batch{}, nil, false, err
 	}
@@ -119,6 +122,9 @@ func (s *Service) Add(ctx context.Context, queue, id string, jobs []lease.NewJob
 		return Batch{}, nil, notFoundOf(err)
 	}
 	b, err := parse(queue, reply.Fields)
+	if err == nil {
+		b, err = s.withLive(ctx, b)
+	}
 	return b, out, err
 }
 
@@ -131,7 +137,11 @@ func (s *Service) Commit(ctx context.Context, queue, id string) (Batch, error) {
 		return Batch{}, notFoundOf(err)
 	}
 	fields, _ := reply.([]any)
-	return parse(queue, fields)
+	b, err := parse(queue, fields)
+	if err != nil {
+		return Batch{}, err
+	}
+	return s.withLive(ctx, b)
 }
 
 // notFoundOf is ErrNotFound for a script's EMQGONE about a batch.
@@ -147,7 +157,8 @@ const countsStep = 1000
 
 // Get reads batch id of queue, with its live counts: the jobs not ended
 // are read (a pipelined HGET of each one's state, countsStep at a time),
-// so a read costs O(total) small reads, none of them a script.
+// so a read costs O(total) small reads, none of them a script. Create,
+// Add and Commit answer the same.
 func (s *Service) Get(ctx context.Context, queue, id string) (Batch, error) {
 	q := s.queue(queue)
 	row, err := s.rdb.HGetAll(ctx, q.Batch(id)).Result()
@@ -161,12 +172,19 @@ func (s *Service) Get(ctx context.Context, queue, id string) (Batch, error) {
 	if err != nil {
 		return Batch{}, err
 	}
+	return s.withLive(ctx, b)
+}
+
+// withLive adds to b the counts of its jobs that have not ended, read
+// now; a done batch has none.
+func (s *Service) withLive(ctx context.Context, b Batch) (Batch, error) {
 	if b.State == StateDone {
 		return b, nil
 	}
+	q := s.queue(b.Queue)
 	var cursor uint64
 	for {
-		ids, next, err := s.rdb.SScan(ctx, q.BatchJobs(id), cursor, "", countsStep).Result()
+		ids, next, err := s.rdb.SScan(ctx, q.BatchJobs(b.ID), cursor, "", countsStep).Result()
 		if err != nil {
 			return Batch{}, err
 		}

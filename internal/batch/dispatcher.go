@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/echo-mq/echo_mq/internal/job"
 	"github.com/echo-mq/echo_mq/internal/keyspace"
 	"github.com/echo-mq/echo_mq/internal/lease"
 	"github.com/echo-mq/echo_mq/lua"
@@ -142,6 +143,16 @@ func (d *Dispatcher) callback(ctx context.Context, b Batch) error {
 	target := cmp.Or(b.Callback.Queue, b.Queue)
 	id := CallbackPrefix + b.ID
 	out, err := d.svc.leases.Enqueue(ctx, target, []lease.NewJob{{ID: id, Payload: payload}})
+	if err == nil && !out[0].Created && !callbackOf(out[0].Job, b) {
+		// Another batch's callback has the id: one of the same id on
+		// another queue calling back to this one, or an earlier batch of
+		// this id whose callback job is still kept. This one's gets an
+		// id no other batch has.
+		id = fmt.Sprintf("%s%s:%s:%d", CallbackPrefix, b.Queue, b.ID, b.CreatedAt.UnixMilli())
+		d.config.Logger.Warn("Batch callback id taken by another batch's callback; using a longer one",
+			"queue", b.Queue, "batch", b.ID, "callback_job_id", id)
+		out, err = d.svc.leases.Enqueue(ctx, target, []lease.NewJob{{ID: id, Payload: payload}})
+	}
 	if err != nil {
 		return err
 	}
@@ -154,4 +165,18 @@ func (d *Dispatcher) callback(ctx context.Context, b Batch) error {
 	d.config.Logger.Info("Batch done: callback enqueued", "queue", b.Queue, "batch", b.ID,
 		"callback_queue", target, "success", b.Success)
 	return nil
+}
+
+// callbackOf reports whether j is batch b's callback job: its payload's
+// batch is b (queue, id and creation time).
+func callbackOf(j job.Job, b Batch) bool {
+	var p struct {
+		Batch struct {
+			ID        string    `json:"id"`
+			Queue     string    `json:"queue"`
+			CreatedAt time.Time `json:"created_at"`
+		} `json:"batch"`
+	}
+	return json.Unmarshal(j.Payload, &p) == nil && p.Batch.ID == b.ID && p.Batch.Queue == b.Queue &&
+		p.Batch.CreatedAt.UnixMilli() == b.CreatedAt.UnixMilli()
 }

@@ -36,7 +36,8 @@ type BatchCallbackRequest struct {
 
 // CreateBatchRequest is a batch and its first jobs.
 type CreateBatchRequest struct {
-	// 1 to 122 of A-Z a-z 0-9 . _ : - (its callback job is "batch:<id>");
+	// 1 to 122 of A-Z a-z 0-9 . _ : -, not "batch" (its callback job is
+	// "batch:<id>");
 	// made by the server (UUIDv7) when absent. An id that exists answers
 	// 200 with that batch, and adds nothing.
 	ID *string `json:"id,omitempty" validate:"omitnil,batchid" minLength:"1" maxLength:"122" example:"import-7"`
@@ -180,7 +181,7 @@ func batchParams(r *http.Request) (string, string, error) {
 	id := pathParam(r, "id")
 	if !validBatchID(id) {
 		return "", "", invalid("the path has invalid fields",
-			FieldError{Field: "id", Message: "must be 1 to 122 of A-Z a-z 0-9 . _ : -, not only dots"})
+			FieldError{Field: "id", Message: `must be 1 to 122 of A-Z a-z 0-9 . _ : -, not only dots, and not "batch"`})
 	}
 	return queue, id, nil
 }

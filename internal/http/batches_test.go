@@ -65,7 +65,7 @@ func TestBatch(t *testing.T) {
 			"callback": map[string]any{"queue": cbq, "payload": map[string]any{"user": 42, "html": "<b>"}}}
 		b := must[batchView](t, h.do(t, "POST", batchesPath(q), body), http.StatusCreated)
 		if b.ID != "b1" || b.State != "running" || b.Total != 3 || len(b.Jobs) != 3 || b.Jobs[0].BatchID != "b1" ||
-			b.Counts["pending"] != 0 || b.Callback.Queue != cbq || b.Callback.When != "complete" {
+			b.Counts["pending"] != 3 || b.Callback.Queue != cbq || b.Callback.When != "complete" {
 			t.Fatalf("created %+v", b)
 		}
 		again := must[batchView](t, h.do(t, "POST", batchesPath(q), body), http.StatusOK)
@@ -232,4 +232,39 @@ func waitFor(tb testing.TB, cond func() bool, what string) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// TestBatchCallbackIDs: two batches of one id on two queues, calling back
+// to one queue, get a callback job each (the second under a longer id,
+// which its batch names); and no enqueue may take a callback's id.
+func TestBatchCallbackIDs(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, h *harness) {
+		cbq := "callbacks"
+		wantProblem(t, h.do(t, "POST", jobsPath(cbq), map[string]any{"id": "batch:same", "payload": 1}), http.StatusBadRequest, "EMQINVALID")
+		var named []string
+		for _, q := range []string{"qa", "qb"} {
+			body := map[string]any{"id": "same", "jobs": []any{depJob(q + "-1")}, "callback": map[string]any{"queue": cbq}}
+			must[batchView](t, h.do(t, "POST", batchesPath(q), body), http.StatusCreated)
+			h.finish(t, q, q+"-1")
+			waitFor(t, func() bool {
+				b := must[batchView](t, h.do(t, "GET", batchesPath(q, "same"), nil), http.StatusOK)
+				if b.CallbackJobID != "" {
+					named = append(named, b.CallbackJobID)
+				}
+				return b.CallbackJobID != ""
+			}, "the callback of "+q)
+		}
+		if named[0] == named[1] {
+			t.Fatalf("both batches name the callback %s", named[0])
+		}
+		for i, q := range []string{"qa", "qb"} {
+			cb := h.get(t, cbq, named[i])
+			var p struct {
+				Batch batchView `json:"batch"`
+			}
+			if err := json.Unmarshal(cb.Payload, &p); err != nil || p.Batch.Queue != q {
+				t.Errorf("callback %s carries %s, want the batch of %s", named[i], cb.Payload, q)
+			}
+		}
+	})
 }

@@ -237,7 +237,7 @@ func fieldMessage(fe validator.FieldError) string {
 	case "queuename":
 		return "must be 1 to 100 characters of A-Z a-z 0-9 . _ -, not only dots"
 	case "batchid":
-		return "must be 1 to 122 characters of A-Z a-z 0-9 . _ : -, not only dots"
+		return `must be 1 to 122 characters of A-Z a-z 0-9 . _ : -, not only dots, and not "batch"`
 	default:
 		return "fails " + fe.Tag()
 	}
@@ -376,7 +376,8 @@ func snakeCase(goName string) string {
 // "batch:<id>", is a job id of at most 128.
 const maxBatchID = 128 - len(batch.CallbackPrefix)
 
-// validBatchID reports whether id may name a batch.
+// validBatchID reports whether id may name a batch: a job id (its
+// callback's id holds it) of at most maxBatchID.
 func validBatchID(id string) bool {
-	return len(id) <= maxBatchID && keyspace.ValidGroupName(id)
+	return len(id) <= maxBatchID && keyspace.ValidJobID(id)
 }

@@ -75,7 +75,8 @@ func newFuzzRig(f *testing.F) *fuzzRig {
 	h := newHarness(f, redistest.Client(f), withConfig(func(c *emqhttp.Config) { c.MaxValueBytes = fzValueBytes }))
 	h.stop() // long polls and event streams answer at once: no execution waits
 	return &fuzzRig{h: h, keyRE: regexp.MustCompile(`^` + regexp.QuoteMeta(h.prefix) +
-		`:(?:queues|\{([^{}]*)\}:(?:meta|pending|active|delayed|completed|dead|cancelled|events|stats|job:(.*)))$`)}
+		`:(?:queues|batches|\{([^{}]*)\}:(?:meta|pending|active|delayed|waiting|completed|dead|cancelled|events|stats|`+
+		`batches|batches_due|job:(.*)|deps:(.*)|batch:(.*?)(?::jobs)?))$`)}
 }
 
 // reset deletes every key under the rig's prefix, so that each execution
@@ -202,7 +203,8 @@ func (r *fuzzRig) checkKeys(t *testing.T) {
 			t.Fatalf("key %q has %q, outside [A-Za-z0-9._:{}-]", k, k[i:])
 		}
 		m := r.keyRE.FindStringSubmatch(k)
-		if m == nil || (m[1] != "" && !fzQueueName.MatchString(m[1])) || (m[2] != "" && !fzJobID.MatchString(m[2])) {
+		if m == nil || (m[1] != "" && !fzQueueName.MatchString(m[1])) || (m[2] != "" && !fzJobID.MatchString(m[2])) ||
+			(m[3] != "" && !fzJobID.MatchString(m[3])) || (m[4] != "" && !fzJobID.MatchString(m[4])) {
 			t.Fatalf("key %q is not a queue's key named by a valid queue name and job id", k)
 		}
 	}
@@ -354,8 +356,9 @@ func FuzzEnqueue(f *testing.F) {
 			return
 		}
 		req := fzLenient[struct {
-			ID      string          `json:"id"`
-			Payload json.RawMessage `json:"payload"`
+			ID        string          `json:"id"`
+			Payload   json.RawMessage `json:"payload"`
+			DependsOn []string        `json:"depends_on"`
 		}](t, body)
 		j := decode[jobView](t, rep)
 		if rep.Status == http.StatusOK {
@@ -365,7 +368,7 @@ func FuzzEnqueue(f *testing.F) {
 			return
 		}
 		if (req.ID != "" && j.ID != req.ID) || !fzJobID.MatchString(j.ID) || j.ID == "a" || j.Queue != q ||
-			(j.State != "pending" && j.State != "delayed") || !fzSame(j.Payload, req.Payload) {
+			!fzNewState(j.State, req.DependsOn) || !fzSame(j.Payload, req.Payload) {
 			t.Fatalf("201 for %q: %s, want a new waiting job with the payload sent", body, rep)
 		}
 		if got := r.fzStateOf(t, q, j.ID); got != j.State {
@@ -389,8 +392,9 @@ func FuzzEnqueueBatch(f *testing.F) {
 		}
 		req := fzLenient[struct {
 			Jobs []struct {
-				ID      string          `json:"id"`
-				Payload json.RawMessage `json:"payload"`
+				ID        string          `json:"id"`
+				Payload   json.RawMessage `json:"payload"`
+				DependsOn []string        `json:"depends_on"`
 			} `json:"jobs"`
 		}](t, body)
 		got := decode[jobList](t, rep).Jobs
@@ -406,7 +410,7 @@ func FuzzEnqueueBatch(f *testing.F) {
 				first[sent.ID] = sent.Payload
 			}
 			j := got[i]
-			if (sent.ID != "" && j.ID != sent.ID) || (j.State != "pending" && j.State != "delayed") || !fzSame(j.Payload, want) {
+			if (sent.ID != "" && j.ID != sent.ID) || !fzNewState(j.State, sent.DependsOn) || !fzSame(j.Payload, want) {
 				t.Fatalf("job %d: answered %+v for %s, want id %q with payload %s", i, j, sent.Payload, sent.ID, want)
 			}
 			if row := r.fzStateOf(t, q, j.ID); row != j.State {
@@ -414,6 +418,56 @@ func FuzzEnqueueBatch(f *testing.F) {
 			}
 		}
 	})
+}
+
+// fzNewState reports whether a new job (or one answered as it is: pending
+// a of the rig) may be in state: pending or delayed, or waiting for the
+// dependencies it names (the only one, a, is pending).
+func fzNewState(state string, dependsOn []string) bool {
+	return state == "pending" || state == "delayed" || (len(dependsOn) > 0 && state == "waiting")
+}
+
+// FuzzCreateBatch: a batch the service accepts has exactly the jobs it
+// answers as new, each carrying its id, and reads back as it answered.
+func FuzzCreateBatch(f *testing.F) {
+	fzAddSeeds(f, `{"jobs":[{"payload":1},{"id":"a","payload":2}]}`, `{"id":"b1","open":true}`,
+		`{"id":"b1","jobs":[{"id":"x","payload":1},{"id":"y","payload":2,"depends_on":["x","a"]}],"callback":{"queue":"other","payload":{"k":[1]},"when":"success"}}`,
+		`{"jobs":[{"id":"x","payload":1,"depends_on":["x"]}]}`, `{"jobs":[{"payload":1,"depends_on":["nope"]}]}`,
+		`{"id":"`+strings.Repeat("b", 123)+`","jobs":[]}`, `{"callback":{"queue":"a:b"}}`, `{"open":"yes"}`)
+	r := newFuzzRig(f)
+	f.Fuzz(func(t *testing.T, body []byte) {
+		q := r.reset(t)
+		r.h.enqueue(t, q, `{"id":"a","payload":{"id":"a"}}`)
+		rep := r.post(t, "/queues/"+q+"/batches", body)
+		if rep.Status != http.StatusCreated {
+			return
+		}
+		b := decode[batchView](t, rep)
+		created := int64(0)
+		for _, j := range b.Jobs {
+			if j.BatchID == b.ID {
+				created++
+			} else if j.ID != "a" {
+				t.Fatalf("job %s answered without the batch's id: %s", j.ID, rep)
+			}
+		}
+		if b.Total != created || !validBatch(b) {
+			t.Fatalf("the batch has total %d, %d of its jobs are new: %s", b.Total, created, rep)
+		}
+		got := must[batchView](t, r.h.do(t, "GET", "/queues/"+q+"/batches/"+b.ID, nil), http.StatusOK)
+		if got.Total != b.Total || got.State != b.State {
+			t.Fatalf("read back %+v, created %+v", got, b)
+		}
+	})
+}
+
+// validBatch reports whether b's state agrees with its counts.
+func validBatch(b batchView) bool {
+	var sum int64
+	for _, n := range b.Counts {
+		sum += n
+	}
+	return sum <= b.Total && (b.State == "open" || b.State == "running" || (b.State == "done" && sum == b.Total))
 }
 
 func FuzzClaim(f *testing.F) {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/echo-mq/echo_mq/internal/batch"
 	"github.com/echo-mq/echo_mq/internal/job"
 	"github.com/echo-mq/echo_mq/internal/lease"
 	"github.com/echo-mq/echo_mq/internal/telemetry"
@@ -16,7 +17,8 @@ import (
 // EnqueueRequest is one job to enqueue. (api/specfix gives its id the id
 // pattern.)
 type EnqueueRequest struct {
-	// The client's idempotency key; made by the server (UUIDv7) when absent.
+	// The client's idempotency key; made by the server (UUIDv7) when
+	// absent. Ids starting "batch:" are kept for batch callbacks.
 	ID string `json:"id,omitempty" validate:"omitempty,jobid" minLength:"1" maxLength:"128" example:"order-1234"`
 	// Any JSON value, null included, at most 1 MiB by default.
 	Payload json.RawMessage `json:"payload" validate:"required" swaggertype:"object" extensions:"x-any-json"`
@@ -172,6 +174,10 @@ type EnqueueBatchRequest struct {
 
 // newJob checks one enqueue request's sizes and turns it into a lease.NewJob.
 func (s *server) newJob(field valueField, req EnqueueRequest) (lease.NewJob, error) {
+	if strings.HasPrefix(req.ID, batch.CallbackPrefix) {
+		return lease.NewJob{}, invalid("the request has invalid fields", FieldError{
+			Field: valueField{field.index, "id"}.String(), Message: `must not start with "batch:", kept for batch callbacks`})
+	}
 	payload := compactJSON(req.Payload)
 	if err := s.checkSize(field, payload); err != nil {
 		return lease.NewJob{}, err
