@@ -1074,7 +1074,8 @@ export interface components {
              */
             callback?: components["schemas"]["BatchCallbackRequest"];
             /**
-             * @description 1 to 122 of A-Z a-z 0-9 . _ : - (its callback job is "batch:<id>");
+             * @description 1 to 122 of A-Z a-z 0-9 . _ : -, not "batch" (its callback job is
+             *     "batch:<id>");
              *     made by the server (UUIDv7) when absent. An id that exists answers
              *     200 with that batch, and adds nothing.
              * @example import-7
@@ -1159,7 +1160,8 @@ export interface components {
              */
             group?: string;
             /**
-             * @description The client's idempotency key; made by the server (UUIDv7) when absent.
+             * @description The client's idempotency key; made by the server (UUIDv7) when
+             *     absent. Ids starting "batch:" are kept for batch callbacks.
              * @example order-1234
              */
             id?: string;
