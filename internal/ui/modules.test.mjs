@@ -1,7 +1,8 @@
 // modules.test.mjs: unit tests of the dashboard modules' logic that needs
 // no page: the event-stream reader and throttle (live.js), the hash routes
 // (routes.js), the dead letters' grouping (deadletters.js), the job
-// page's countdown and actions (job.js), the relative times (dom.js), the
+// page's countdown, actions and dependencies (job.js), a batch's counts and
+// callback in words (batch.js), the relative times (dom.js), the
 // schedules' cadence in words (schedules.js) and the charts' history in
 // buckets and in words (stats.js). TestModulesUnderNode (ui_test.go)
 // runs it with `node --test`; it lives outside static/ so it is not served.
@@ -9,12 +10,13 @@
 import assert from "node:assert/strict";
 import { mock, test } from "node:test";
 
+import { barText, callbackOwed, callbackText, ended, parts, successText } from "./static/batch.js";
 import { groupByError, intro } from "./static/deadletters.js";
 import { duration, fromNow, plural } from "./static/dom.js";
-import { actionsFor, countdown } from "./static/job.js";
+import { actionsFor, callbackOf, countdown, failedDependency, waitsFor } from "./static/job.js";
 import { EventFeed, readEvents, throttle } from "./static/live.js";
 import { loadRole } from "./static/role.js";
-import { jobHref, parseRoute, queueHref } from "./static/routes.js";
+import { batchHref, jobHref, parseRoute, queueHref, states } from "./static/routes.js";
 import { cadence, interval, noNextRun } from "./static/schedules.js";
 import { busyBuckets, columns, describe, latencyText, msText, sparkLabel, tableCaption, totals } from "./static/stats.js";
 
@@ -103,11 +105,17 @@ test("routes round-trip names with slashes, hashes and percents", () => {
   for (const name of ["emails", "a/b", "x#y", "100%", "é q"]) {
     assert.deepEqual(parseRoute(queueHref(name, "dead")), { view: "queue", queue: name, state: "dead" });
     assert.deepEqual(parseRoute(jobHref(name, `${name}:1`)), { view: "job", queue: name, id: `${name}:1` });
+    assert.deepEqual(parseRoute(batchHref(name, `import:${name}`)), { view: "batch", queue: name, id: `import:${name}` });
   }
   assert.deepEqual(parseRoute("#/queues/q"), { view: "queue", queue: "q", state: "pending" });
-  for (const hash of ["", "#/", "#/nope", "#/queues/q/flying", "#/queues/%E0%A4%A/dead", "#/queues/q/jobs"]) {
+  assert.deepEqual(parseRoute("#/queues/q/waiting"), { view: "queue", queue: "q", state: "waiting" });
+  for (const hash of ["", "#/", "#/nope", "#/queues/q/flying", "#/queues/%E0%A4%A/dead", "#/queues/q/jobs", "#/queues/q/batches"]) {
     assert.deepEqual(parseRoute(hash), { view: "queues" }, hash);
   }
+});
+
+test("the states are the API's seven, waiting after delayed", () => {
+  assert.deepEqual(states, ["pending", "active", "delayed", "waiting", "completed", "dead", "cancelled"]);
 });
 
 test("groupByError puts the largest group first, then sorts by reason", () => {
@@ -141,7 +149,54 @@ test("actionsFor offers only what the job's state allows", () => {
   assert.deepEqual(actionsFor("delayed"), ["promote", "cancel", "remove"]);
   assert.deepEqual(actionsFor("active"), ["cancel", "remove"]);
   assert.deepEqual(actionsFor("pending"), ["cancel", "remove"]);
+  assert.deepEqual(actionsFor("waiting"), ["cancel", "remove"]);
   assert.deepEqual(actionsFor("completed"), ["remove"]);
+});
+
+test("waitsFor names a waiting job's first three dependencies and counts the rest", () => {
+  assert.equal(waitsFor(["a"]), "a");
+  assert.equal(waitsFor(["a", "b", "c"]), "a, b, c");
+  assert.equal(waitsFor(["a", "b", "c", "d", "e"]), "a, b, c and 2 more");
+  assert.equal(waitsFor(undefined), "");
+});
+
+test("failedDependency reads the dependency out of a dependant's cancel reason", () => {
+  assert.deepEqual(failedDependency("dependency extract-1 dead", ["extract-1", "extract-2"]), { id: "extract-1", state: "dead" });
+  assert.deepEqual(failedDependency("dependency x:1 removed", ["x:1"]), { id: "x:1", state: "removed" });
+  assert.equal(failedDependency("dependency other dead", ["extract-1"]), null, "an id the job does not depend on");
+  assert.equal(failedDependency("operator: wrong address", ["extract-1"]), null);
+  assert.equal(failedDependency(undefined, undefined), null);
+});
+
+test("callbackOf knows a batch's callback job by its id and payload", () => {
+  const payload = { batch: { id: "import-7", queue: "imports" }, payload: null };
+  assert.deepEqual(callbackOf({ id: "batch:import-7", payload }), { queue: "imports", id: "import-7" });
+  assert.equal(callbackOf({ id: "batch:import-8", payload }), null, "an id that is not its batch's");
+  assert.equal(callbackOf({ id: "import-7", payload }), null);
+  assert.equal(callbackOf({ id: "batch:x", payload: "a string" }), null);
+  assert.equal(callbackOf({ id: "batch:x", payload: null }), null);
+});
+
+test("a batch's counts become its bar and its words", () => {
+  const counts = { pending: 2, active: 0, delayed: 0, waiting: 1, completed: 3, dead: 1, cancelled: 0 };
+  const batch = { state: "running", total: 7, counts, success: false, callback: { queue: "q", when: "complete" } };
+  assert.equal(ended(counts), 4);
+  assert.deepEqual(parts(counts).map((p) => `${p.state}:${p.n}`), ["pending:2", "waiting:1", "completed:3", "dead:1"]);
+  assert.equal(barText(batch), "4 of 7 jobs ended: 2 pending, 1 waiting, 3 completed, 1 dead");
+  assert.equal(barText({ total: 0, counts: {} }), "0 of 0 jobs ended");
+  assert.equal(successText(batch), "not known yet: the batch is not done");
+  assert.equal(successText({ ...batch, state: "done", success: true }), "yes: every job completed");
+  assert.equal(callbackText(batch.callback), "on queue q, once every job has ended (complete)");
+  assert.equal(callbackText({ queue: "r", when: "success" }), "on queue r, only if every job completed (success)");
+});
+
+test("callbackOwed waits for a done batch's callback only when one will come", () => {
+  const done = { state: "done", success: false, callback: { queue: "q", when: "complete" } };
+  assert.equal(callbackOwed(done), true);
+  assert.equal(callbackOwed({ ...done, callback_job_id: "batch:b" }), false, "enqueued already");
+  assert.equal(callbackOwed({ ...done, state: "running" }), false, "not done");
+  assert.equal(callbackOwed({ ...done, callback: { queue: "q", when: "success" } }), false, "success asked, not had");
+  assert.equal(callbackOwed({ ...done, success: true, callback: { queue: "q", when: "success" } }), true);
 });
 
 test("plural counts one and many", () => {
@@ -319,10 +374,10 @@ test("columns sums 24 hours into 10-minute buckets on the clock, weighing the me
 });
 
 test("the charts' words: latency, sparkline, sentences and the table's caption", () => {
-  assert.equal(latencyText(1250), "Oldest waiting job: 1.3 s");
-  assert.equal(latencyText(250), "Oldest waiting job: 250 ms");
-  assert.equal(latencyText(125_000), "Oldest waiting job: 2 min 5 s");
-  assert.equal(latencyText(0), "Oldest waiting job: none, no job is waiting");
+  assert.equal(latencyText(1250), "Oldest pending job: 1.3 s");
+  assert.equal(latencyText(250), "Oldest pending job: 250 ms");
+  assert.equal(latencyText(125_000), "Oldest pending job: 2 min 5 s");
+  assert.equal(latencyText(0), "Oldest pending job: none, no job is pending");
   assert.equal(msText(999.6), `${(1000).toLocaleString()} ms`);
   assert.equal(msText(2000), "2 s");
   assert.equal(sparkLabel(142), "142 completed in the last hour");

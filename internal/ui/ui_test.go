@@ -234,7 +234,7 @@ func TestEveryModuleIsReachedFromTheEntryPoint(t *testing.T) {
 		}
 	}
 	visit("app.js")
-	for _, view := range []string{"queues.js", "queue.js", "job.js", "deadletters.js", "flow.js", "schedules.js", "push.js", "routes.js", "role.js", "live.js", "stats.js", "charts.js", "activity.js"} {
+	for _, view := range []string{"queues.js", "queue.js", "job.js", "deadletters.js", "flow.js", "schedules.js", "push.js", "routes.js", "role.js", "live.js", "stats.js", "charts.js", "activity.js", "batch.js"} {
 		if _, ok := all[view]; !ok {
 			t.Errorf("%s is not embedded", view)
 		}

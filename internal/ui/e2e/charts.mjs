@@ -136,7 +136,7 @@ export async function seeCharts(page, { base, call, shots, sizes }) {
   assert.ok(await pixelsAboveZero(page, "failures", 2) > 5, "the failures chart drew its Dead line above 0");
   const legend = await panel.locator('[data-chart="throughput"] .u-legend').innerText();
   assert.match(legend, /Enqueued[\s\S]*Completed/, "the throughput chart's legend names its lines");
-  assert.match(await panel.getByText(/^Oldest waiting job: /).innerText(), /^Oldest waiting job: [\d.,]+ (ms|s)$/,
+  assert.match(await panel.getByText(/^Oldest pending job: /).innerText(), /^Oldest pending job: [\d.,]+ (ms|s)$/,
     "the latency in words");
   const label = await page.locator('[data-chart="throughput"]').getAttribute("aria-label");
   assert.match(label, /^Jobs enqueued and completed per minute over the last hour: 7 enqueued, 3 completed; /, "the chart's text alternative");

@@ -14,8 +14,9 @@
 //   CHROMIUM         the browser (default /usr/bin/chromium)
 //
 // The schedules are checked on queues of their own, nightly and calendar,
-// which the script makes over the API, so that their jobs leave the counts
-// of EMQ_QUEUE alone.
+// and batches on imports and import-reports (batches.mjs), which the
+// script makes over the API, so that their jobs leave the counts of
+// EMQ_QUEUE alone.
 //
 // It selects elements by role, label and text only, as a person (or a
 // screen reader) finds them. It exits non-zero with a message on the first
@@ -24,6 +25,7 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 
+import { batchProblems, seeBatches } from "./batches.mjs";
 import { accessible, need, schemes, tabTo, until, withPage } from "./browser.mjs";
 import { seeCharts } from "./charts.mjs";
 
@@ -132,7 +134,7 @@ function jobPath(id) {
 
 /** The text of the job page's field name (a <dt>), read from its <dd>. */
 async function jobField(page, name) {
-  const dd = page.locator("dl.fields dt", { hasText: new RegExp(`^${name}$`) }).locator("xpath=following-sibling::dd[1]");
+  const dd = page.locator(".view:not([hidden]) dl.fields dt", { hasText: new RegExp(`^${name}$`) }).locator("xpath=following-sibling::dd[1]");
   return (await dd.innerText()).trim();
 }
 
@@ -534,11 +536,13 @@ async function main() {
     await pageThroughSchedules(page);
     await showAdmission(page);
     await seePushDelivery(page);
+    await seeBatches(page, { base, call: apiCall, rowOf, fitsAPhone });
     await seeCharts(page, { base, call: apiCall, shots, sizes });
     await reconnects(page);
-  }, refusedStream);
+  }, [...refusedStream, ...batchProblems]);
   console.log(`dashboard ok: queue ${queue} with ${pending} pending and ${dead} dead, paused and resumed; ` +
     `dead job ${deadID} retried, new jobs seen live, active job ${activeID} cancelled; schedules listed, paused, resumed, run and paged; a job's admission options shown; a push target and its failed delivery shown; ` +
+    "a waiting job counted, listed and linked to its dependencies and batch, the batch followed to done and its callback, a dependant cancelled by its dead dependency; " +
     "the charts drawn, grown live and switched to 24 hours");
 }
 

@@ -1,5 +1,5 @@
 // activity.js: the "Activity" panel of a queue's page: the queue's
-// latency now in words ("Oldest waiting job: 1.3 s") and three charts of
+// latency now in words ("Oldest pending job: 1.3 s") and three charts of
 // its history (GET /queues/{queue}/stats): throughput (enqueued and
 // completed), failures (retried, dead, cancelled) and latency (mean wait
 // and run), per minute over the last hour or per 10 minutes over the last

@@ -94,6 +94,11 @@ export function jobPath(queue, id) {
   return `${queuePath(queue)}/jobs/${encodeURIComponent(id)}`;
 }
 
+/** The path of one batch of a queue, both escaped. */
+export function batchPath(queue, id) {
+  return `${queuePath(queue)}/batches/${encodeURIComponent(id)}`;
+}
+
 /** One page of a queue's jobs in state: {jobs, next_cursor}. */
 export function jobsPage(queue, state, limit, cursor) {
   const query = new URLSearchParams({ state, limit: String(limit) });

@@ -1,7 +1,7 @@
 // app.js: the dashboard's entry point. It shows the view the location hash
 // names (see routes.js): the queues table, with the queue actions (pause,
 // resume, drain, obliterate) its buttons ask for; a queue's jobs (queue.js);
-// or one job (job.js). One event feed (live.js) runs while the page is open
+// one job (job.js); or one batch (batch.js). One event feed (live.js) runs while the page is open
 // and tells the view shown what changed; while the feed is down the queues
 // table is read every 2 seconds instead. It asks for an API key when the
 // service answers 401, and asks /whoami (role.js) on load and after a key is
@@ -9,6 +9,7 @@
 // do and the header says who the dashboard acts as.
 
 import { KeyNeeded, Problem, allQueues, call, forgetKey, queuePath, storeKey, storedKey } from "./api.js";
+import { BatchView } from "./batch.js";
 import { h, plural, tabStopWhenScrolling } from "./dom.js";
 import { JobView } from "./job.js";
 import { EventFeed, throttle } from "./live.js";
@@ -42,9 +43,10 @@ const el = {
   queuesRegion: document.querySelector("#queues-view .table-scroll"),
   queueView: document.getElementById("queue-view"),
   jobView: document.getElementById("job-view"),
+  batchView: document.getElementById("batch-view"),
 };
 
-/** What the queue and job views may do to the page around them. */
+/** What the queue, job and batch views may do to the page around them. */
 const ctx = {
   report,
   notice,
@@ -56,6 +58,7 @@ let noticeViews = 0; // the views shown since the notice was given
 const views = {
   queue: { section: el.queueView, view: new QueueView(el.queueView, ctx) },
   job: { section: el.jobView, view: new JobView(el.jobView, ctx) },
+  batch: { section: el.batchView, view: new BatchView(el.batchView, ctx) },
 };
 let route = parseRoute(location.hash);
 

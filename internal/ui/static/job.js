@@ -1,17 +1,60 @@
 // job.js: one job's page: its state, payload, result, progress, last error,
-// attempts, timestamps and lease (counting down while active), with the
-// actions its state and the key's role allow: retry, promote, cancel,
-// remove. The page reads the job again when the event feed tells of a
-// change to it (a worker finishing it, a cancel being honoured).
+// attempts, timestamps and lease (counting down while active), its batch
+// and the jobs it depends on (each with its state), with the actions its
+// state and the key's role allow: retry, promote, cancel, remove. The page
+// reads the job again when the event feed tells of a change to it (a
+// worker finishing it, a cancel being honoured, its release) or to one of
+// its dependencies.
 
 import { Problem, call, jobPath } from "./api.js";
 import { button, duration, h, keepFocus, pretty, when } from "./dom.js";
 import { throttle } from "./live.js";
 import { may } from "./role.js";
-import { finishedStates, queueHref } from "./routes.js";
+import { batchHref, finishedStates, jobHref, queueHref } from "./routes.js";
 
 /** The least time between two reads of the job after events. */
 const reloadGapMs = 500;
+
+/** How many of a job's dependencies (up to 100) its page reads the state of; the rest are linked only. */
+export const depsRead = 20;
+
+/** How many of a waiting job's dependencies its row in a queue's list names; the rest are counted. */
+const depsNamed = 3;
+
+/** "a, b, c and 2 more": the jobs a waiting job waits for, in its row of a queue's list. */
+export function waitsFor(ids = []) {
+  const named = ids.slice(0, depsNamed).join(", ");
+  return ids.length > depsNamed ? `${named} and ${ids.length - depsNamed} more` : named;
+}
+
+/**
+ * The dependency that cancelled a job, from its cancel_reason ("dependency
+ * <id> <state>", lua/batches.lua), as {id, state}; null for another reason
+ * or an id the job does not depend on.
+ */
+export function failedDependency(reason, dependsOn = []) {
+  const m = /^dependency (\S+) (\S+)$/.exec(reason || "");
+  return m && dependsOn.includes(m[1]) ? { id: m[1], state: m[2] } : null;
+}
+
+/** What a dependant's on_dependency_failure does, in words after the API's word. */
+export const onFailureText = {
+  cancel: "cancel: the job is cancelled if one of them ends dead or cancelled",
+  run: "run: the job runs once each has ended, however it ended",
+};
+
+/**
+ * The batch a callback job reports on, {queue, id}, from its id
+ * ("batch:<id>") and payload ({"batch": the batch, ...}); null for any
+ * other job.
+ */
+export function callbackOf(job) {
+  const batch = job.payload && job.payload.batch;
+  if (!job.id.startsWith("batch:") || !batch || batch.id !== job.id.slice(6) || typeof batch.queue !== "string") {
+    return null;
+  }
+  return { queue: batch.queue, id: batch.id };
+}
 
 /** "in 12 s", "3 s ago": how far the lease deadline is from now. */
 export function countdown(iso, now = Date.now()) {
@@ -41,7 +84,7 @@ export function actionsFor(state) {
   if (state === "delayed") {
     actions.push("promote");
   }
-  if (state === "pending" || state === "delayed" || state === "active") {
+  if (state === "pending" || state === "delayed" || state === "waiting" || state === "active") {
     actions.push("cancel");
   }
   actions.push("remove"); // an active job is removed only with force, after a confirm
@@ -58,6 +101,7 @@ export class JobView {
     this.root = root;
     this.ctx = ctx;
     this.timer = 0; // the lease countdown
+    this.dependsOn = new Set(); // the jobs the one shown depends on: their events matter too
     this.reloadSoon = throttle(() => this.shown && this.load(), reloadGapMs);
   }
 
@@ -68,10 +112,11 @@ export class JobView {
 
   /**
    * Takes one event of the feed, and reads the job again when the event is
-   * about it, or about its whole queue (drained: no job id).
+   * about it, one of its dependencies, or its whole queue (drained: no job id).
    */
   heard(event) {
-    if (this.shown && event.queue === this.queue && (event.job_id === this.id || !event.job_id)) {
+    if (this.shown && event.queue === this.queue &&
+      (event.job_id === this.id || !event.job_id || this.dependsOn.has(event.job_id))) {
       this.reloadSoon();
     }
   }
@@ -80,6 +125,7 @@ export class JobView {
     this.shown = route; // a load that ends after leave() or another show() draws nothing
     this.queue = route.queue;
     this.id = route.id;
+    this.dependsOn = new Set();
     this.heading = h("h2", { tabIndex: -1 }, `Job ${this.id}`);
     this.body = h("div");
     this.root.replaceChildren(
@@ -102,8 +148,10 @@ export class JobView {
     const shown = this.shown;
     try {
       const job = await call("GET", jobPath(this.queue, this.id));
+      const deps = await this.dependencyStates(job.depends_on || []);
       if (this.shown === shown) {
-        this.render(job);
+        this.dependsOn = new Set(job.depends_on || []);
+        this.render(job, deps);
       }
     } catch (err) {
       if (this.shown !== shown) {
@@ -119,7 +167,23 @@ export class JobView {
     }
   }
 
-  render(job) {
+  /**
+   * The states of the first depsRead of ids, by id: a job's state, "gone"
+   * for one that no longer exists (removed, or aged out of retention), ""
+   * when it could not be read.
+   */
+  async dependencyStates(ids) {
+    const read = await Promise.all(ids.slice(0, depsRead).map(async (id) => {
+      try {
+        return [id, (await call("GET", jobPath(this.queue, id))).state];
+      } catch (err) {
+        return [id, err instanceof Problem && err.status === 404 ? "gone" : ""];
+      }
+    }));
+    return new Map(read);
+  }
+
+  render(job, deps = new Map()) {
     clearInterval(this.timer); // here, not before the call: two loads may overlap
     const lease = h("span");
     const rows = [
@@ -137,8 +201,9 @@ export class JobView {
       ["Lease expires", job.lease_expires_at ? h("span", {}, when(job.lease_expires_at), " ", lease) : "—"],
     ];
     if (job.cancel_reason && !job.cancel_requested) {
-      rows.splice(6, 0, ["Cancel reason", job.cancel_reason]);
+      rows.splice(6, 0, ["Cancel reason", this.cancelReason(job)]);
     }
+    rows.splice(5, 0, ...this.linkRows(job, deps)); // after Group
     // Admission and lifetimes (docs/admission.md): only for a job that has them.
     if (job.dedupe_key) rows.push(["Dedupe key", job.dedupe_key]);
     if (job.expires_at) rows.push(["Expires", when(job.expires_at)]);
@@ -162,6 +227,34 @@ export class JobView {
       tick();
       this.timer = setInterval(tick, 1000);
     }
+  }
+
+  /** The cancel reason; a failed dependency it names links to that job's page. */
+  cancelReason(job) {
+    const dep = failedDependency(job.cancel_reason, job.depends_on);
+    if (!dep) {
+      return job.cancel_reason;
+    }
+    return h("span", {}, "dependency ", h("a", { href: jobHref(this.queue, dep.id) }, dep.id), ` ${dep.state}`);
+  }
+
+  /** The rows of what the job is linked to, for a job that has them: its batch, the batch it reports on, its dependencies. */
+  linkRows(job, deps) {
+    const rows = [];
+    if (job.batch_id) {
+      rows.push(["Batch", h("a", { href: batchHref(this.queue, job.batch_id) }, job.batch_id)]);
+    }
+    const callback = callbackOf(job);
+    if (callback) {
+      rows.push(["Callback of batch", h("a", { href: batchHref(callback.queue, callback.id) }, callback.id)]);
+    }
+    const ids = job.depends_on || [];
+    if (ids.length > 0) {
+      rows.push(["Depends on", h("ul", { class: "ids" }, ids.map((id) => h("li", {},
+        h("a", { href: jobHref(this.queue, id) }, id), deps.get(id) ? ` (${deps.get(id)})` : null)))]);
+      rows.push(["On dependency failure", onFailureText[job.on_dependency_failure] || job.on_dependency_failure || "—"]);
+    }
+    return rows;
   }
 
   actionButton(action, job) {

@@ -11,6 +11,7 @@ import { Problem, call, jobPath, jobsPage, queuePath } from "./api.js";
 import { DeadLetters } from "./deadletters.js";
 import { FlowPanel } from "./flow.js";
 import { button, h, keepFocus, tabStopWhenScrolling, when } from "./dom.js";
+import { waitsFor } from "./job.js";
 import { throttle } from "./live.js";
 import { finishedStates, jobHref, queueHref, states } from "./routes.js";
 import { PushPanel } from "./push.js";
@@ -52,11 +53,15 @@ function eventDetail(event) {
 }
 
 /**
- * The one-line summary of a job for the list's last column. A job that
- * runs again keeps its last error; it is marked as an earlier attempt's,
- * so that a retried job does not read as failing.
+ * The one-line summary of a job for the list's last column: for a waiting
+ * job, the jobs it waits for. A job that runs again keeps its last error;
+ * it is marked as an earlier attempt's, so that a retried job does not
+ * read as failing.
  */
 function lastColumn(job) {
+  if (job.state === "waiting") {
+    return waitsFor(job.depends_on);
+  }
   if (job.last_error) {
     return finishedStates.has(job.state) ? job.last_error : `earlier attempt: ${job.last_error}`;
   }
@@ -71,6 +76,7 @@ const timeColumn = {
   pending: ["Ready since", (job) => job.run_at || job.created_at],
   active: ["Lease ends", (job) => job.lease_expires_at],
   delayed: ["Due", (job) => job.run_at],
+  waiting: ["Not before", (job) => job.run_at], // a delay_ms still counts once it is released
   completed: ["Finished", (job) => job.finished_at],
   dead: ["Died", (job) => job.finished_at],
   cancelled: ["Cancelled", (job) => job.finished_at],
@@ -159,7 +165,7 @@ export class QueueView {
         h("th", { scope: "col", class: "num" }, "Attempts"),
         h("th", { scope: "col", class: "minor" }, "Created"),
         h("th", { scope: "col", class: "minor" }, timeColumn[this.state][0]),
-        h("th", { scope: "col" }, "Last error or reason"))),
+        h("th", { scope: "col" }, this.state === "waiting" ? "Waits for" : "Last error or reason"))),
       this.tbody);
     this.empty = h("p", { class: "status", hidden: true });
     // After a page turn focus goes to the table, since the button pressed may now be disabled.

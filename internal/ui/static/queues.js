@@ -20,7 +20,7 @@ const sparkGapMs = 10_000;
 const sparkReads = 4;
 
 /** The states whose columns a phone hides (class "minor", see style.css), as it hides the sparkline. */
-const minorStates = new Set(["delayed", "completed", "cancelled"]);
+const minorStates = new Set(["delayed", "waiting", "completed", "cancelled"]);
 
 /**
  * The table's body: render(queues) shows the given queues, sorted by name;

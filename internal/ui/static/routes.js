@@ -4,19 +4,21 @@
 //   #/                         every queue
 //   #/queues/<queue>/<state>   one queue's jobs in one state (pending when absent)
 //   #/queues/<queue>/jobs/<id> one job
+//   #/queues/<queue>/batches/<id> one batch
 //
 // Queue names and ids are escaped with encodeURIComponent, so a "/" or "#"
 // in a name cannot break a route.
 
 /** The states a job can be in, in the order the dashboard shows them. */
-export const states = ["pending", "active", "delayed", "completed", "dead", "cancelled"];
+export const states = ["pending", "active", "delayed", "waiting", "completed", "dead", "cancelled"];
 
 /** The states a job ends in: its last error, if any, is why it ended. */
 export const finishedStates = new Set(["completed", "dead", "cancelled"]);
 
 /**
  * The route of a location hash: {view: "queues"}, {view: "queue", queue,
- * state} or {view: "job", queue, id}. An unknown hash is the queues view.
+ * state}, {view: "job", queue, id} or {view: "batch", queue, id}. An
+ * unknown hash is the queues view.
  */
 export function parseRoute(hash) {
   const parts = hash.replace(/^#\/?/, "").split("/").filter((p) => p !== "");
@@ -33,6 +35,9 @@ export function parseRoute(hash) {
   if (decoded.length === 4 && decoded[2] === "jobs") {
     return { view: "job", queue, id: decoded[3] };
   }
+  if (decoded.length === 4 && decoded[2] === "batches") {
+    return { view: "batch", queue, id: decoded[3] };
+  }
   if (decoded.length === 2 || (decoded.length === 3 && states.includes(decoded[2]))) {
     return { view: "queue", queue, state: decoded[2] || "pending" };
   }
@@ -47,4 +52,9 @@ export function queueHref(queue, state = "pending") {
 /** The link to one job. */
 export function jobHref(queue, id) {
   return `#/queues/${encodeURIComponent(queue)}/jobs/${encodeURIComponent(id)}`;
+}
+
+/** The link to one batch of a queue. */
+export function batchHref(queue, id) {
+  return `#/queues/${encodeURIComponent(queue)}/batches/${encodeURIComponent(id)}`;
 }

@@ -128,9 +128,9 @@ export function msText(ms) {
   return duration(ms);
 }
 
-/** The queue's latency now in words: "Oldest waiting job: 1.3 s". */
+/** The queue's latency now in words: "Oldest pending job: 1.3 s" (not "waiting", a state of its own). */
 export function latencyText(ms) {
-  return ms > 0 ? `Oldest waiting job: ${msText(ms)}` : "Oldest waiting job: none, no job is waiting";
+  return ms > 0 ? `Oldest pending job: ${msText(ms)}` : "Oldest pending job: none, no job is pending";
 }
 
 /** The queues table's text for a queue's sparkline: "142 completed in the last hour". */
