@@ -171,7 +171,10 @@ test("failedDependency reads the dependency out of a dependant's cancel reason",
 test("callbackOf knows a batch's callback job by its id and payload", () => {
   const payload = { batch: { id: "import-7", queue: "imports" }, payload: null };
   assert.deepEqual(callbackOf({ id: "batch:import-7", payload }), { queue: "imports", id: "import-7" });
+  assert.deepEqual(callbackOf({ id: "batch:imports:import-7:1796300000000", payload }), { queue: "imports", id: "import-7" },
+    "the longer id a callback gets when another batch's callback holds the short one");
   assert.equal(callbackOf({ id: "batch:import-8", payload }), null, "an id that is not its batch's");
+  assert.equal(callbackOf({ id: "batch:other:import-7:1", payload }), null, "a longer id of another queue");
   assert.equal(callbackOf({ id: "import-7", payload }), null);
   assert.equal(callbackOf({ id: "batch:x", payload: "a string" }), null);
   assert.equal(callbackOf({ id: "batch:x", payload: null }), null);

@@ -45,15 +45,17 @@ export const onFailureText = {
 
 /**
  * The batch a callback job reports on, {queue, id}, from its id
- * ("batch:<id>") and payload ({"batch": the batch, ...}); null for any
- * other job.
+ * ("batch:<id>", or "batch:<queue>:<id>:<ms>" when another batch's
+ * callback held that one; no enqueue may start an id with "batch:") and
+ * payload ({"batch": the batch, ...}); null for any other job.
  */
 export function callbackOf(job) {
   const batch = job.payload && job.payload.batch;
-  if (!job.id.startsWith("batch:") || !batch || batch.id !== job.id.slice(6) || typeof batch.queue !== "string") {
+  if (!job.id.startsWith("batch:") || !batch || typeof batch.id !== "string" || typeof batch.queue !== "string") {
     return null;
   }
-  return { queue: batch.queue, id: batch.id };
+  const rest = job.id.slice("batch:".length);
+  return rest === batch.id || rest.startsWith(`${batch.queue}:${batch.id}:`) ? { queue: batch.queue, id: batch.id } : null;
 }
 
 /** "in 12 s", "3 s ago": how far the lease deadline is from now. */
