@@ -48,12 +48,15 @@ end
 
 -- batch_finish makes batch b done, now that no job of it is left: it owes
 -- its callback (batches_due) when callback_when is complete, or success
--- and every job completed; its keys expire BATCH_KEEP_MS from now.
+-- and every job completed; its keys expire BATCH_KEEP_MS from now; event
+-- batch_done says so.
 local function batch_finish(b, now)
   local key = batch_key(b)
   local total, completed, when = unpack(redis.call('HMGET', key, 'total', 'completed', 'callback_when'))
   local success = (tonumber(completed) or 0) == (tonumber(total) or 0)
   redis.call('HSET', key, 'state', 'done', 'finished_at', int(now), 'success', success and '1' or '0')
+  EVENTS = EVENTS or BASE .. 'events' -- the commit declares none: flow_here made sure the slot is here
+  emit('batch_done', nil, nil, 'batch', b, 'reason', success and 'success' or 'not every job completed')
   if when == 'complete' or (when == 'success' and success) then
     redis.call('ZADD', BASE .. 'batches_due', int(now), b)
   end

@@ -181,6 +181,7 @@ func (e EnqueueRequestOnDependencyFailure) Valid() bool {
 
 // Defines values for EventKind.
 const (
+	EventKindBatchDone       EventKind = "batch_done"
 	EventKindCancelRequested EventKind = "cancel_requested"
 	EventKindCancelled       EventKind = "cancelled"
 	EventKindClaimed         EventKind = "claimed"
@@ -214,6 +215,8 @@ const (
 // Valid indicates whether the value is a known member of the EventKind enum.
 func (e EventKind) Valid() bool {
 	switch e {
+	case EventKindBatchDone:
+		return true
 	case EventKindCancelRequested:
 		return true
 	case EventKindCancelled:
@@ -796,9 +799,13 @@ type Event struct {
 	Actor *string `json:"actor,omitempty"`
 
 	// At the Redis server's time of the change
-	At    time.Time `json:"at"`
-	Count *int64    `json:"count,omitempty"`
-	Error *string   `json:"error,omitempty"`
+	At time.Time `json:"at"`
+
+	// Batch The batch a batch_done event is about (its reason: "success", or
+	// "not every job completed").
+	Batch *string `json:"batch,omitempty"`
+	Count *int64  `json:"count,omitempty"`
+	Error *string `json:"error,omitempty"`
 
 	// Group The group a group_paused or group_resumed event is about.
 	Group  *string   `json:"group,omitempty"`

@@ -99,6 +99,15 @@ func TestBatch(t *testing.T) {
 		waitFor(t, func() bool {
 			return must[batchView](t, h.do(t, "GET", batchesPath(q, "b1"), nil), http.StatusOK).CallbackJobID == "batch:b1"
 		}, "callback_job_id")
+		var doneEvents int
+		for _, e := range h.streamEntries(t, q) {
+			if e["kind"] == "batch_done" && e["batch"] == "b1" && e["reason"] == "not every job completed" {
+				doneEvents++
+			}
+		}
+		if doneEvents != 1 {
+			t.Errorf("%d batch_done events of b1, want one", doneEvents)
+		}
 		info := must[queueView](t, h.do(t, "GET", "/queues/"+cbq, nil), http.StatusOK)
 		if info.Counts["pending"] != 1 {
 			t.Errorf("callback queue counts %v, want one pending job", info.Counts)

@@ -27,7 +27,7 @@ const (
 // Event is the data of one Server-Sent Event of GET /queues/{queue}/events
 // and GET /events: one state change of a queue or of one of its jobs.
 type Event struct {
-	Kind   string `json:"kind" binding:"required" enums:"enqueued,claimed,progress,completed,failed,dead,cancel_requested,cancelled,recovered,retried,promoted,due,released,removed,paused,resumed,drained,settings,group_paused,group_resumed,snoozed,debounced,schedule_set,schedule_paused,schedule_resumed,schedule_deleted,push_set,push_deleted" example:"completed"`
+	Kind   string `json:"kind" binding:"required" enums:"enqueued,claimed,progress,completed,failed,dead,cancel_requested,cancelled,recovered,retried,promoted,due,released,batch_done,removed,paused,resumed,drained,settings,group_paused,group_resumed,snoozed,debounced,schedule_set,schedule_paused,schedule_resumed,schedule_deleted,push_set,push_deleted" example:"completed"`
 	Queue  string `json:"queue" binding:"required" example:"emails"`
 	JobID  string `json:"job_id,omitempty" example:"0190f8a2-7c4e-7d2a-9b1e-3f5c2a1b0c9d"`
 	State  string `json:"state,omitempty" enums:"pending,active,delayed,waiting,completed,dead,cancelled" example:"completed"`
@@ -41,6 +41,9 @@ type Event struct {
 	Group string `json:"group,omitempty" example:"tenant-42"`
 	// The schedule a schedule_* event is about.
 	Schedule string `json:"schedule,omitempty" example:"nightly-report"`
+	// The batch a batch_done event is about (its reason: "success", or
+	// "not every job completed").
+	Batch string `json:"batch,omitempty" example:"import-7"`
 	// The push target's url a push_set event names (never its secret).
 	URL string `json:"url,omitempty" example:"https://worker.example.com/jobs"`
 	// The new settings of a settings event.
@@ -247,7 +250,7 @@ func eventOf(queue string, e events.Entry) Event {
 	if n, err := strconv.ParseInt(e.Field("count"), 10, 64); err == nil {
 		ev.Count = &n
 	}
-	ev.Group, ev.Schedule, ev.URL = e.Field("group"), e.Field("schedule"), e.Field("url")
+	ev.Group, ev.Schedule, ev.URL, ev.Batch = e.Field("group"), e.Field("schedule"), e.Field("url"), e.Field("batch")
 	if text := e.Field("settings"); text != "" {
 		var s QueueSettings
 		if json.Unmarshal([]byte(text), &s) == nil {

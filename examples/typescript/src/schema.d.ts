@@ -1211,6 +1211,12 @@ export interface components {
              */
             at: string;
             /**
+             * @description The batch a batch_done event is about (its reason: "success", or
+             *     "not every job completed").
+             * @example import-7
+             */
+            batch?: string;
+            /**
              * Format: int64
              * @example 12
              */
@@ -1228,7 +1234,7 @@ export interface components {
              * @example completed
              * @enum {string}
              */
-            kind: "enqueued" | "claimed" | "progress" | "completed" | "failed" | "dead" | "cancel_requested" | "cancelled" | "recovered" | "retried" | "promoted" | "due" | "released" | "removed" | "paused" | "resumed" | "drained" | "settings" | "group_paused" | "group_resumed" | "snoozed" | "debounced" | "schedule_set" | "schedule_paused" | "schedule_resumed" | "schedule_deleted" | "push_set" | "push_deleted";
+            kind: "enqueued" | "claimed" | "progress" | "completed" | "failed" | "dead" | "cancel_requested" | "cancelled" | "recovered" | "retried" | "promoted" | "due" | "released" | "batch_done" | "removed" | "paused" | "resumed" | "drained" | "settings" | "group_paused" | "group_resumed" | "snoozed" | "debounced" | "schedule_set" | "schedule_paused" | "schedule_resumed" | "schedule_deleted" | "push_set" | "push_deleted";
             /** @example emails */
             queue: string;
             /** @example superseded */
