@@ -6,7 +6,7 @@
 --         takes it; after, another may (the first one stopped)
 -- ARGV[4] at most this many
 --
--- Returns the batches' replies (batches.lua's batch_reply), earliest owed
+-- Returns the batches' replies (batches.lua's batches.reply), earliest owed
 -- first. A batch whose keys are gone is dropped.
 -- Errors: TRYAGAIN (flow.lua's flow_here: the keys are not declared).
 
@@ -17,7 +17,7 @@ local ids = redis.call('ZRANGEBYSCORE', due, '-inf', int(now), 'LIMIT', '0', ARG
 local until_ms = int(now + tonumber(ARGV[3]))
 local taken = {}
 for _, b in ipairs(ids) do
-  local reply = batch_reply(b)
+  local reply = batches.reply(b)
   if reply then
     redis.call('ZADD', due, until_ms, b)
     taken[#taken + 1] = reply

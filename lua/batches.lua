@@ -14,7 +14,8 @@
 --                          completed, dead, cancelled, success, created_at,
 --                          finished_at, callback_queue, callback_payload,
 --                          callback_when, callback_job_id
---   batch:<b>:jobs   SET   the batch's job ids
+--   batch_jobs:<b>   SET   the batch's job ids (not batch:<b>:jobs, which
+--                          the hash of batch "<b>:jobs" would be)
 --   batches          ZSET  the queue's batches: score +inf until done, then
 --                          when their keys expire
 --   batches_due      ZSET  done batches whose callback is owed; score when
@@ -24,21 +25,30 @@
 -- it is 0 exactly when a committed batch has no job left, so the call that
 -- ends the last job (or the commit) is the one that finishes the batch.
 
--- BATCH_KEEP_MS is how long a done batch is kept: 7 days.
-local BATCH_KEEP_MS = 7 * 24 * 3600 * 1000
+-- batches holds this file's functions and constants, one local for all of
+-- them (a script's EVAL form is one Lua function, and Lua allows it 200
+-- locals).
+local batches = {}
 
--- BATCH_FIELDS are the fields of a batch hash a reply carries.
-local BATCH_FIELDS = { 'state', 'total', 'completed', 'dead', 'cancelled', 'success', 'created_at',
+-- KEEP_MS is how long a done batch is kept: 7 days.
+batches.KEEP_MS = 7 * 24 * 3600 * 1000
+
+-- FIELDS are the fields of a batch hash a reply carries.
+batches.FIELDS = { 'state', 'total', 'completed', 'dead', 'cancelled', 'success', 'created_at',
   'finished_at', 'callback_queue', 'callback_payload', 'callback_when', 'callback_job_id' }
 
-local function batch_key(b)
+function batches.key(b)
   return BASE .. 'batch:' .. b
 end
 
--- batch_reply is batch b's id and fields (BATCH_FIELDS, false for absent
+function batches.jobs_key(b)
+  return BASE .. 'batch_jobs:' .. b
+end
+
+-- reply is batch b's id and fields (batches.FIELDS, false for absent
 -- ones), or nil when there is no such batch.
-local function batch_reply(b)
-  local fields = redis.call('HMGET', batch_key(b), unpack(BATCH_FIELDS))
+function batches.reply(b)
+  local fields = redis.call('HMGET', batches.key(b), unpack(batches.FIELDS))
   if not fields[1] then
     return nil
   end
@@ -46,12 +56,12 @@ local function batch_reply(b)
   return fields
 end
 
--- batch_finish makes batch b done, now that no job of it is left: it owes
+-- finish makes batch b done, now that no job of it is left: it owes
 -- its callback (batches_due) when callback_when is complete, or success
--- and every job completed; its keys expire BATCH_KEEP_MS from now; event
+-- and every job completed; its keys expire batches.KEEP_MS from now; event
 -- batch_done says so.
-local function batch_finish(b, now)
-  local key = batch_key(b)
+function batches.finish(b, now)
+  local key = batches.key(b)
   local total, completed, when = unpack(redis.call('HMGET', key, 'total', 'completed', 'callback_when'))
   local success = (tonumber(completed) or 0) == (tonumber(total) or 0)
   redis.call('HSET', key, 'state', 'done', 'finished_at', int(now), 'success', success and '1' or '0')
@@ -60,15 +70,15 @@ local function batch_finish(b, now)
   if when == 'complete' or (when == 'success' and success) then
     redis.call('ZADD', BASE .. 'batches_due', int(now), b)
   end
-  redis.call('ZADD', BASE .. 'batches', int(now + BATCH_KEEP_MS), b)
-  redis.call('PEXPIRE', key, BATCH_KEEP_MS)
-  redis.call('PEXPIRE', key .. ':jobs', BATCH_KEEP_MS)
+  redis.call('ZADD', BASE .. 'batches', int(now + batches.KEEP_MS), b)
+  redis.call('PEXPIRE', key, batches.KEEP_MS)
+  redis.call('PEXPIRE', batches.jobs_key(b), batches.KEEP_MS)
 end
 
--- batch_ended counts a job of batch b that ended in state (a removed job
+-- ended counts a job of batch b that ended in state (a removed job
 -- counts as cancelled), and finishes the batch when it was its last.
-local function batch_ended(b, state, now)
-  local key = batch_key(b)
+function batches.ended(b, state, now)
+  local key = batches.key(b)
   if state ~= 'completed' and state ~= 'dead' then
     state = 'cancelled'
   end
@@ -79,17 +89,18 @@ local function batch_ended(b, state, now)
   end
   redis.call('HINCRBY', key, state, 1)
   if left == 0 then
-    batch_finish(b, now)
+    batches.finish(b, now)
   end
 end
 
--- batch_reopened takes back the count of a job of batch b that ended in
--- state and is retried: it is the batch's again, unless the batch is done
--- (then the job leaves it, and true is returned).
-local function batch_reopened(b, state)
-  local key = batch_key(b)
+-- reopened takes back the count of job id of batch b, which ended
+-- in state and is retried: it is the batch's again, unless the batch is
+-- done or is not the one it joined (a batch of the same id made after the
+-- old one expired): then the job leaves it, and true is returned.
+function batches.reopened(b, id, state)
+  local key = batches.key(b)
   local current = redis.call('HGET', key, 'state')
-  if not current or current == 'done' then
+  if not current or current == 'done' or redis.call('SISMEMBER', batches.jobs_key(b), id) == 0 then
     return true
   end
   redis.call('HINCRBY', key, state, -1)
@@ -101,7 +112,7 @@ end
 -- meta hash and its history where the script did not declare them: a
 -- release or a cancellation of a dependant writes them, after flow_check
 -- made sure that the slot is here.
-local function use_sets()
+function batches.use_sets()
   META = META or BASE .. 'meta'
   PENDING = PENDING or BASE .. 'pending'
   DELAYED = DELAYED or BASE .. 'delayed'
@@ -111,8 +122,8 @@ end
 
 -- release makes waiting job id (row), whose dependencies have all ended,
 -- delayed until its run_at when that is still to come, else pending.
-local function release(id, row, now)
-  use_sets()
+function batches.release(id, row, now)
+  batches.use_sets()
   redis.call('ZREM', BASE .. 'waiting', id)
   del_fields(id, row, { 'deps_left' })
   if row.run_at and tonumber(row.run_at) > now then
@@ -122,14 +133,18 @@ local function release(id, row, now)
   else
     push_pending(id, row, false)
     emit('released', id, 'pending')
+    -- A claim later in this call (a complete's claim-next) read its rows
+    -- before: it takes this one's from here (lifecycle.lua's claim).
+    RELEASED = RELEASED or {}
+    RELEASED[id] = row
   end
   wake(1)
 end
 
 -- dependency_cancel cancels waiting job id (row): its dependency dep ended
 -- in state.
-local function dependency_cancel(id, row, dep, state, now)
-  use_sets()
+function batches.dependency_cancel(id, row, dep, state, now)
+  batches.use_sets()
   local reason = 'dependency ' .. dep .. ' ' .. state
   redis.call('ZREM', BASE .. 'waiting', id)
   del_fields(id, row, { 'deps_left', 'run_at' })
@@ -142,20 +157,22 @@ end
 -- state: completed (or any state, for one that runs anyway) counts down
 -- its deps_left, and the last releases it; else it is cancelled. A job
 -- that no longer waits (cancelled, removed) is passed over.
-local function release_dependants(dep, state, now)
+function batches.release_dependants(dep, state, now)
   local key = BASE .. 'deps:' .. dep
   local ids = redis.call('ZRANGE', key, 0, -1)
   redis.call('DEL', key)
   for _, id in ipairs(ids) do
     local row = read_row(id)
-    if row.state == 'waiting' then
+    -- A job removed while it waited may be made again under its id,
+    -- waiting on others: only one that still names dep is told.
+    if row.state == 'waiting' and string.find(',' .. (row.depends_on or '') .. ',', ',' .. dep .. ',', 1, true) then
       if state == 'completed' or row.dep_failure == 'run' then
         local left = redis.call('HINCRBY', job_key(id), 'deps_left', -1)
         if left <= 0 then
-          release(id, row, now)
+          batches.release(id, row, now)
         end
       else
-        dependency_cancel(id, row, dep, state, now)
+        batches.dependency_cancel(id, row, dep, state, now)
       end
     end
   end
@@ -167,7 +184,7 @@ end
 -- dependants; a plain job costs two table reads.
 job_ended = function(id, row, state, now)
   if row.batch_id then
-    batch_ended(row.batch_id, state, now)
+    batches.ended(row.batch_id, state, now)
   end
   if not row.dependants then
     return
@@ -182,7 +199,7 @@ job_ended = function(id, row, state, now)
   ENDED = { { id, state } }
   local i = 1
   while ENDED[i] do
-    release_dependants(ENDED[i][1], ENDED[i][2], now)
+    batches.release_dependants(ENDED[i][1], ENDED[i][2], now)
     i = i + 1
   end
   ENDED = nil
@@ -195,7 +212,7 @@ end
 -- that ended dead or cancelled ({id, state}, or nil), whether it runs
 -- anyway (run) and its dependencies' ids (ids); or nil and the error reply
 -- for an unknown id.
-local function plan_dependencies(deps, new, new_ids)
+function batches.plan_dependencies(deps, new, new_ids)
   local plan = {}
   for i, dep in pairs(deps) do
     if new[i] then
@@ -220,7 +237,7 @@ end
 
 -- wait_fields adds to a new job's row (a list being built) what waiting
 -- on its dependencies (d, its plan_dependencies entry) writes.
-local function wait_fields(row, d)
+function batches.wait_fields(row, d)
   put_field(row, 'depends_on', table.concat(d.ids, ','))
   put_field(row, 'dep_failure', d.run and 'run')
   put_field(row, 'deps_left', #d.open > 0 and tostring(#d.open))
@@ -228,7 +245,7 @@ end
 
 -- wait_on writes new waiting job id into its open dependencies' deps sets
 -- and marks their rows as depended on.
-local function wait_on(id, d, now)
+function batches.wait_on(id, d, now)
   for _, dep in ipairs(d.open) do
     redis.call('ZADD', BASE .. 'deps:' .. dep, int(now), id)
     redis.call('HSET', job_key(dep), 'dependants', '1')
@@ -239,33 +256,37 @@ end
 -- ids in list from first, six ARGV each) need once every row is written:
 -- their places in the deps sets, and then a decision about each whose
 -- dependencies had all ended already: cancelled when one failed (unless
--- it runs anyway), else released. rows[i], the reply of such a job, is
--- read again.
-local function waited(waits, list, first, rows, now)
+-- it runs anyway), else released. rows[i], the reply of each, is read
+-- again.
+function batches.waited(waits, list, first, rows, now)
   for i, d in pairs(waits) do
-    wait_on(list[first + i * 6], d, now)
+    batches.wait_on(list[first + i * 6], d, now)
   end
   for i, d in pairs(waits) do
     if #d.open == 0 then
       local id = list[first + i * 6]
       local row = read_row(id)
       if d.failed and not d.run then
-        dependency_cancel(id, row, d.failed[1], d.failed[2], now)
+        batches.dependency_cancel(id, row, d.failed[1], d.failed[2], now)
       else
-        release(id, row, now)
+        batches.release(id, row, now)
       end
-      rows[i] = job_reply(id)
     end
+  end
+  -- A decision may have cancelled others of this enqueue in turn: every
+  -- waiting job's reply is read again.
+  for i in pairs(waits) do
+    rows[i] = job_reply(list[first + i * 6])
   end
 end
 
--- batch_open checks, before any write, that an enqueue may add jobs to
+-- open checks, before any write, that an enqueue may add jobs to
 -- batch ({id, mode, open, callback_queue, callback_payload, callback_when},
 -- enqueue.lua): mode "add" needs an open batch; and makes a new one (mode
 -- "new", which enqueue.lua has checked does not exist). Returns an error
 -- reply, or nil.
-local function batch_open(batch, now)
-  local key = batch_key(batch.id)
+function batches.open(batch, now)
+  local key = batches.key(batch.id)
   if batch.mode == 'add' then
     local state = redis.call('HGET', key, 'state')
     if not state then
@@ -286,26 +307,26 @@ local function batch_open(batch, now)
   return nil
 end
 
--- batch_counted adds the new jobs of an enqueue (rows, their replies by
+-- counted adds the new jobs of an enqueue (rows, their replies by
 -- place) to batch, and finishes it when that leaves none (a committed
 -- batch whose ids all existed).
-local function batch_counted(batch, rows, now)
-  local key, ids = batch_key(batch.id), {}
+function batches.counted(batch, rows, now)
+  local key, ids = batches.key(batch.id), {}
   for _, row in pairs(rows) do
     ids[#ids + 1] = row[1]
   end
-  each_chunk(ids, 1, function(...) redis.call('SADD', key .. ':jobs', ...) end)
+  each_chunk(ids, 1, function(...) redis.call('SADD', batches.jobs_key(batch.id), ...) end)
   redis.call('HINCRBY', key, 'total', #ids)
   if redis.call('HINCRBY', key, 'left', #ids) == 0 then
-    batch_finish(batch.id, now)
+    batches.finish(batch.id, now)
   end
 end
 
--- batch_commit closes open batch b: it is done once no job of it is left
+-- commit closes open batch b: it is done once no job of it is left
 -- (at once, when none is). Returns its reply, or nil when there is no
 -- such batch; a batch committed already is answered as it is.
-local function batch_commit(b, now)
-  local key = batch_key(b)
+function batches.commit(b, now)
+  local key = batches.key(b)
   local state = redis.call('HGET', key, 'state')
   if not state then
     return nil
@@ -313,10 +334,10 @@ local function batch_commit(b, now)
   if state == 'open' then
     redis.call('HSET', key, 'state', 'running')
     if redis.call('HINCRBY', key, 'left', -1) == 0 then
-      batch_finish(b, now)
+      batches.finish(b, now)
     end
   end
-  return batch_reply(b)
+  return batches.reply(b)
 end
 
 -- ends_told reads, before a drain deletes the jobs of plan (plan_delete's),
@@ -324,7 +345,7 @@ end
 -- job with a batch or dependants. A drain calls it only on a queue that
 -- has used batches or dependencies (META's linked, which newjobs.lua
 -- sets), so a plain drain reads no row.
-local function ends_told(plan)
+function batches.ends_told(plan)
   local told = {}
   for _, step in ipairs(plan) do
     for _, id in ipairs(step[2]) do
@@ -339,18 +360,27 @@ end
 
 -- tell_removed tells the batches and dependants of the jobs ends_told
 -- read that they ended "removed", once they are deleted.
-local function tell_removed(told, now)
+function batches.tell_removed(told, now)
   for _, t in ipairs(told or {}) do
     job_ended(t[1], t[2], 'removed', now)
   end
 end
 
--- batches_deleted deletes every batch of the queue and its keys, and the
--- queue's waiting set and owed callbacks: obliterate's last step.
-local function batches_deleted()
+-- deleted deletes up to limit batches of the queue and their
+-- keys, and once none is left the queue's waiting set and owed callbacks:
+-- obliterate's last steps. Returns whether none is left.
+function batches.deleted(limit)
   local key = BASE .. 'batches'
-  for _, b in ipairs(redis.call('ZRANGE', key, 0, -1)) do
-    redis.call('DEL', batch_key(b), batch_key(b) .. ':jobs')
+  local ids = redis.call('ZRANGE', key, 0, limit - 1)
+  for _, b in ipairs(ids) do
+    redis.call('DEL', batches.key(b), batches.jobs_key(b))
+  end
+  if #ids > 0 then
+    redis.call('ZREM', key, unpack(ids))
+  end
+  if #ids == limit then
+    return false
   end
   redis.call('DEL', key, BASE .. 'batches_due', BASE .. 'waiting')
+  return true
 end

@@ -8,8 +8,8 @@
 -- ARGV[4] how many earlier steps of this drain removed, for the event
 -- ARGV[5] actor, ARGV[6] role: who asked, for the event
 --
--- Removes up to limit pending jobs, then delayed ones, then the ones
--- waiting for their dependencies, rows and all; active jobs are left to
+-- Removes up to limit jobs, rows and all: the ones waiting for their
+-- dependencies (when the queue has had any), then pending, then delayed; active jobs are left to
 -- finish. A job of a batch counts as cancelled in it, and its dependants
 -- learn that it ended "removed" (batches.lua), as for a removal. The service calls it until a step removes fewer
 -- than limit; that last step emits one "drained" event with the total.
@@ -23,11 +23,13 @@ local grouped, linked = unpack(redis.call('HMGET', META, 'grouped', 'linked'))
 if grouped or linked then
   flow_here() -- the flow control keys, or those of batches and dependencies
 end
-local plan = plan_delete(linked and { PENDING, DELAYED, BASE .. 'waiting' } or { PENDING, DELAYED }, limit)
+-- The waiting jobs first: one waiting for a job this step drains is
+-- drained too, not cancelled by it and left.
+local plan = plan_delete(linked and { BASE .. 'waiting', PENDING, DELAYED } or { PENDING, DELAYED }, limit)
 local touched = grouped and flow_dropped(plan)
-local told = linked and ends_told(plan)
+local told = linked and batches.ends_told(plan)
 local removed = delete_jobs(plan)
-tell_removed(told, now_ms())
+batches.tell_removed(told, now_ms())
 for g in pairs(touched or {}) do
   group_tidy(g)
 end

@@ -41,7 +41,7 @@
 -- when it comes due. A grouped job takes its place in its group
 -- (flow.lua): its gseq is drawn whether it is pending or delayed. A job
 -- with dependencies waits (state waiting) until each has ended; batch is
--- the batch's reply (batches.lua's batch_reply) when the call names one,
+-- the batch's reply (batches.lua's batches.reply) when the call names one,
 -- and a "new" batch that exists already is answered as it is, with no job
 -- enqueued: {0, {}, batch, 1}.
 -- Errors: TRYAGAIN (flow.lua's flow_here, for jobs with a group, options
@@ -106,6 +106,6 @@ if batch then
   flow_here() -- the batch's keys are not declared
 end
 if batch and batch.mode == 'new' and redis.call('EXISTS', BASE .. 'batch:' .. batch.id) == 1 then
-  return { 0, {}, batch_reply(batch.id), 1 }
+  return { 0, {}, batches.reply(batch.id), 1 }
 end
 return enqueue_jobs(ARGV, 4, n, groups, options, traces, (deps or batch) and { deps = deps, batch = batch })

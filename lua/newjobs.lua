@@ -184,23 +184,23 @@ local function enqueue_jobs(list, first, n, groups, options, traces, extra)
       end
     end
     local refusal
-    waits, refusal = plan_dependencies(deps, new, new_ids)
+    waits, refusal = batches.plan_dependencies(deps, new, new_ids)
     if not waits then
       return refusal
     end
   end
   if batch then
     flow_here() -- the batch's keys are not declared
-    local refusal = batch_open(batch, now)
+    local refusal = batches.open(batch, now)
     if refusal then
       return refusal
     end
   end
   if created_n == 0 and not (p and #p.debounced > 0) then
     if batch then
-      batch_counted(batch, {}, now)
+      batches.counted(batch, {}, now)
     end
-    return { 0, enqueue_replies(list, first, n, {}, p), batch and batch_reply(batch.id) }
+    return { 0, enqueue_replies(list, first, n, {}, p), batch and batches.reply(batch.id) }
   end
 
   -- Then write each new job: one HSET and one event per job; the pending
@@ -241,7 +241,7 @@ local function enqueue_jobs(list, first, n, groups, options, traces, extra)
         put_field(row, 'batch_id', batch.id)
       end
       if wait then
-        wait_fields(row, wait)
+        batches.wait_fields(row, wait)
         put_field(row, 'run_at', delay_ms > 0 and int(now + delay_ms))
         redis.call('ZADD', BASE .. 'waiting', int(now), id)
       elseif state == 'delayed' then
@@ -268,13 +268,13 @@ local function enqueue_jobs(list, first, n, groups, options, traces, extra)
   each_chunk(pending, 2, function(...) redis.call('ZADD', PENDING, ...) end)
   each_chunk(delayed, 2, function(...) redis.call('ZADD', DELAYED, ...) end)
   if batch then
-    batch_counted(batch, rows, now)
+    batches.counted(batch, rows, now)
   end
   if deps or batch then
     redis.call('HSET', META, 'linked', '1') -- a drain tells their batches and dependants (batches.lua)
   end
   if waits then
-    waited(waits, list, first, rows, now)
+    batches.waited(waits, list, first, rows, now)
   end
   local woken = created_n
   if p then
@@ -290,5 +290,5 @@ local function enqueue_jobs(list, first, n, groups, options, traces, extra)
     fresh = redis.call('HINCRBY', META, 'enqueued', created_n) == created_n and 1 or 0
   end
   wake(woken)
-  return { fresh, enqueue_replies(list, first, n, rows, p), batch and batch_reply(batch.id) }
+  return { fresh, enqueue_replies(list, first, n, rows, p), batch and batches.reply(batch.id) }
 end

@@ -32,8 +32,7 @@ if ARGV[4] ~= '1' and redis.call('ZCARD', ACTIVE) > 0 then
   return redis.error_reply('EMQSTATE jobs are active in the queue: obliterate with force to delete them too')
 end
 local removed = delete_jobs(plan_delete({ PENDING, DELAYED, BASE .. 'waiting', COMPLETED, DEAD, CANCELLED, ACTIVE }, limit), true)
-if removed < limit then
-  batches_deleted()
+if removed < limit and batches.deleted(limit) then
   redis.call('DEL', META, PENDING, ACTIVE, DELAYED, COMPLETED, DEAD, CANCELLED, EVENTS, REAPER)
   for _, name in ipairs(FLOW_KEYS) do
     redis.call('DEL', fkey(name))

@@ -52,7 +52,9 @@ local FLOW_HERE
 
 -- ENDED is the list of jobs whose dependants have yet to learn that they
 -- ended, while batches.lua's job_ended works through it; nil outside.
-local ENDED
+-- RELEASED holds, by id, the rows of the jobs this call released into
+-- pending (batches.lua's batches.release), for a claim that follows.
+local ENDED, RELEASED
 
 -- bind names this call's KEYS by the roles of its script's header and
 -- takes its ARGV. Library functions run with the keys and arguments as
@@ -62,7 +64,7 @@ local function bind(keys, argv, roles)
   META, PENDING, ACTIVE, DELAYED, COMPLETED, DEAD, CANCELLED = nil, nil, nil, nil, nil, nil, nil
   SET, EVENTS, JOB, REAPER = nil, nil, nil, nil
   SCHEDULES, SCHEDULE_NAMES, SCHEDULE_DUE, STATS = nil, nil, nil, nil
-  FLOW_HERE, NOW, STATS_N, ENDED = nil, nil, nil, nil
+  FLOW_HERE, NOW, STATS_N, ENDED, RELEASED = nil, nil, nil, nil, nil
   for i = 1, #roles do
     local role, key = roles[i], keys[i]
     if role == 'job' then JOB = key

@@ -38,7 +38,7 @@ if key then
   local holder = redis.call('HGET', BASE .. 'dedupe', key)
   other = holder and holder ~= id and dedupe_live(row_here(holder), key, 'until_done', nil, 0)
 end
-if row.batch_id and batch_reopened(row.batch_id, row.state) then
+if row.batch_id and batches.reopened(row.batch_id, id, row.state) then
   del_fields(id, row, { 'batch_id' }) -- its batch is done: it leaves it
 end
 redis.call('ZREM', set_of(row.state), id)

@@ -71,17 +71,23 @@ type notFound struct{}
 func (notFound) Error() string        { return "no such batch" }
 func (notFound) Is(target error) bool { return target == job.ErrGone }
 
+// Enqueuer enqueues jobs, and jobs into a batch (*lease.Service).
+type Enqueuer interface {
+	Enqueue(ctx context.Context, queue string, jobs []lease.NewJob) ([]lease.Enqueued, error)
+	EnqueueBatch(ctx context.Context, queue string, jobs []lease.NewJob, join lua.BatchJoin) ([]lease.Enqueued, lease.BatchReply, error)
+}
+
 // Service manages the batches of every queue under one key prefix.
 type Service struct {
 	rdb     redis.UniversalClient
 	prefix  string
-	leases  *lease.Service
+	leases  Enqueuer
 	scripts *lua.Runner
 }
 
 // NewService returns a Service for the keys under prefix; its jobs are
 // enqueued through leases.
-func NewService(rdb redis.UniversalClient, prefix string, leases *lease.Service) *Service {
+func NewService(rdb redis.UniversalClient, prefix string, leases Enqueuer) *Service {
 	return &Service{rdb: rdb, prefix: prefix, leases: leases, scripts: lua.NewRunner(rdb)}
 }
 
@@ -114,17 +120,16 @@ func (s *Service) Create(ctx context.Context, queue, id string, jobs []lease.New
 	return b, out, !reply.Existed, nil
 }
 
-// Add enqueues jobs into open batch id of queue. Errors: ErrNotFound;
-// job.ErrState when it is committed.
+// Add enqueues jobs into open batch id of queue. Its answer reads no job
+// (an open batch is filled by many adds, and each would read them all):
+// its Counts hold the ended jobs only; Get reads the others. Errors:
+// ErrNotFound; job.ErrState when it is committed.
 func (s *Service) Add(ctx context.Context, queue, id string, jobs []lease.NewJob) (Batch, []lease.Enqueued, error) {
 	out, reply, err := s.leases.EnqueueBatch(ctx, queue, jobs, lua.BatchJoin{ID: id})
 	if err != nil {
 		return Batch{}, nil, notFoundOf(err)
 	}
 	b, err := parse(queue, reply.Fields)
-	if err == nil {
-		b, err = s.withLive(ctx, b)
-	}
 	return b, out, err
 }
 
@@ -157,8 +162,8 @@ const countsStep = 1000
 
 // Get reads batch id of queue, with its live counts: the jobs not ended
 // are read (a pipelined HGET of each one's state, countsStep at a time),
-// so a read costs O(total) small reads, none of them a script. Create,
-// Add and Commit answer the same.
+// so a read costs O(total) small reads, none of them a script. Create and
+// Commit answer the same.
 func (s *Service) Get(ctx context.Context, queue, id string) (Batch, error) {
 	q := s.queue(queue)
 	row, err := s.rdb.HGetAll(ctx, q.Batch(id)).Result()
@@ -188,7 +193,7 @@ func (s *Service) withLive(ctx context.Context, b Batch) (Batch, error) {
 		if err != nil {
 			return Batch{}, err
 		}
-		if err := s.countLive(ctx, q, ids, b.Counts); err != nil {
+		if err := s.countLive(ctx, q, b.ID, ids, b.Counts); err != nil {
 			return Batch{}, err
 		}
 		if cursor = next; cursor == 0 {
@@ -197,23 +202,31 @@ func (s *Service) withLive(ctx context.Context, b Batch) (Batch, error) {
 	}
 }
 
-// countLive adds the jobs of ids that have not ended to counts, by state.
-func (s *Service) countLive(ctx context.Context, q keyspace.Queue, ids []string, counts map[string]int64) error {
+// countLive adds the jobs of ids that are batch batchID's and have not
+// ended to counts, by state.
+func (s *Service) countLive(ctx context.Context, q keyspace.Queue, batchID string, ids []string, counts map[string]int64) error {
 	if len(ids) == 0 {
 		return nil
 	}
-	cmds := make([]*redis.StringCmd, len(ids))
+	cmds := make([]*redis.SliceCmd, len(ids))
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, id := range ids {
-			cmds[i] = p.HGet(ctx, q.Job(id), "state")
+			cmds[i] = p.HMGet(ctx, q.Job(id), "state", "batch_id")
 		}
 		return nil
 	})
-	if err != nil && !errors.Is(err, redis.Nil) {
+	if err != nil {
 		return err
 	}
 	for _, c := range cmds {
-		switch state := c.Val(); state {
+		// A job of the batch that was removed, and an id enqueued again
+		// outside it, is not the batch's.
+		v := c.Val()
+		state, _ := v[0].(string)
+		if in, _ := v[1].(string); in != batchID {
+			continue
+		}
+		switch state {
 		case job.StatePending, job.StateActive, job.StateDelayed, job.StateWaiting:
 			counts[state]++
 		}
@@ -221,11 +234,11 @@ func (s *Service) countLive(ctx context.Context, q keyspace.Queue, ids []string,
 	return nil
 }
 
-// batchFields are lua/batches.lua's BATCH_FIELDS, in order, after the id.
+// batchFields are lua/batches.lua's batches.FIELDS, in order, after the id.
 var batchFields = []string{"state", "total", "completed", "dead", "cancelled", "success", "created_at",
 	"finished_at", "callback_queue", "callback_payload", "callback_when", "callback_job_id"}
 
-// parse reads a batch from a script's batch_reply: its id, then
+// parse reads a batch from a script's batch reply (lua/batches.lua's batches.reply): its id, then
 // batchFields' values (nil where absent).
 func parse(queue string, reply []any) (Batch, error) {
 	if len(reply) != 1+len(batchFields) {

@@ -3,9 +3,12 @@ package batch
 import (
 	"cmp"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -26,6 +29,11 @@ const (
 	DefaultHold = 30 * time.Second
 	// takeStep is how many owed callbacks one take reads.
 	takeStep = 100
+	// everyQueueEvery is how many rounds go by between two rounds that look
+	// at every known queue, not only those of <prefix>:batches: a create
+	// whose process died after its script but before it added its queue
+	// there still has its callback sent, within about 10 s.
+	everyQueueEvery = 40
 )
 
 // DispatcherConfig configures a Dispatcher; zero fields take the defaults.
@@ -52,6 +60,7 @@ type DispatcherConfig struct {
 type Dispatcher struct {
 	svc    *Service
 	config DispatcherConfig
+	rounds int // Run's rounds so far
 }
 
 // NewDispatcher returns a Dispatcher of svc's batches.
@@ -69,7 +78,8 @@ func (d *Dispatcher) Run(ctx context.Context) {
 	tick := time.NewTicker(d.config.Interval)
 	defer tick.Stop()
 	for {
-		if _, err := d.Once(ctx); err != nil && ctx.Err() == nil {
+		d.rounds++
+		if _, err := d.once(ctx, d.rounds%everyQueueEvery == 1); err != nil && ctx.Err() == nil {
 			d.config.Logger.Warn("Batch callbacks failed; trying again", "error", err)
 		}
 		select {
@@ -82,8 +92,16 @@ func (d *Dispatcher) Run(ctx context.Context) {
 
 // Once enqueues the callbacks owed now, of every queue that has had a
 // batch, and returns how many it enqueued.
-func (d *Dispatcher) Once(ctx context.Context) (int, error) {
-	queues, err := d.svc.rdb.SMembers(ctx, keyspace.BatchesKey(d.svc.prefix)).Result()
+func (d *Dispatcher) Once(ctx context.Context) (int, error) { return d.once(ctx, true) }
+
+// once is Once over the queues of <prefix>:batches, and every known queue
+// too when all.
+func (d *Dispatcher) once(ctx context.Context, all bool) (int, error) {
+	key := keyspace.BatchesKey(d.svc.prefix)
+	if all {
+		key = keyspace.QueuesKey(d.svc.prefix)
+	}
+	queues, err := d.svc.rdb.SMembers(ctx, key).Result()
 	if err != nil || len(queues) == 0 {
 		return 0, err
 	}
@@ -141,16 +159,22 @@ func (d *Dispatcher) callback(ctx context.Context, b Batch) error {
 		return err
 	}
 	target := cmp.Or(b.Callback.Queue, b.Queue)
-	id := CallbackPrefix + b.ID
+	// The other id first: a take after one that chose it and stopped
+	// before its ack must find that job, even if batch:<id> is free by now.
+	id, other := CallbackPrefix+b.ID, otherCallbackID(b)
+	taken, err := d.svc.rdb.Exists(ctx, keyspace.NewQueue(d.svc.prefix, target).Job(other)).Result()
+	if err != nil {
+		return err
+	}
+	if taken == 1 {
+		id = other
+	}
 	out, err := d.svc.leases.Enqueue(ctx, target, []lease.NewJob{{ID: id, Payload: payload}})
 	if err == nil && !out[0].Created && !callbackOf(out[0].Job, b) {
 		// Another batch's callback has the id: one of the same id on
 		// another queue calling back to this one, or an earlier batch of
-		// this id whose callback job is still kept. This one's gets an
-		// id no other batch has.
-		id = fmt.Sprintf("%s%s:%s:%d", CallbackPrefix, b.Queue, b.ID, b.CreatedAt.UnixMilli())
-		d.config.Logger.Warn("Batch callback id taken by another batch's callback; using a longer one",
-			"queue", b.Queue, "batch", b.ID, "callback_job_id", id)
+		// this id whose callback job is still kept.
+		id = other
 		out, err = d.svc.leases.Enqueue(ctx, target, []lease.NewJob{{ID: id, Payload: payload}})
 	}
 	if err != nil {
@@ -179,4 +203,12 @@ func callbackOf(j job.Job, b Batch) bool {
 	}
 	return json.Unmarshal(j.Payload, &p) == nil && p.Batch.ID == b.ID && p.Batch.Queue == b.Queue &&
 		p.Batch.CreatedAt.UnixMilli() == b.CreatedAt.UnixMilli()
+}
+
+// otherCallbackID is batch b's callback job's id when batch:<id> is
+// another batch's: "batch:" and 40 hex digits of a hash of the batch's
+// queue, id and creation time, a job id no other batch has.
+func otherCallbackID(b Batch) string {
+	sum := sha256.Sum256([]byte(b.Queue + "\x00" + b.ID + "\x00" + strconv.FormatInt(b.CreatedAt.UnixMilli(), 10)))
+	return CallbackPrefix + hex.EncodeToString(sum[:20])
 }

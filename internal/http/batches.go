@@ -229,7 +229,7 @@ func (s *server) handleBatchCreate(w http.ResponseWriter, r *http.Request) {
 	}
 	b, out, created, err := s.cfg.Batches.Create(r.Context(), queue, id, jobs, req.Open, cb)
 	if err != nil {
-		s.writeProblem(w, r, err)
+		s.writeProblem(w, r, unknownDependency(err, jobs, false))
 		return
 	}
 	status := http.StatusOK
@@ -310,7 +310,7 @@ func (s *server) handleBatchAdd(w http.ResponseWriter, r *http.Request) {
 	}
 	b, out, err := s.cfg.Batches.Add(r.Context(), queue, id, jobs)
 	if err != nil {
-		s.writeProblem(w, r, err)
+		s.writeProblem(w, r, unknownDependency(err, jobs, false))
 		return
 	}
 	s.enqueued(queue, out)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -207,7 +208,7 @@ func TestBatchRefusals(t *testing.T) {
 			{"long id", "id", map[string]any{"id": string(make([]byte, 0)) + longID(123), "jobs": []any{depJob("a")}}},
 			{"bad queue", "callback.queue", map[string]any{"jobs": []any{depJob("a")}, "callback": map[string]any{"queue": "a:b"}}},
 			{"bad when", "callback.when", map[string]any{"jobs": []any{depJob("a")}, "callback": map[string]any{"when": "sometimes"}}},
-			{"unknown dependency", "", map[string]any{"jobs": []any{depJob("a", "nope")}}},
+			{"unknown dependency", "jobs[0].depends_on", map[string]any{"jobs": []any{depJob("a", "nope")}}},
 			{"bad job", "jobs[0].priority", map[string]any{"jobs": []any{map[string]any{"payload": 1, "priority": 10}}}},
 		} {
 			p := wantProblem(t, h.do(t, "POST", batchesPath(q), c.body), http.StatusBadRequest, "EMQINVALID")
@@ -276,4 +277,47 @@ func TestBatchCallbackIDs(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestBatchEdges: batches "x:jobs" and "x" keep apart; a job of an
+// expired batch, retried while a new batch of the same id runs, leaves
+// its batch rather than count in the new one; an add answers the ended
+// counts and GET the live ones.
+func TestBatchEdges(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, h *harness) {
+		q := "bedges"
+		for _, id := range []string{"x:jobs", "x", "y", "y:jobs"} {
+			body := map[string]any{"id": id, "open": true, "jobs": []any{depJob(strings.ReplaceAll(id, ":", "-") + "-1")}}
+			if b := must[batchView](t, h.do(t, "POST", batchesPath(q), body), http.StatusCreated); b.Total != 1 {
+				t.Errorf("batch %s: %+v", id, b)
+			}
+		}
+
+		h.drain(t, q) // their pending jobs: each batch counts its job cancelled
+
+		must[batchView](t, h.do(t, "POST", batchesPath(q), map[string]any{"id": "r", "jobs": []any{depJob("r2")}}), http.StatusCreated)
+		h.kill(t, q, "r2") // batch r is done
+		// As if 7 days went by: the done batch expired, and its id is made again.
+		if err := h.rdb.Del(context.Background(), h.key(q, "batch:r"), h.key(q, "batch_jobs:r")).Err(); err != nil {
+			t.Fatal(err)
+		}
+		must[batchView](t, h.do(t, "POST", batchesPath(q), map[string]any{"id": "r", "open": true}), http.StatusCreated)
+		if j := must[jobView](t, h.do(t, "POST", jobPath(q, "r2", "retry"), nil), http.StatusOK); j.BatchID != "" {
+			t.Errorf("r2 retried into the new batch r: batch_id %q, want none", j.BatchID)
+		}
+		add := must[batchView](t, h.do(t, "POST", batchesPath(q, "r", "jobs"), map[string]any{"jobs": []any{depJob("r3")}}), http.StatusOK)
+		if add.Total != 1 || add.Counts["dead"] != 0 || add.Counts["pending"] != 0 {
+			t.Errorf("the add answered %+v, want total 1 and only ended counts", add)
+		}
+		got := must[batchView](t, h.do(t, "GET", batchesPath(q, "r"), nil), http.StatusOK)
+		if got.Total != 1 || got.Counts["pending"] != 1 || got.Counts["dead"] != 0 {
+			t.Errorf("the new batch r: %+v, want its one job pending", got)
+		}
+	})
+}
+
+// drain drains q and wants 200.
+func (h *harness) drain(tb testing.TB, q string) {
+	tb.Helper()
+	must[map[string]any](tb, h.operate(tb, q, "drain"), http.StatusOK)
 }

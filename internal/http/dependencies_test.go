@@ -155,12 +155,12 @@ func TestDependencyRefusals(t *testing.T) {
 			name, path, field string
 			body              any
 		}{
-			{"unknown", jobsPath(q), "", depJob("x", "nope")},
+			{"unknown", jobsPath(q), "depends_on", depJob("x", "nope")},
 			{"itself", jobsPath(q), "depends_on", depJob("x", "x")},
 			{"twice", jobsPath(q), "depends_on", depJob("x", "a", "a")},
 			{"cycle", jobsPath(q) + "/batch", "jobs[0].depends_on",
 				map[string]any{"jobs": []any{depJob("x", "y"), depJob("y", "z"), depJob("z", "x")}}},
-			{"unknown in a batch", jobsPath(q) + "/batch", "",
+			{"unknown in a batch", jobsPath(q) + "/batch", "jobs[1].depends_on",
 				map[string]any{"jobs": []any{depJob("x"), depJob("y", "x", "nope")}}},
 			{"group", jobsPath(q), "depends_on", map[string]any{"payload": 1, "depends_on": []string{"a"}, "group": "g"}},
 			{"dedupe", jobsPath(q), "depends_on", map[string]any{"payload": 1, "depends_on": []string{"a"},
@@ -224,4 +224,44 @@ func TestWaitingMetric(t *testing.T) {
 			t.Errorf("emq_queue_jobs{state=%q} = %v, want %v", state, got, want)
 		}
 	}
+}
+
+// TestDependencyEdges: a complete with claim-next hands out the dependant
+// it released; a job made again under the id of a removed dependant is
+// not told of the old one's dependency; an enqueue answers a chain
+// cancelled by a dead dependency as it is stored.
+func TestDependencyEdges(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, h *harness) {
+		q := "depedges"
+		h.add(t, q, "a")
+		h.enqueue(t, q, depJob("b", "a"))
+		a := h.claimOne(t, q, "a", 30000)
+		done := must[struct {
+			Next []jobView `json:"next"`
+		}](t, h.do(t, "POST", jobPath(q, "a", "complete"), map[string]any{"token": a.Token, "claim": map[string]any{"count": 1}}), http.StatusOK)
+		if len(done.Next) != 1 || done.Next[0].ID != "b" || done.Next[0].State != "active" {
+			t.Errorf("complete with claim-next gave %+v, want b, released by it", done.Next)
+		}
+
+		h.add(t, q, "y", "z")
+		h.enqueue(t, q, depJob("d", "y"))
+		must[map[string]any](t, h.do(t, "DELETE", jobPath(q, "d"), nil), http.StatusOK)
+		h.enqueue(t, q, depJob("d", "z"))
+		y := h.claimOne(t, q, "y", 30000) // y is first in line
+		must[jobView](t, h.do(t, "POST", jobPath(q, "y", "complete"), map[string]any{"token": y.Token}), http.StatusOK)
+		h.wantState(t, q, "d", "waiting") // for z, not y
+		h.finish(t, q, "z")
+		h.wantState(t, q, "d", "pending")
+		h.finish(t, q, "d")
+
+		h.add(t, q, "x")
+		h.kill(t, q, "x")
+		jobs := must[jobList](t, h.do(t, "POST", jobsPath(q)+"/batch",
+			map[string]any{"jobs": []any{depJob("p", "x"), depJob("c", "p")}}), http.StatusOK).Jobs
+		for _, j := range jobs {
+			if stored := h.get(t, q, j.ID); j.State != "cancelled" || stored.State != "cancelled" {
+				t.Errorf("%s answered %s, stored %s: want both cancelled", j.ID, j.State, stored.State)
+			}
+		}
+	})
 }

@@ -75,8 +75,8 @@ func newFuzzRig(f *testing.F) *fuzzRig {
 	h := newHarness(f, redistest.Client(f), withConfig(func(c *emqhttp.Config) { c.MaxValueBytes = fzValueBytes }))
 	h.stop() // long polls and event streams answer at once: no execution waits
 	return &fuzzRig{h: h, keyRE: regexp.MustCompile(`^` + regexp.QuoteMeta(h.prefix) +
-		`:(?:queues|batches|\{([^{}]*)\}:(?:meta|pending|active|delayed|waiting|completed|dead|cancelled|events|stats|`+
-		`batches|batches_due|job:(.*)|deps:(.*)|batch:(.*?)(?::jobs)?))$`)}
+		`:(?:queues|batches|\{([^{}]*)\}:(?:meta|pending|active|delayed|waiting|completed|dead|cancelled|events|stats|` +
+		`batches|batches_due|job:(.*)|deps:(.*)|batch:(.*)|batch_jobs:(.*)))$`)}
 }
 
 // reset deletes every key under the rig's prefix, so that each execution
@@ -204,7 +204,8 @@ func (r *fuzzRig) checkKeys(t *testing.T) {
 		}
 		m := r.keyRE.FindStringSubmatch(k)
 		if m == nil || (m[1] != "" && !fzQueueName.MatchString(m[1])) || (m[2] != "" && !fzJobID.MatchString(m[2])) ||
-			(m[3] != "" && !fzJobID.MatchString(m[3])) || (m[4] != "" && !fzJobID.MatchString(m[4])) {
+			(m[3] != "" && !fzJobID.MatchString(m[3])) || (m[4] != "" && !fzJobID.MatchString(m[4])) ||
+			(m[5] != "" && !fzJobID.MatchString(m[5])) {
 			t.Fatalf("key %q is not a queue's key named by a valid queue name and job id", k)
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -155,6 +156,27 @@ func checkDependencies(jobs []lease.NewJob, single bool) error {
 	return invalid("the request has invalid fields", FieldError{Field: field.String(), Message: de.Reason})
 }
 
+// unknownDependency turns a script's refusal of a dependency that is no
+// job of the queue into the problem's field: the first of jobs naming it
+// (a single enqueue's own depends_on when single).
+func unknownDependency(err error, jobs []lease.NewJob, single bool) error {
+	id, ok := strings.CutPrefix(err.Error(), "unknown dependency: ")
+	if !ok || !errors.Is(err, job.ErrInvalid) {
+		return err
+	}
+	for i, j := range jobs {
+		if slices.Contains(j.DependsOn, id) {
+			field := valueField{i, "depends_on"}
+			if single {
+				field = topField("depends_on")
+			}
+			return invalid("the request has invalid fields",
+				FieldError{Field: field.String(), Message: "names " + id + ", no job of the queue nor of the request"})
+		}
+	}
+	return err
+}
+
 // BackoffRequest is the retry delay after a failed attempt: delay_ms,
 // doubled per attempt for "exponential", capped at max_delay_ms.
 type BackoffRequest struct {
@@ -266,7 +288,7 @@ func (s *server) handleEnqueue(w http.ResponseWriter, r *http.Request) {
 	}
 	out, err := s.leases.Enqueue(r.Context(), queue, []lease.NewJob{nj})
 	if err != nil {
-		s.writeProblem(w, r, err)
+		s.writeProblem(w, r, unknownDependency(err, []lease.NewJob{nj}, true))
 		return
 	}
 	status := http.StatusOK
@@ -312,7 +334,7 @@ func (s *server) handleEnqueueBatch(w http.ResponseWriter, r *http.Request) {
 	}
 	out, err := s.leases.Enqueue(r.Context(), queue, jobs)
 	if err != nil {
-		s.writeProblem(w, r, err)
+		s.writeProblem(w, r, unknownDependency(err, jobs, false))
 		return
 	}
 	enqueued := make([]job.Job, len(out))

@@ -131,7 +131,7 @@ func (q Queue) AdmissionKeys() []string {
 func (q Queue) Batch(id string) string { return q.base + "batch:" + id }
 
 // BatchJobs is the key of the set of batch id's job ids.
-func (q Queue) BatchJobs(id string) string { return q.base + "batch:" + id + ":jobs" }
+func (q Queue) BatchJobs(id string) string { return q.base + "batch_jobs:" + id }
 
 // Schedules is the key of the queue's schedules hash (lua/schedules.lua):
 // each schedule's definition and record.

@@ -106,7 +106,7 @@ func (s *Service) Enqueue(ctx context.Context, queue string, jobs []NewJob) ([]E
 }
 
 // BatchReply is what an enqueue into a batch answers of it: the batch's
-// fields as lua/batches.lua's batch_reply gives them (package batch reads
+// fields as lua/batches.lua's batches.reply gives them (package batch reads
 // them), and whether the batch existed already (then no job was added).
 type BatchReply struct {
 	Fields  []any
