@@ -264,8 +264,10 @@ local function claim(plan, now, count, lease_ms, worker)
   if plan.flow then
     return flow_claim(plan, now, count, lease_ms, worker)
   end
-  for id, row in pairs(RELEASED or {}) do -- released by this call's complete, after plan_claim read
-    plan.rows[id] = row
+  if RELEASED then -- released by this call's complete, after plan_claim read
+    for id, row in pairs(RELEASED) do
+      plan.rows[id] = row
+    end
   end
   local popped = redis.call('ZPOPMIN', PENDING, count)
   if #popped == 0 then
