@@ -2036,7 +2036,7 @@ type ClientInterface interface {
 
 	// AddBatchJobsWithBody Add jobs to an open batch
 	//
-	// Enqueues up to 1000 more jobs into an open batch, in one atomic step. 409 EMQSTATE once the batch is committed.
+	// Enqueues up to 1000 more jobs into an open batch, in one atomic step. 409 EMQSTATE once the batch is committed. The answer's counts hold the batch's ended jobs only (an add reads none of its jobs); GET reads the others.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -2045,7 +2045,7 @@ type ClientInterface interface {
 
 	// AddBatchJobs Add jobs to an open batch
 	//
-	// Enqueues up to 1000 more jobs into an open batch, in one atomic step. 409 EMQSTATE once the batch is committed.
+	// Enqueues up to 1000 more jobs into an open batch, in one atomic step. 409 EMQSTATE once the batch is committed. The answer's counts hold the batch's ended jobs only (an add reads none of its jobs); GET reads the others.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -2638,7 +2638,7 @@ func (c *Client) CommitBatch(ctx context.Context, queue string, id string, param
 
 // AddBatchJobsWithBody Add jobs to an open batch
 //
-// Enqueues up to 1000 more jobs into an open batch, in one atomic step. 409 EMQSTATE once the batch is committed.
+// Enqueues up to 1000 more jobs into an open batch, in one atomic step. 409 EMQSTATE once the batch is committed. The answer's counts hold the batch's ended jobs only (an add reads none of its jobs); GET reads the others.
 //
 // Takes any type of body and a specified content type.
 //
@@ -2657,7 +2657,7 @@ func (c *Client) AddBatchJobsWithBody(ctx context.Context, queue string, id stri
 
 // AddBatchJobs Add jobs to an open batch
 //
-// Enqueues up to 1000 more jobs into an open batch, in one atomic step. 409 EMQSTATE once the batch is committed.
+// Enqueues up to 1000 more jobs into an open batch, in one atomic step. 409 EMQSTATE once the batch is committed. The answer's counts hold the batch's ended jobs only (an add reads none of its jobs); GET reads the others.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -7219,7 +7219,7 @@ type ClientWithResponsesInterface interface {
 
 	// AddBatchJobsWithBodyWithResponse Add jobs to an open batch
 	//
-	// Enqueues up to 1000 more jobs into an open batch, in one atomic step. 409 EMQSTATE once the batch is committed.
+	// Enqueues up to 1000 more jobs into an open batch, in one atomic step. 409 EMQSTATE once the batch is committed. The answer's counts hold the batch's ended jobs only (an add reads none of its jobs); GET reads the others.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -7228,7 +7228,7 @@ type ClientWithResponsesInterface interface {
 
 	// AddBatchJobsWithResponse Add jobs to an open batch
 	//
-	// Enqueues up to 1000 more jobs into an open batch, in one atomic step. 409 EMQSTATE once the batch is committed.
+	// Enqueues up to 1000 more jobs into an open batch, in one atomic step. 409 EMQSTATE once the batch is committed. The answer's counts hold the batch's ended jobs only (an add reads none of its jobs); GET reads the others.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -12475,7 +12475,7 @@ func (c *ClientWithResponses) CommitBatchWithResponse(ctx context.Context, queue
 
 // AddBatchJobsWithBodyWithResponse Add jobs to an open batch
 //
-// Enqueues up to 1000 more jobs into an open batch, in one atomic step. 409 EMQSTATE once the batch is committed.
+// Enqueues up to 1000 more jobs into an open batch, in one atomic step. 409 EMQSTATE once the batch is committed. The answer's counts hold the batch's ended jobs only (an add reads none of its jobs); GET reads the others.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -12490,7 +12490,7 @@ func (c *ClientWithResponses) AddBatchJobsWithBodyWithResponse(ctx context.Conte
 
 // AddBatchJobsWithResponse Add jobs to an open batch
 //
-// Enqueues up to 1000 more jobs into an open batch, in one atomic step. 409 EMQSTATE once the batch is committed.
+// Enqueues up to 1000 more jobs into an open batch, in one atomic step. 409 EMQSTATE once the batch is committed. The answer's counts hold the batch's ended jobs only (an add reads none of its jobs); GET reads the others.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //

@@ -59,7 +59,7 @@ type AddBatchJobsRequest struct {
 } // @name AddBatchJobsRequest
 
 // BatchCounts are a batch's jobs by state: the ones that have not ended
-// as they are now, the others as they ended.
+// as they are now (0 in an add's answer), the others as they ended.
 type BatchCounts struct {
 	Pending   int64 `json:"pending" binding:"required"`
 	Active    int64 `json:"active" binding:"required"`
@@ -276,7 +276,7 @@ func (s *server) enqueued(queue string, out []lease.Enqueued) {
 // handleBatchAdd godoc
 //
 //	@Summary		Add jobs to an open batch
-//	@Description	Enqueues up to 1000 more jobs into an open batch, in one atomic step. 409 EMQSTATE once the batch is committed.
+//	@Description	Enqueues up to 1000 more jobs into an open batch, in one atomic step. 409 EMQSTATE once the batch is committed. The answer's counts hold the batch's ended jobs only (an add reads none of its jobs); GET reads the others.
 //	@ID				addBatchJobs
 //	@Tags			batches
 //	@Security		BearerAuth

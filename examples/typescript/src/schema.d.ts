@@ -179,7 +179,7 @@ export interface paths {
         put?: never;
         /**
          * Add jobs to an open batch
-         * @description Enqueues up to 1000 more jobs into an open batch, in one atomic step. 409 EMQSTATE once the batch is committed.
+         * @description Enqueues up to 1000 more jobs into an open batch, in one atomic step. 409 EMQSTATE once the batch is committed. The answer's counts hold the batch's ended jobs only (an add reads none of its jobs); GET reads the others.
          */
         post: operations["addBatchJobs"];
         delete?: never;
