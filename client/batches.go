@@ -136,10 +136,10 @@ type Batch struct {
 	State BatchState `json:"state"`
 	// Total is how many jobs it has.
 	Total int64 `json:"total"`
-	// Counts are its jobs by state, read whole by Batch. The answers of
-	// CreateBatch, AddBatchJobs and CommitBatch count only the jobs that
-	// ended (Completed, Dead, Cancelled): their Pending, Active, Delayed
-	// and Waiting are 0.
+	// Counts are its jobs by state, read whole by Batch, CreateBatch and
+	// CommitBatch. The answer of AddBatchJobs counts only the jobs that
+	// ended (Completed, Dead, Cancelled): its Pending, Active, Delayed and
+	// Waiting are 0 (an add reads none of the batch's jobs).
 	Counts BatchCounts `json:"counts"`
 	// Success says the batch is done and every job of it completed.
 	Success  bool          `json:"success"`
