@@ -4,6 +4,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/echo-mq/echo_mq/internal/job"
 	"github.com/echo-mq/echo_mq/internal/keyspace"
 )
 
@@ -149,7 +150,7 @@ func (a EnqueueArgs) Call(q keyspace.Queue) Call {
 			traces = append(traces, i, j.Traceparent)
 		}
 		if len(j.DependsOn) > 0 {
-			deps = append(deps, i, onFailure(j.RunOnFailure), len(j.DependsOn))
+			deps = append(deps, i, job.OnDependencyFailure(j.RunOnFailure), len(j.DependsOn))
 			for _, d := range j.DependsOn {
 				deps = append(deps, d)
 			}
@@ -595,14 +596,6 @@ type StatsArgs struct {
 // Call is the call of stats.lua on q.
 func (a StatsArgs) Call(q keyspace.Queue) Call {
 	return Stats.call(q, "", "", nil, a.Minutes)
-}
-
-// onFailure is a dependant's on_dependency_failure as enqueue.lua takes it.
-func onFailure(run bool) string {
-	if run {
-		return "run"
-	}
-	return "cancel"
 }
 
 // BatchCommitArgs are batch_commit.lua's arguments.

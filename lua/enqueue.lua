@@ -80,7 +80,8 @@ end
 local traces, deps, batch
 local at = o_at + 1 + (options and 6 * tonumber(ARGV[o_at]) or 0)
 while ARGV[at] do
-  local tag, count = ARGV[at], tonumber(ARGV[at + 1])
+  local tag = ARGV[at]
+  local count = tag ~= 'b' and tonumber(ARGV[at + 1]) -- a batch's section has no count
   if tag == 't' then
     traces, at = {}, at + 2
     for _ = 1, count do
@@ -105,7 +106,7 @@ end
 if batch then
   flow_here() -- the batch's keys are not declared
 end
-if batch and batch.mode == 'new' and redis.call('EXISTS', BASE .. 'batch:' .. batch.id) == 1 then
+if batch and batch.mode == 'new' and redis.call('EXISTS', batches.key(batch.id)) == 1 then
   return { 0, {}, batches.reply(batch.id), 1 }
 end
 return enqueue_jobs(ARGV, 4, n, groups, options, traces, (deps or batch) and { deps = deps, batch = batch })

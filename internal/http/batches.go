@@ -217,7 +217,7 @@ func (s *server) handleBatchCreate(w http.ResponseWriter, r *http.Request) {
 	}
 	var cb batch.Callback
 	if err == nil {
-		cb, err = s.callbackOf(req)
+		cb, err = s.callbackRequested(req)
 	}
 	if err != nil {
 		s.writeProblem(w, r, err)
@@ -240,8 +240,8 @@ func (s *server) handleBatchCreate(w http.ResponseWriter, r *http.Request) {
 	writeBatch(w, status, b, out)
 }
 
-// callbackOf checks a create's callback.
-func (s *server) callbackOf(req CreateBatchRequest) (batch.Callback, error) {
+// callbackRequested checks a create's callback.
+func (s *server) callbackRequested(req CreateBatchRequest) (batch.Callback, error) {
 	cb := batch.Callback{When: batch.WhenComplete}
 	c := req.Callback
 	if c == nil {

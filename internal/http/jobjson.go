@@ -191,7 +191,7 @@ func appendJobFields(b []byte, j job.Job, token bool) []byte {
 			b = appendString(b, id)
 		}
 		b = append(b, `],"on_dependency_failure":`...)
-		b = appendString(b, onDependencyFailure(j.RunOnFailure))
+		b = appendString(b, job.OnDependencyFailure(j.RunOnFailure))
 	}
 	if token && j.Token != 0 {
 		b = strconv.AppendInt(append(b, `,"token":`...), j.Token, 10)
@@ -479,12 +479,4 @@ func writeBuf(w http.ResponseWriter, status int, b *[]byte) {
 		*b = (*b)[:0]
 		bufPool.Put(b)
 	}
-}
-
-// onDependencyFailure is a dependant's on_dependency_failure.
-func onDependencyFailure(run bool) string {
-	if run {
-		return "run"
-	}
-	return "cancel"
 }

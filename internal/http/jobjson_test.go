@@ -182,7 +182,7 @@ func dependencyFailureOf(j job.Job) string {
 	if len(j.DependsOn) == 0 {
 		return ""
 	}
-	return onDependencyFailure(j.RunOnFailure)
+	return job.OnDependencyFailure(j.RunOnFailure)
 }
 
 // orNull is v, or null when v is empty or not JSON.

@@ -136,7 +136,7 @@ func dependenciesOf(field valueField, req EnqueueRequest, nj *lease.NewJob) erro
 		return refuse("depends_on", "does not apply to a job with expires_in_ms")
 	}
 	nj.DependsOn = req.DependsOn
-	nj.RunOnFailure = req.OnDependencyFailure != nil && *req.OnDependencyFailure == "run"
+	nj.RunOnFailure = req.OnDependencyFailure != nil && *req.OnDependencyFailure == job.OnDependencyFailureRun
 	return nil
 }
 
@@ -149,11 +149,16 @@ func checkDependencies(jobs []lease.NewJob, single bool) error {
 	if !errors.As(err, &de) {
 		return err
 	}
-	field := valueField{de.Index, "depends_on"}
+	return invalid("the request has invalid fields", FieldError{Field: dependsOnField(de.Index, single), Message: de.Reason})
+}
+
+// dependsOnField names the depends_on of job i of an enqueue (of the one
+// job, without an index, when single).
+func dependsOnField(i int, single bool) string {
 	if single {
-		field = topField("depends_on")
+		return topField("depends_on").String()
 	}
-	return invalid("the request has invalid fields", FieldError{Field: field.String(), Message: de.Reason})
+	return valueField{i, "depends_on"}.String()
 }
 
 // unknownDependency turns a script's refusal of a dependency that is no
@@ -166,12 +171,8 @@ func unknownDependency(err error, jobs []lease.NewJob, single bool) error {
 	}
 	for i, j := range jobs {
 		if slices.Contains(j.DependsOn, id) {
-			field := valueField{i, "depends_on"}
-			if single {
-				field = topField("depends_on")
-			}
 			return invalid("the request has invalid fields",
-				FieldError{Field: field.String(), Message: "names " + id + ", no job of the queue nor of the request"})
+				FieldError{Field: dependsOnField(i, single), Message: "names " + id + ", no job of the queue nor of the request"})
 		}
 	}
 	return err

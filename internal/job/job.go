@@ -23,6 +23,21 @@ const (
 	StateWaiting = "waiting"
 )
 
+// What a dependant does when a dependency of it ends dead or cancelled
+// (its on_dependency_failure): it is cancelled, or runs anyway.
+const (
+	OnDependencyFailureCancel = "cancel"
+	OnDependencyFailureRun    = "run"
+)
+
+// OnDependencyFailure names a dependant's policy: run, or cancel.
+func OnDependencyFailure(run bool) string {
+	if run {
+		return OnDependencyFailureRun
+	}
+	return OnDependencyFailureCancel
+}
+
 // DefaultMaxAttempts is a job's attempt budget when its enqueue gave none.
 // A row stores max_attempts only when it differs (lua/row.lua), so this
 // value is part of the row format: changing it changes stored jobs too.
