@@ -2,6 +2,7 @@ package lease_test
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -186,4 +187,37 @@ func (m *smMachine) checkWaiting(s smSnapshot, id string, row map[string]string)
 	case left < 1 || left > int64(len(open)):
 		m.fatalf("%s has deps_left %d, with %d dependencies not ended", id, left, len(open))
 	}
+}
+
+// released is s as a complete of ids leaves it for a claim in the same
+// call (claim-next): the waiting jobs whose last dependencies those were
+// are pending (at the back of their priority, in id order) or delayed.
+func (m *smMachine) released(s smSnapshot, ids []string) smSnapshot {
+	m.t.Helper()
+	out := s
+	out.sets = map[string]map[string]float64{}
+	for st, members := range s.sets {
+		out.sets[st] = maps.Clone(members)
+	}
+	seq, now := smNum(s.meta, "seq"), m.serverMs()
+	for _, id := range slices.Sorted(maps.Keys(s.sets[job.StateWaiting])) {
+		row := s.rows[id]
+		ending := int64(0)
+		for _, dep := range strings.Split(row["depends_on"], ",") {
+			if slices.Contains(ids, dep) {
+				ending++
+			}
+		}
+		if ending == 0 || ending < smNum(row, "deps_left") {
+			continue
+		}
+		delete(out.sets[job.StateWaiting], id)
+		if row["run_at"] != "" && smNum(row, "run_at") > now {
+			out.sets[job.StateDelayed][id] = float64(smNum(row, "run_at"))
+			continue
+		}
+		seq++
+		out.sets[job.StatePending][id] = float64(smNum(row, "priority")*1e13 + seq)
+	}
+	return out
 }

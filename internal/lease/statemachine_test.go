@@ -767,7 +767,7 @@ func (m *smMachine) complete(w int, id string, v int) {
 	if next != nil {
 		count = next.Count
 	}
-	m.checkClaimed(w, what+": next", before, count, claimed)
+	m.checkClaimed(w, what+": next", m.released(before, []string{id}), count, claimed)
 	m.wantFinished(what, id, job.StateCompleted)
 }
 
@@ -1257,7 +1257,11 @@ func (m *smMachine) completeBatch(w int, v int) {
 	if next != nil && !repeated {
 		count = next.Count
 	}
-	m.checkClaimed(w, what+": next", before, count, claimed)
+	var completedHere []string
+	for id := range doneHere {
+		completedHere = append(completedHere, id)
+	}
+	m.checkClaimed(w, what+": next", m.released(before, completedHere), count, claimed)
 	for id, row := range sim {
 		if row["state"] == job.StateCompleted {
 			m.wantFinished(what, id, job.StateCompleted)
@@ -1550,6 +1554,11 @@ var smSeeds = [][]byte{
 		[4]int{smOpClaim, 1, 0, 1}, [4]int{smOpComplete, 1, 1, 0}, [4]int{smOpMisc, 0, 0, 5},
 		[4]int{smOpRemove, 0, 0, 0}, [4]int{smOpClaim, 2, 0, 0}, [4]int{smOpComplete, 2, 2, 0},
 		[4]int{smOpEnqueue, 0, 3, 16}, [4]int{smOpDrain, 0, 0, 0}),
+	// A complete with claim-next hands out the job it released (found by
+	// the fuzzer: j2 waits for j1, and j1's complete claims j2 next).
+	smProgram(
+		[4]int{smOpEnqueue, 0, 1, 0}, [4]int{smOpEnqueue, 0, 2, 39}, [4]int{smOpClaim, 0, 0, 0},
+		[4]int{smOpComplete, 0, 1, 8}, [4]int{smOpCompleteBatch, 0, 0, 1}),
 	// A drain of a queue with a batch and a chain: the waiting jobs go too.
 	smProgram(
 		[4]int{smOpEnqueue, 0, 0, 16}, [4]int{smOpEnqueue, 0, 1, 24}, [4]int{smOpEnqueue, 0, 2, 32},
