@@ -44,10 +44,10 @@
 // Work long-polls for jobs, extends each job's lease while its handler
 // runs, completes it with the handler's result or fails it with its error
 // (the service retries it with backoff), and cancels the handler's context
-// when someone cancels the job or the job is lost. It backs off on 503s and
-// connection errors, logging a warning to slog.Default() (or WithLogger's
-// logger), and on SIGTERM it stops claiming, finishes the jobs in hand and
-// returns nil. See Client.Work for the details.
+// when someone cancels the job or the job is lost. It backs off on 503s,
+// 429s and connection errors, logging a warning to slog.Default() (or
+// WithLogger's logger), and on SIGTERM it stops claiming, finishes the jobs
+// in hand and returns nil. See Client.Work for the details.
 //
 // A schedule enqueues a job at each tick of its cadence, a cron line or a
 // fixed interval, with the id "<name>:<tick in ms since the epoch>" (it
@@ -128,7 +128,7 @@
 // ErrGone (no such job, schedule or batch), ErrState, ErrInvalid,
 // ErrUnauthorized, ErrForbidden and ErrUnavailable (any 503;
 // Error.RetryAfter says how long to wait).
-// Retryable tells the errors worth sending again: 502, 503 and 504, and
+// Retryable tells the errors worth sending again: 502, 503, 504 and 429, and
 // transport failures that may pass (a refused or reset connection, a
 // timeout), not a TLS certificate that is not trusted. Error texts start
 // with "client:".

@@ -40,7 +40,8 @@ type Error struct {
 	Instance string
 	// Fields names each invalid field of a refused request (EMQINVALID).
 	Fields []FieldError
-	// RetryAfter is the answer's Retry-After, when it had one (a 503 does):
+	// RetryAfter is the answer's Retry-After, when it had one (a 503 or a
+	// 429 does):
 	// how long to wait before sending the request again.
 	RetryAfter time.Duration
 }
@@ -109,8 +110,9 @@ func (e *Error) Is(target error) bool {
 }
 
 // Retryable reports whether err is worth sending again after a pause: a
-// 502, 503 or 504 answer, or a request that failed on its way in a way
-// that may pass (see transient). It is false for a request its context
+// 502, 503 or 504 answer, a 429 (the service's EMQBUSY when the API key
+// has its share of waiting claims, or a proxy's rate limit), or a request
+// that failed on its way in a way that may pass (see transient). It is false for a request its context
 // cancelled, for any other answer, and for a failure that sending again
 // cannot mend: a URL the transport cannot use, a TLS certificate that is
 // not trusted, a host name that does not resolve. Work retries the
@@ -122,7 +124,7 @@ func Retryable(err error) bool {
 	var e *Error
 	if errors.As(err, &e) {
 		return e.Status == http.StatusBadGateway || e.Status == http.StatusServiceUnavailable ||
-			e.Status == http.StatusGatewayTimeout
+			e.Status == http.StatusGatewayTimeout || e.Status == http.StatusTooManyRequests
 	}
 	return transient(err)
 }

@@ -38,6 +38,7 @@ func TestRetryable(t *testing.T) {
 		{"503", &client.Error{Status: http.StatusServiceUnavailable}, true},
 		{"502", &client.Error{Status: http.StatusBadGateway}, true},
 		{"504", &client.Error{Status: http.StatusGatewayTimeout}, true},
+		{"429 EMQBUSY", &client.Error{Status: http.StatusTooManyRequests, Code: "EMQBUSY", RetryAfter: time.Second}, true},
 		{"500", &client.Error{Status: http.StatusInternalServerError}, false},
 		{"409", &client.Error{Status: http.StatusConflict, Code: "EMQSTALE"}, false},
 		{"connection refused", sent(dialed(os.NewSyscallError("connect", syscall.ECONNREFUSED))), true},

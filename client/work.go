@@ -139,7 +139,7 @@ func (h warnAndAbove) WithGroup(name string) slog.Handler {
 // answers ErrStale or ErrGone, the job is no longer this worker's: Work
 // cancels handle's ctx with an ErrLeaseLost cause and reports nothing.
 //
-// On an error Retryable accepts (a 502, 503 or 504 answer, a refused or
+// On an error Retryable accepts (a 502, 503, 504 or 429 answer, a refused or
 // reset connection, a timeout), Work waits the answer's Retry-After, or
 // else 0.5 s doubling up to 30 s, and sends the same call again;
 // repeating a complete, a fail or a snooze is safe. An extend gives up

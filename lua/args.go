@@ -185,7 +185,7 @@ func (a EnqueueArgs) Call(q keyspace.Queue) Call {
 // ClaimArgs are claim.lua's arguments, and the claim-next ones of the
 // complete scripts (Count 0: claim nothing).
 type ClaimArgs struct {
-	Count   int
+	Count   int // at most tokenRoom / 10 (token.go)
 	LeaseMS int64
 	Worker  string
 	// MaxActive, when not 0, caps the queue's active jobs: a push
@@ -195,10 +195,23 @@ type ClaimArgs struct {
 
 // Call is the call of claim.lua on q.
 func (a ClaimArgs) Call(q keyspace.Queue) Call {
+	args := a.appendTo(make([]any, 0, 5))
 	if a.MaxActive != 0 {
-		return Claim.call(q, "", "", nil, a.Count, a.LeaseMS, a.Worker, a.MaxActive)
+		args = append(args, a.MaxActive)
 	}
-	return Claim.call(q, "", "", nil, a.Count, a.LeaseMS, a.Worker)
+	return Claim.call(q, "", "", nil, args...)
+}
+
+// appendTo appends a's ARGV in the scripts that lease jobs (claim.lua, and
+// the claim-next of complete.lua and complete_batch.lua) to args: count,
+// lease_ms, worker and the call's first fencing token, drawn here
+// (firstToken) and nowhere else; "" when nothing is to be claimed.
+func (a ClaimArgs) appendTo(args []any) []any {
+	var first any = ""
+	if a.Count > 0 {
+		first = firstToken()
+	}
+	return append(args, a.Count, a.LeaseMS, a.Worker, first)
 }
 
 // ExtendArgs are extend.lua's arguments.
@@ -238,8 +251,8 @@ type CompleteArgs struct {
 // Call is the call of complete.lua on q.
 func (a CompleteArgs) Call(q keyspace.Queue) Call {
 	has, text := optional(a.Result)
-	return Complete.call(q, a.ID, "", nil, a.ID, a.Token, has, text,
-		a.Next.Count, a.Next.LeaseMS, a.Next.Worker, a.Keep)
+	args := a.Next.appendTo(append(make([]any, 0, 9), a.ID, a.Token, has, text))
+	return Complete.call(q, a.ID, "", nil, append(args, a.Keep)...)
 }
 
 // Completion is one job of complete_batch.lua.
@@ -259,14 +272,14 @@ type CompleteBatchArgs struct {
 // Call is the call of complete_batch.lua on q.
 func (a CompleteBatchArgs) Call(q keyspace.Queue) Call {
 	ids := make([]string, len(a.Jobs))
-	args := make([]any, 0, 5+4*len(a.Jobs))
+	args := make([]any, 0, 6+4*len(a.Jobs))
 	args = append(args, len(a.Jobs))
 	for i, c := range a.Jobs {
 		ids[i] = c.ID
 		has, text := optional(c.Result)
 		args = append(args, c.ID, c.Token, has, text)
 	}
-	args = append(args, a.Next.Count, a.Next.LeaseMS, a.Next.Worker, a.Keep)
+	args = append(a.Next.appendTo(args), a.Keep)
 	return CompleteBatch.call(q, "", "", ids, args...)
 }
 

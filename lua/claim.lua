@@ -8,7 +8,10 @@
 -- ARGV[3] count, 1-100
 -- ARGV[4] lease_ms
 -- ARGV[5] worker name, or ""
--- ARGV[6] max_active, only for a push delivery's claim (push.lua): the
+-- ARGV[6] the first fencing token: the claimed jobs get it and the next
+--         ones up (lifecycle.lua's lease); a random number the service
+--         draws for each call (lua/token.go), "" when count is 0
+-- ARGV[7] max_active, only for a push delivery's claim (push.lua): the
 --         claim takes no more jobs than leave the queue's active set at
 --         most this big, every worker's and replica's jobs counted
 --
@@ -30,9 +33,9 @@
 
 local now = now_ms()
 local count, delayed = tonumber(ARGV[3]), BASE .. 'delayed'
-if ARGV[6] then
-  count = math.max(0, math.min(count, tonumber(ARGV[6]) - redis.call('ZCARD', ACTIVE)))
+if ARGV[7] then
+  count = math.max(0, math.min(count, tonumber(ARGV[7]) - redis.call('ZCARD', ACTIVE)))
 end
 local plan = plan_claim(delayed, now, count)
-local jobs = claim(plan, now, count, tonumber(ARGV[4]), ARGV[5])
+local jobs = claim(plan, now, count, tonumber(ARGV[4]), ARGV[5], ARGV[6])
 return flow_reply({ due_in(delayed, now), jobs }, plan)

@@ -15,7 +15,9 @@
 -- ARGV[7] how many jobs to claim next (0 = none)
 -- ARGV[8] lease_ms for the claimed jobs
 -- ARGV[9] worker name, or ""
--- ARGV[10] how many completed jobs the queue keeps (0: all); the oldest
+-- ARGV[10] the claimed jobs' first fencing token, as claim.lua's ARGV[6]
+--          ("" when ARGV[7] is 0)
+-- ARGV[11] how many completed jobs the queue keeps (0: all); the oldest
 --          beyond it are deleted, a few per call
 --
 -- The job goes to completed, whether or not a cancel was requested (the
@@ -42,9 +44,9 @@ local plan = count > 0 and plan_claim(delayed, now, count)
 
 local done = {}
 local job = complete_one(done, id, row, token, ARGV[5], ARGV[6], now)
-finish_completed(done, now, tonumber(ARGV[10]))
+finish_completed(done, now, tonumber(ARGV[11]))
 local next_jobs = {}
 if plan then
-  next_jobs = claim(plan, now, count, tonumber(ARGV[8]), ARGV[9])
+  next_jobs = claim(plan, now, count, tonumber(ARGV[8]), ARGV[9], ARGV[10])
 end
 return { job, next_jobs }

@@ -10,8 +10,10 @@
 -- KEYS[7..] rows, one per job, in ARGV order
 -- ARGV[3] n, the number of jobs; then 4 ARGV per job:
 --         id, token, "1"/"0" (has a result), result (JSON text)
--- then    how many jobs to claim next (0 = none), lease_ms, worker, and
---         how many completed jobs the queue keeps (0: all)
+-- then    how many jobs to claim next (0 = none), lease_ms, worker, the
+--         claimed jobs' first fencing token (as claim.lua's ARGV[6]; ""
+--         when none are to be claimed), and how many completed jobs the
+--         queue keeps (0: all)
 --
 -- Each job is completed exactly as complete.lua does it; one job's refusal
 -- does not stop the others. Next jobs are claimed unless some job's
@@ -26,7 +28,7 @@
 local now = now_ms()
 local n = tonumber(ARGV[3])
 local at = 4 + n * 4
-local count, keep = tonumber(ARGV[at]), tonumber(ARGV[at + 3])
+local count, keep = tonumber(ARGV[at]), tonumber(ARGV[at + 4])
 
 -- Read: every row, then whether this is a batch sent again, then what a
 -- claim needs.
@@ -60,6 +62,6 @@ end
 finish_completed(done, now, keep)
 local next_jobs = {}
 if plan then
-  next_jobs = claim(plan, now, count, tonumber(ARGV[at + 1]), ARGV[at + 2])
+  next_jobs = claim(plan, now, count, tonumber(ARGV[at + 1]), ARGV[at + 2], ARGV[at + 3])
 end
 return { results, next_jobs }

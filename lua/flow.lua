@@ -302,10 +302,16 @@ local function rate_room(scope, limit, window, now, want)
   return room, math.max(tonumber(string.match(oldest, '^[^|]*|(%d+)|')) + window - now, 1)
 end
 
--- rate_add logs n claim starts of scope at now; tag makes the entry
--- unique.
+-- rate_add logs n claim starts of scope at now; tag sets the entry apart
+-- from the others of the same ms. A tag met before (a claim's random first
+-- token, lifecycle.lua's flow_claim, may be drawn twice) is made longer
+-- until the entry is new: two claims in one entry would leave the
+-- scope's count n too high when it is dropped.
 local function rate_add(scope, n, now, tag)
-  redis.call('ZADD', fkey('starts'), '0', scope .. '|' .. pad(now) .. '|' .. tag .. '|' .. n)
+  local head, tail = scope .. '|' .. pad(now) .. '|' .. tag, '|' .. n
+  while redis.call('ZADD', fkey('starts'), '0', head .. tail) == 0 do
+    head = head .. '.'
+  end
   redis.call('HINCRBY', fkey('flow'), 'r:' .. scope, n)
 end
 

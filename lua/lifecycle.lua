@@ -96,21 +96,20 @@ local function backoff_ms(row, attempts)
   return math.min(delay, cap)
 end
 
--- next_tokens draws n fencing tokens from the queue's counter in one call
--- and returns the first; the others follow it. A counter that does not
--- exist yet (a new queue, or one obliterated and made again) starts at the
--- server's time in microseconds, so a token is never reused even across an
--- obliterate: the old counter would have had to count more claims than
--- microseconds went by. Tokens stay below 2^53 (until the year 2255),
--- exact in JSON and Lua numbers.
-local function next_tokens(n)
-  local last = redis.call('HINCRBY', META, 'token', n)
-  if last == n then
-    local t = redis.call('TIME')
-    last = tonumber(t[1]) * 1000000 + tonumber(t[2]) + n - 1
-    redis.call('HSET', META, 'token', int(last))
+-- unheld is token, or the first number above it that job row (a read_row
+-- table) neither holds nor remembers a report under (fence.lua's
+-- outcomes): a claim never gives a job a token that fence_row would still
+-- take from the job's last holder, or from one of the last eight that
+-- reported. It skips at most nine. Older tokens of the job, and those of a
+-- job removed and enqueued again under its id, are not remembered: that
+-- the claim's random first token (claim.lua) meets one of them is a chance
+-- of about 2^-53 each (docs/design.md#fencing).
+local function unheld(row, token)
+  while row.token == int(token)
+    or (row.outcomes and string.find(row.outcomes, ':' .. int(token) .. ' ', 1, true)) do
+    token = token + 1
   end
-  return last - n + 1
+  return token
 end
 
 -- plan_claim reads what a claim of count jobs needs: the due delayed jobs
@@ -171,21 +170,27 @@ end
 
 -- lease leases the jobs of list (every step-th item is an id: step 2 for
 -- a ZPOPMIN reply of ids and scores, 1 for a list of ids) for lease_ms,
--- each under a fresh fencing token (next_tokens), and returns their
--- replies and the first token. rows holds their rows: false for a row lost
--- outside a migration (dropped); nil for a popped job plan_claim did not
--- read (never so, but should it be, it goes back to pending with its
--- score rather than be lost). extra is a field every leased row gets set
--- to "1", or nil (then the jobs were taken under flow control).
+-- each under a fresh fencing token, and returns their replies. The tokens
+-- are first, first + 1, ... in list order, past any a job's row holds or
+-- remembers (unheld). first is the random number the service drew for
+-- this call (lua/token.go), as the call's ARGV gave it: text, read as a
+-- number only by a call that leases (a claim of an empty queue pays
+-- nothing for it). A call's tokens are consecutive, but all go to
+-- its one caller (a worker, or the queue's push target): they tell the
+-- caller nothing it does not hold already, and nothing of another call's
+-- tokens. rows holds their rows: false for a row lost outside a
+-- migration (dropped); nil for a popped job plan_claim did not read
+-- (never so, but should it be, it goes back to pending with its score
+-- rather than be lost). extra is a field every leased row gets set to
+-- "1", or nil (then the jobs were taken under flow control).
 -- A job whose expiry has come is cancelled instead (expire_claimed), and a
 -- job with a timeout gets a lease that ends by it (admission.lua).
 -- Per job: one HSET (one HDEL if the last attempt left a cancel request or
--- a worker), one event; per call: one token draw and one ZADD. Keep it so:
--- this runs for every job the service hands out.
-local function lease(list, step, rows, now, lease_ms, worker, extra)
+-- a worker), one event; per call: one ZADD. Keep it so: this runs for
+-- every job the service hands out.
+local function lease(list, step, rows, now, lease_ms, worker, first, extra)
   local jobs, leased, expiring = {}, {}, 0
-  local token = next_tokens(#list / step)
-  local first = token
+  local token = tonumber(first)
   local deadline, started = int(now + lease_ms), int(now)
   for i = 1, #list, step do
     local id = list[i]
@@ -208,6 +213,9 @@ local function lease(list, step, rows, now, lease_ms, worker, extra)
           unexpiring(id)
         end
       end
+      if row.token or row.outcomes then -- claimed before: past what its row knows
+        token = unheld(row, token)
+      end
       local fields = { 'state', 'active', 'token', int(token), 'started_at', started,
         'lease_expires_at', ends, 'attempts', tostring((tonumber(row.attempts) or 0) + 1) }
       if worker ~= '' then
@@ -227,13 +235,13 @@ local function lease(list, step, rows, now, lease_ms, worker, extra)
   if expiring > 0 then
     wake(expiring) -- a claimer cut short by them looks again
   end
-  return jobs, first
+  return jobs
 end
 
 -- flow_claim is claim on a queue with flow control: flow_take chooses the
 -- jobs; plan.held and plan.retry_after say which limit cut the claim
 -- short, and when it could go on.
-local function flow_claim(plan, now, count, lease_ms, worker)
+local function flow_claim(plan, now, count, lease_ms, worker, first)
   local ids, held, retry, groups = flow_take(plan.flow, plan.grouped, count, now)
   plan.held, plan.retry_after = held, retry
   if #ids == 0 then
@@ -246,23 +254,23 @@ local function flow_claim(plan, now, count, lease_ms, worker)
       flow_untake(id, groups[id])
     end
   end
-  local jobs, token = lease(ids, 1, rows, now, lease_ms, worker, 'flow')
+  local jobs = lease(ids, 1, rows, now, lease_ms, worker, first, 'flow')
   if plan.flow.rl then
-    rate_add(QUEUE_SCOPE, #ids, now, int(token))
+    rate_add(QUEUE_SCOPE, #ids, now, first) -- random, so apart from other claims' tags
   end
   return jobs
 end
 
 -- claim promotes the due jobs of plan, then leases up to count pending
--- jobs for lease_ms (lease). A paused queue claims nothing. Returns the
--- claimed job replies.
-local function claim(plan, now, count, lease_ms, worker)
+-- jobs for lease_ms (lease), their tokens from first (text) on. A paused
+-- queue claims nothing. Returns the claimed job replies.
+local function claim(plan, now, count, lease_ms, worker, first)
   promote(plan.delayed, plan.due)
   if plan.paused or count == 0 then
     return {}
   end
   if plan.flow then
-    return flow_claim(plan, now, count, lease_ms, worker)
+    return flow_claim(plan, now, count, lease_ms, worker, first)
   end
   if RELEASED then -- released by this call's complete, after plan_claim read
     for id, row in pairs(RELEASED) do
@@ -273,7 +281,7 @@ local function claim(plan, now, count, lease_ms, worker)
   if #popped == 0 then
     return {}
   end
-  return (lease(popped, 2, plan.rows, now, lease_ms, worker))
+  return lease(popped, 2, plan.rows, now, lease_ms, worker, first)
 end
 
 -- flow_reply is what claim.lua adds to its reply under flow control: how

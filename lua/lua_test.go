@@ -34,7 +34,7 @@ func TestBuildersMatchHeaders(t *testing.T) {
 		{ExtendArgs{ID: "a"}.Call(q), Extend.argc},
 		{CancellationArgs{ID: "a"}.Call(q), Cancellation.argc},
 		{CompleteArgs{ID: "a"}.Call(q), Complete.argc},
-		{CompleteBatchArgs{Jobs: pair}.Call(q), 3 + 4*2 + 4},
+		{CompleteBatchArgs{Jobs: pair}.Call(q), 3 + 4*2 + 5},
 		{FailArgs{ID: "a"}.Call(q), Fail.argc},
 		{SnoozeArgs{ID: "a"}.Call(q), Snooze.argc},
 		{CancelArgs{ID: "a"}.Call(q), Cancel.argc},

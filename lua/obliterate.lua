@@ -20,9 +20,10 @@
 -- history, history.lua, and the batches, the waiting set and the
 -- dependants' sets, batches.lua), so that not one key of the queue remains (a reaper's pass
 -- under way may take a turn again; it expires within half an interval).
--- The service calls it until done. Fencing survives: a queue made again
--- under the same name starts its token counter at the server's time
--- (next_tokens), above any old token.
+-- The service calls it until done. Fencing survives as it survives a
+-- remove: tokens are random (lifecycle.lua's lease), and a job of the
+-- queue made again under the same name and id gets one of an old holder's
+-- only by a chance of 2^-53 (docs/design.md#fencing).
 -- Returns {done (0/1), removed}.
 -- Errors: EMQSTATE jobs are active and force is not set; TRYAGAIN (here.lua).
 

@@ -6,8 +6,10 @@
 -- function of its own, whose reply goes through history.lua's stats_flush.
 --
 -- A script's header names its KEYS by role, one per line:
---   meta       HASH  seq (pending order), token (fencing counter), paused,
---                    enqueued, completed and failed totals
+--   meta       HASH  seq (pending order), paused, enqueued, completed and
+--                    failed totals; a queue that claimed before tokens were
+--                    random also keeps token, the counter they came from:
+--                    no script reads or writes it (docs/design.md#fencing)
 --   pending    ZSET  score = priority * BAND +/- seq (claim order)
 --   active     ZSET  score = lease deadline, ms, server clock
 --   delayed    ZSET  score = run-at, ms

@@ -13,8 +13,9 @@
 --         answered EMQGONE), else "0"
 -- ARGV[5] actor, ARGV[6] role: who asked, for the event
 --
--- The queue's token counter is untouched, so a job enqueued again under
--- the same id never gets a token an earlier holder knows.
+-- A job enqueued again under the same id gets random tokens (lifecycle.lua's
+-- lease): one an earlier holder knows only by a chance of 2^-53
+-- (docs/design.md#fencing).
 -- A job removed before it ended counts as cancelled in its batch, and its
 -- dependants learn that it ended "removed" (batches.lua).
 -- Returns the state the job was in.

@@ -1248,8 +1248,9 @@ type SweepResponse struct {
 
 // WhoAmI defines model for WhoAmI.
 type WhoAmI struct {
-	// Key Names the key as logs and events do: its role and a short hash of
-	// it ("anonymous" while the API is open). Never the key itself.
+	// Key Names the key as logs and events do: the name EMQ_API_KEYS gives
+	// it, or its role and its place in the list ("worker-2"); "anonymous"
+	// while the API is open. Never the key, nor anything computed from it.
 	Key string `json:"key"`
 
 	// Open True when the service has no keys: everyone may do anything.
@@ -1962,7 +1963,7 @@ type ClientInterface interface {
 
 	// StreamAllEvents Stream every queue's events
 	//
-	// Server-Sent Events of the state changes of every queue in the queue registry (the queues of GET /queues), merged into one stream, so that a browser needs one connection for all of them. The wire format is the per-queue stream's without ids: `event: <kind>`, `data: <Event as one line of JSON>`; the Event's `queue` names the queue. Each queue's events come in the order Redis made them; a poll's events of several queues come in entry id order. It is a live tail, not resumable: it starts with the changes made after it opened and sends no `id:` lines, so an EventSource that reconnects sends no Last-Event-ID. A request with `from`, `last_event_id` or a Last-Event-ID header is answered 400 EMQINVALID: resume one queue with GET /queues/{queue}/events. The registry is read again every 2 s: a queue created later joins with its events from the time the stream opened (the Redis server's clock), and an obliterated queue leaves without an error. Up to 1,000 queues are merged, the first by name; the rest are left out (the service logs a warning). Each stream polls every merged queue every 0.5 s when idle, one XRANGE per queue per poll (one pipelined round trip). A `: ping` comment comes every 15 s. On a Redis error the stream sends an `error` event whose data is a Problem and ends; reconnect to go on (the events in between are not replayed). The stream also ends when the service shuts down.
+	// Server-Sent Events of the state changes of every queue in the queue registry (the queues of GET /queues), merged into one stream, so that a browser needs one connection for all of them. The wire format is the per-queue stream's without ids: `event: <kind>`, `data: <Event as one line of JSON>`; the Event's `queue` names the queue. Each queue's events come in the order Redis made them; a poll's events of several queues come in entry id order. It is a live tail, not resumable: it starts with the changes made after it opened and sends no `id:` lines, so an EventSource that reconnects sends no Last-Event-ID. A request with `from`, `last_event_id` or a Last-Event-ID header is answered 400 EMQINVALID: resume one queue with GET /queues/{queue}/events. The registry is read again every 2 s: a queue created later joins with its events from the time the stream opened (the Redis server's clock), and an obliterated queue leaves without an error. Up to 1,000 queues are merged, the first by name; the rest are left out (the service logs a warning). Each stream polls every merged queue every 0.5 s when idle, one XRANGE per queue per poll (one pipelined round trip). A `: ping` comment comes every 15 s. On a Redis error the stream sends an `error` event whose data is a Problem and ends; reconnect to go on (the events in between are not replayed). The stream also ends when the service shuts down. One API key holds at most EMQ_MAX_STREAMS (default 100) event streams open at once on a service replica, this route's and GET /queues/{queue}/events's together (with the API open, all callers together); past it a stream is refused 429 EMQBUSY, before it starts.
 	//
 	// Corresponds with GET /events (the `StreamAllEvents` operationId).
 	StreamAllEvents(ctx context.Context, params *StreamAllEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -2054,7 +2055,7 @@ type ClientInterface interface {
 
 	// ClaimJobsWithBody Claim jobs
 	//
-	// Leases up to count jobs (priority first, FIFO within a priority), each with its token. Due delayed jobs are moved to pending first. With wait_ms, a claim that finds nothing waits (long poll) and answers as soon as a job comes, or with an empty list when wait_ms passes. A paused queue answers an empty list. Under the queue's flow control settings a claim takes turns over the groups and answers only the jobs the limits let start; when that is fewer than count it says which limit held it back (held_by) and when a claim could start one (retry_after_ms), and a long poll waits until then or until a slot frees.
+	// Leases up to count jobs (priority first, FIFO within a priority), each with its token. Due delayed jobs are moved to pending first. With wait_ms, a claim that finds nothing waits (long poll) and answers as soon as a job comes, or with an empty list when wait_ms passes. A paused queue answers an empty list. Under the queue's flow control settings a claim takes turns over the groups and answers only the jobs the limits let start; when that is fewer than count it says which limit held it back (held_by) and when a claim could start one (retry_after_ms), and a long poll waits until then or until a slot frees. A service replica lets at most EMQ_MAX_WAITERS claims wait at once (503 EMQBUSY past it) and, when API keys are configured, at most EMQ_MAX_WAITERS_PER_KEY of them of one key (429 EMQBUSY past it); a claim without wait_ms is never refused for either.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -2063,7 +2064,7 @@ type ClientInterface interface {
 
 	// ClaimJobs Claim jobs
 	//
-	// Leases up to count jobs (priority first, FIFO within a priority), each with its token. Due delayed jobs are moved to pending first. With wait_ms, a claim that finds nothing waits (long poll) and answers as soon as a job comes, or with an empty list when wait_ms passes. A paused queue answers an empty list. Under the queue's flow control settings a claim takes turns over the groups and answers only the jobs the limits let start; when that is fewer than count it says which limit held it back (held_by) and when a claim could start one (retry_after_ms), and a long poll waits until then or until a slot frees.
+	// Leases up to count jobs (priority first, FIFO within a priority), each with its token. Due delayed jobs are moved to pending first. With wait_ms, a claim that finds nothing waits (long poll) and answers as soon as a job comes, or with an empty list when wait_ms passes. A paused queue answers an empty list. Under the queue's flow control settings a claim takes turns over the groups and answers only the jobs the limits let start; when that is fewer than count it says which limit held it back (held_by) and when a claim could start one (retry_after_ms), and a long poll waits until then or until a slot frees. A service replica lets at most EMQ_MAX_WAITERS claims wait at once (503 EMQBUSY past it) and, when API keys are configured, at most EMQ_MAX_WAITERS_PER_KEY of them of one key (429 EMQBUSY past it); a claim without wait_ms is never refused for either.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -2097,7 +2098,7 @@ type ClientInterface interface {
 
 	// StreamEvents Stream a queue's events
 	//
-	// Server-Sent Events of the queue's state changes, one event per change, in the order Redis made them: `id: <entry id>`, `event: <kind>`, `data: <Event as one line of JSON>`. `at` is the Redis server's time of the change. Without Last-Event-ID or `from`, the stream starts with the changes made after it opened. A reconnecting client sends Last-Event-ID (EventSource does this itself; or the `last_event_id` query parameter) and gets exactly the events after that one, as long as the stream retains them (about the last 10,000 per queue). `from=0` replays every retained event first; `from=<entry id>` or `from=<Unix ms>` starts at that entry or time. A `: ping` comment comes every 15 s. On a Redis error the stream sends an `error` event whose data is a Problem and ends; reconnect with Last-Event-ID. The stream also ends when the service shuts down.
+	// Server-Sent Events of the queue's state changes, one event per change, in the order Redis made them: `id: <entry id>`, `event: <kind>`, `data: <Event as one line of JSON>`. `at` is the Redis server's time of the change. Without Last-Event-ID or `from`, the stream starts with the changes made after it opened. A reconnecting client sends Last-Event-ID (EventSource does this itself; or the `last_event_id` query parameter) and gets exactly the events after that one, as long as the stream retains them (about the last 10,000 per queue). `from=0` replays every retained event first; `from=<entry id>` or `from=<Unix ms>` starts at that entry or time. A `: ping` comment comes every 15 s. On a Redis error the stream sends an `error` event whose data is a Problem and ends; reconnect with Last-Event-ID. The stream also ends when the service shuts down. One API key holds at most EMQ_MAX_STREAMS (default 100) event streams open at once on a service replica, this route's and GET /events's together (with the API open, all callers together); past it a stream is refused 429 EMQBUSY, before it starts.
 	//
 	// Corresponds with GET /queues/{queue}/events (the `StreamEvents` operationId).
 	StreamEvents(ctx context.Context, queue string, params *StreamEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -2464,7 +2465,7 @@ type ClientInterface interface {
 
 // StreamAllEvents Stream every queue's events
 //
-// Server-Sent Events of the state changes of every queue in the queue registry (the queues of GET /queues), merged into one stream, so that a browser needs one connection for all of them. The wire format is the per-queue stream's without ids: `event: <kind>`, `data: <Event as one line of JSON>`; the Event's `queue` names the queue. Each queue's events come in the order Redis made them; a poll's events of several queues come in entry id order. It is a live tail, not resumable: it starts with the changes made after it opened and sends no `id:` lines, so an EventSource that reconnects sends no Last-Event-ID. A request with `from`, `last_event_id` or a Last-Event-ID header is answered 400 EMQINVALID: resume one queue with GET /queues/{queue}/events. The registry is read again every 2 s: a queue created later joins with its events from the time the stream opened (the Redis server's clock), and an obliterated queue leaves without an error. Up to 1,000 queues are merged, the first by name; the rest are left out (the service logs a warning). Each stream polls every merged queue every 0.5 s when idle, one XRANGE per queue per poll (one pipelined round trip). A `: ping` comment comes every 15 s. On a Redis error the stream sends an `error` event whose data is a Problem and ends; reconnect to go on (the events in between are not replayed). The stream also ends when the service shuts down.
+// Server-Sent Events of the state changes of every queue in the queue registry (the queues of GET /queues), merged into one stream, so that a browser needs one connection for all of them. The wire format is the per-queue stream's without ids: `event: <kind>`, `data: <Event as one line of JSON>`; the Event's `queue` names the queue. Each queue's events come in the order Redis made them; a poll's events of several queues come in entry id order. It is a live tail, not resumable: it starts with the changes made after it opened and sends no `id:` lines, so an EventSource that reconnects sends no Last-Event-ID. A request with `from`, `last_event_id` or a Last-Event-ID header is answered 400 EMQINVALID: resume one queue with GET /queues/{queue}/events. The registry is read again every 2 s: a queue created later joins with its events from the time the stream opened (the Redis server's clock), and an obliterated queue leaves without an error. Up to 1,000 queues are merged, the first by name; the rest are left out (the service logs a warning). Each stream polls every merged queue every 0.5 s when idle, one XRANGE per queue per poll (one pipelined round trip). A `: ping` comment comes every 15 s. On a Redis error the stream sends an `error` event whose data is a Problem and ends; reconnect to go on (the events in between are not replayed). The stream also ends when the service shuts down. One API key holds at most EMQ_MAX_STREAMS (default 100) event streams open at once on a service replica, this route's and GET /queues/{queue}/events's together (with the API open, all callers together); past it a stream is refused 429 EMQBUSY, before it starts.
 //
 // Corresponds with GET /events (the `StreamAllEvents` operationId).
 func (c *Client) StreamAllEvents(ctx context.Context, params *StreamAllEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -2676,7 +2677,7 @@ func (c *Client) AddBatchJobs(ctx context.Context, queue string, id string, para
 
 // ClaimJobsWithBody Claim jobs
 //
-// Leases up to count jobs (priority first, FIFO within a priority), each with its token. Due delayed jobs are moved to pending first. With wait_ms, a claim that finds nothing waits (long poll) and answers as soon as a job comes, or with an empty list when wait_ms passes. A paused queue answers an empty list. Under the queue's flow control settings a claim takes turns over the groups and answers only the jobs the limits let start; when that is fewer than count it says which limit held it back (held_by) and when a claim could start one (retry_after_ms), and a long poll waits until then or until a slot frees.
+// Leases up to count jobs (priority first, FIFO within a priority), each with its token. Due delayed jobs are moved to pending first. With wait_ms, a claim that finds nothing waits (long poll) and answers as soon as a job comes, or with an empty list when wait_ms passes. A paused queue answers an empty list. Under the queue's flow control settings a claim takes turns over the groups and answers only the jobs the limits let start; when that is fewer than count it says which limit held it back (held_by) and when a claim could start one (retry_after_ms), and a long poll waits until then or until a slot frees. A service replica lets at most EMQ_MAX_WAITERS claims wait at once (503 EMQBUSY past it) and, when API keys are configured, at most EMQ_MAX_WAITERS_PER_KEY of them of one key (429 EMQBUSY past it); a claim without wait_ms is never refused for either.
 //
 // Takes any type of body and a specified content type.
 //
@@ -2695,7 +2696,7 @@ func (c *Client) ClaimJobsWithBody(ctx context.Context, queue string, params *Cl
 
 // ClaimJobs Claim jobs
 //
-// Leases up to count jobs (priority first, FIFO within a priority), each with its token. Due delayed jobs are moved to pending first. With wait_ms, a claim that finds nothing waits (long poll) and answers as soon as a job comes, or with an empty list when wait_ms passes. A paused queue answers an empty list. Under the queue's flow control settings a claim takes turns over the groups and answers only the jobs the limits let start; when that is fewer than count it says which limit held it back (held_by) and when a claim could start one (retry_after_ms), and a long poll waits until then or until a slot frees.
+// Leases up to count jobs (priority first, FIFO within a priority), each with its token. Due delayed jobs are moved to pending first. With wait_ms, a claim that finds nothing waits (long poll) and answers as soon as a job comes, or with an empty list when wait_ms passes. A paused queue answers an empty list. Under the queue's flow control settings a claim takes turns over the groups and answers only the jobs the limits let start; when that is fewer than count it says which limit held it back (held_by) and when a claim could start one (retry_after_ms), and a long poll waits until then or until a slot frees. A service replica lets at most EMQ_MAX_WAITERS claims wait at once (503 EMQBUSY past it) and, when API keys are configured, at most EMQ_MAX_WAITERS_PER_KEY of them of one key (429 EMQBUSY past it); a claim without wait_ms is never refused for either.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -2769,7 +2770,7 @@ func (c *Client) DrainQueue(ctx context.Context, queue string, params *DrainQueu
 
 // StreamEvents Stream a queue's events
 //
-// Server-Sent Events of the queue's state changes, one event per change, in the order Redis made them: `id: <entry id>`, `event: <kind>`, `data: <Event as one line of JSON>`. `at` is the Redis server's time of the change. Without Last-Event-ID or `from`, the stream starts with the changes made after it opened. A reconnecting client sends Last-Event-ID (EventSource does this itself; or the `last_event_id` query parameter) and gets exactly the events after that one, as long as the stream retains them (about the last 10,000 per queue). `from=0` replays every retained event first; `from=<entry id>` or `from=<Unix ms>` starts at that entry or time. A `: ping` comment comes every 15 s. On a Redis error the stream sends an `error` event whose data is a Problem and ends; reconnect with Last-Event-ID. The stream also ends when the service shuts down.
+// Server-Sent Events of the queue's state changes, one event per change, in the order Redis made them: `id: <entry id>`, `event: <kind>`, `data: <Event as one line of JSON>`. `at` is the Redis server's time of the change. Without Last-Event-ID or `from`, the stream starts with the changes made after it opened. A reconnecting client sends Last-Event-ID (EventSource does this itself; or the `last_event_id` query parameter) and gets exactly the events after that one, as long as the stream retains them (about the last 10,000 per queue). `from=0` replays every retained event first; `from=<entry id>` or `from=<Unix ms>` starts at that entry or time. A `: ping` comment comes every 15 s. On a Redis error the stream sends an `error` event whose data is a Problem and ends; reconnect with Last-Event-ID. The stream also ends when the service shuts down. One API key holds at most EMQ_MAX_STREAMS (default 100) event streams open at once on a service replica, this route's and GET /events's together (with the API open, all callers together); past it a stream is refused 429 EMQBUSY, before it starts.
 //
 // Corresponds with GET /queues/{queue}/events (the `StreamEvents` operationId).
 func (c *Client) StreamEvents(ctx context.Context, queue string, params *StreamEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -7129,7 +7130,7 @@ type ClientWithResponsesInterface interface {
 
 	// StreamAllEventsWithResponse Stream every queue's events
 	//
-	// Server-Sent Events of the state changes of every queue in the queue registry (the queues of GET /queues), merged into one stream, so that a browser needs one connection for all of them. The wire format is the per-queue stream's without ids: `event: <kind>`, `data: <Event as one line of JSON>`; the Event's `queue` names the queue. Each queue's events come in the order Redis made them; a poll's events of several queues come in entry id order. It is a live tail, not resumable: it starts with the changes made after it opened and sends no `id:` lines, so an EventSource that reconnects sends no Last-Event-ID. A request with `from`, `last_event_id` or a Last-Event-ID header is answered 400 EMQINVALID: resume one queue with GET /queues/{queue}/events. The registry is read again every 2 s: a queue created later joins with its events from the time the stream opened (the Redis server's clock), and an obliterated queue leaves without an error. Up to 1,000 queues are merged, the first by name; the rest are left out (the service logs a warning). Each stream polls every merged queue every 0.5 s when idle, one XRANGE per queue per poll (one pipelined round trip). A `: ping` comment comes every 15 s. On a Redis error the stream sends an `error` event whose data is a Problem and ends; reconnect to go on (the events in between are not replayed). The stream also ends when the service shuts down.
+	// Server-Sent Events of the state changes of every queue in the queue registry (the queues of GET /queues), merged into one stream, so that a browser needs one connection for all of them. The wire format is the per-queue stream's without ids: `event: <kind>`, `data: <Event as one line of JSON>`; the Event's `queue` names the queue. Each queue's events come in the order Redis made them; a poll's events of several queues come in entry id order. It is a live tail, not resumable: it starts with the changes made after it opened and sends no `id:` lines, so an EventSource that reconnects sends no Last-Event-ID. A request with `from`, `last_event_id` or a Last-Event-ID header is answered 400 EMQINVALID: resume one queue with GET /queues/{queue}/events. The registry is read again every 2 s: a queue created later joins with its events from the time the stream opened (the Redis server's clock), and an obliterated queue leaves without an error. Up to 1,000 queues are merged, the first by name; the rest are left out (the service logs a warning). Each stream polls every merged queue every 0.5 s when idle, one XRANGE per queue per poll (one pipelined round trip). A `: ping` comment comes every 15 s. On a Redis error the stream sends an `error` event whose data is a Problem and ends; reconnect to go on (the events in between are not replayed). The stream also ends when the service shuts down. One API key holds at most EMQ_MAX_STREAMS (default 100) event streams open at once on a service replica, this route's and GET /queues/{queue}/events's together (with the API open, all callers together); past it a stream is refused 429 EMQBUSY, before it starts.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -7237,7 +7238,7 @@ type ClientWithResponsesInterface interface {
 
 	// ClaimJobsWithBodyWithResponse Claim jobs
 	//
-	// Leases up to count jobs (priority first, FIFO within a priority), each with its token. Due delayed jobs are moved to pending first. With wait_ms, a claim that finds nothing waits (long poll) and answers as soon as a job comes, or with an empty list when wait_ms passes. A paused queue answers an empty list. Under the queue's flow control settings a claim takes turns over the groups and answers only the jobs the limits let start; when that is fewer than count it says which limit held it back (held_by) and when a claim could start one (retry_after_ms), and a long poll waits until then or until a slot frees.
+	// Leases up to count jobs (priority first, FIFO within a priority), each with its token. Due delayed jobs are moved to pending first. With wait_ms, a claim that finds nothing waits (long poll) and answers as soon as a job comes, or with an empty list when wait_ms passes. A paused queue answers an empty list. Under the queue's flow control settings a claim takes turns over the groups and answers only the jobs the limits let start; when that is fewer than count it says which limit held it back (held_by) and when a claim could start one (retry_after_ms), and a long poll waits until then or until a slot frees. A service replica lets at most EMQ_MAX_WAITERS claims wait at once (503 EMQBUSY past it) and, when API keys are configured, at most EMQ_MAX_WAITERS_PER_KEY of them of one key (429 EMQBUSY past it); a claim without wait_ms is never refused for either.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -7246,7 +7247,7 @@ type ClientWithResponsesInterface interface {
 
 	// ClaimJobsWithResponse Claim jobs
 	//
-	// Leases up to count jobs (priority first, FIFO within a priority), each with its token. Due delayed jobs are moved to pending first. With wait_ms, a claim that finds nothing waits (long poll) and answers as soon as a job comes, or with an empty list when wait_ms passes. A paused queue answers an empty list. Under the queue's flow control settings a claim takes turns over the groups and answers only the jobs the limits let start; when that is fewer than count it says which limit held it back (held_by) and when a claim could start one (retry_after_ms), and a long poll waits until then or until a slot frees.
+	// Leases up to count jobs (priority first, FIFO within a priority), each with its token. Due delayed jobs are moved to pending first. With wait_ms, a claim that finds nothing waits (long poll) and answers as soon as a job comes, or with an empty list when wait_ms passes. A paused queue answers an empty list. Under the queue's flow control settings a claim takes turns over the groups and answers only the jobs the limits let start; when that is fewer than count it says which limit held it back (held_by) and when a claim could start one (retry_after_ms), and a long poll waits until then or until a slot frees. A service replica lets at most EMQ_MAX_WAITERS claims wait at once (503 EMQBUSY past it) and, when API keys are configured, at most EMQ_MAX_WAITERS_PER_KEY of them of one key (429 EMQBUSY past it); a claim without wait_ms is never refused for either.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -7282,7 +7283,7 @@ type ClientWithResponsesInterface interface {
 
 	// StreamEventsWithResponse Stream a queue's events
 	//
-	// Server-Sent Events of the queue's state changes, one event per change, in the order Redis made them: `id: <entry id>`, `event: <kind>`, `data: <Event as one line of JSON>`. `at` is the Redis server's time of the change. Without Last-Event-ID or `from`, the stream starts with the changes made after it opened. A reconnecting client sends Last-Event-ID (EventSource does this itself; or the `last_event_id` query parameter) and gets exactly the events after that one, as long as the stream retains them (about the last 10,000 per queue). `from=0` replays every retained event first; `from=<entry id>` or `from=<Unix ms>` starts at that entry or time. A `: ping` comment comes every 15 s. On a Redis error the stream sends an `error` event whose data is a Problem and ends; reconnect with Last-Event-ID. The stream also ends when the service shuts down.
+	// Server-Sent Events of the queue's state changes, one event per change, in the order Redis made them: `id: <entry id>`, `event: <kind>`, `data: <Event as one line of JSON>`. `at` is the Redis server's time of the change. Without Last-Event-ID or `from`, the stream starts with the changes made after it opened. A reconnecting client sends Last-Event-ID (EventSource does this itself; or the `last_event_id` query parameter) and gets exactly the events after that one, as long as the stream retains them (about the last 10,000 per queue). `from=0` replays every retained event first; `from=<entry id>` or `from=<Unix ms>` starts at that entry or time. A `: ping` comment comes every 15 s. On a Redis error the stream sends an `error` event whose data is a Problem and ends; reconnect with Last-Event-ID. The stream also ends when the service shuts down. One API key holds at most EMQ_MAX_STREAMS (default 100) event streams open at once on a service replica, this route's and GET /events's together (with the API open, all callers together); past it a stream is refused 429 EMQBUSY, before it starts.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -7700,6 +7701,11 @@ type StreamAllEventsResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// StreamAllEventsResponse429Headers the declared response headers of an HTTP 429 response for StreamAllEvents
+type StreamAllEventsResponse429Headers struct {
+	RetryAfter *int
+}
+
 // StreamAllEventsResponse503Headers the declared response headers of an HTTP 503 response for StreamAllEvents
 type StreamAllEventsResponse503Headers struct {
 	RetryAfter *int
@@ -7712,12 +7718,16 @@ type StreamAllEventsResponse struct {
 	ApplicationproblemJSON400 *Problem
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *Problem
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationproblemJSON500 *Problem
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *Problem
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *StreamAllEventsResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *StreamAllEventsResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *StreamAllEventsResponse503Headers
 }
@@ -7730,6 +7740,11 @@ func (r StreamAllEventsResponse) GetApplicationproblemJSON400() *Problem {
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
 func (r StreamAllEventsResponse) GetApplicationproblemJSON401() *Problem {
 	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r StreamAllEventsResponse) GetApplicationproblemJSON429() *Problem {
+	return r.ApplicationproblemJSON429
 }
 
 // GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
@@ -8579,6 +8594,11 @@ type ClaimJobsResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// ClaimJobsResponse429Headers the declared response headers of an HTTP 429 response for ClaimJobs
+type ClaimJobsResponse429Headers struct {
+	RetryAfter *int
+}
+
 // ClaimJobsResponse503Headers the declared response headers of an HTTP 503 response for ClaimJobs
 type ClaimJobsResponse503Headers struct {
 	RetryAfter *int
@@ -8599,12 +8619,16 @@ type ClaimJobsResponse struct {
 	ApplicationproblemJSON413 *Problem
 	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
 	ApplicationproblemJSON415 *Problem
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *Problem
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationproblemJSON500 *Problem
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *Problem
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *ClaimJobsResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ClaimJobsResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *ClaimJobsResponse503Headers
 }
@@ -8637,6 +8661,11 @@ func (r ClaimJobsResponse) GetApplicationproblemJSON413() *Problem {
 // GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
 func (r ClaimJobsResponse) GetApplicationproblemJSON415() *Problem {
 	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r ClaimJobsResponse) GetApplicationproblemJSON429() *Problem {
+	return r.ApplicationproblemJSON429
 }
 
 // GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
@@ -8877,6 +8906,11 @@ type StreamEventsResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// StreamEventsResponse429Headers the declared response headers of an HTTP 429 response for StreamEvents
+type StreamEventsResponse429Headers struct {
+	RetryAfter *int
+}
+
 // StreamEventsResponse503Headers the declared response headers of an HTTP 503 response for StreamEvents
 type StreamEventsResponse503Headers struct {
 	RetryAfter *int
@@ -8889,12 +8923,16 @@ type StreamEventsResponse struct {
 	ApplicationproblemJSON400 *Problem
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *Problem
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationproblemJSON500 *Problem
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *Problem
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *StreamEventsResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *StreamEventsResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *StreamEventsResponse503Headers
 }
@@ -8907,6 +8945,11 @@ func (r StreamEventsResponse) GetApplicationproblemJSON400() *Problem {
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
 func (r StreamEventsResponse) GetApplicationproblemJSON401() *Problem {
 	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r StreamEventsResponse) GetApplicationproblemJSON429() *Problem {
+	return r.ApplicationproblemJSON429
 }
 
 // GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
@@ -12325,7 +12368,7 @@ func (r WhoAmIResponse) ContentType() string {
 
 // StreamAllEventsWithResponse Stream every queue's events
 //
-// Server-Sent Events of the state changes of every queue in the queue registry (the queues of GET /queues), merged into one stream, so that a browser needs one connection for all of them. The wire format is the per-queue stream's without ids: `event: <kind>`, `data: <Event as one line of JSON>`; the Event's `queue` names the queue. Each queue's events come in the order Redis made them; a poll's events of several queues come in entry id order. It is a live tail, not resumable: it starts with the changes made after it opened and sends no `id:` lines, so an EventSource that reconnects sends no Last-Event-ID. A request with `from`, `last_event_id` or a Last-Event-ID header is answered 400 EMQINVALID: resume one queue with GET /queues/{queue}/events. The registry is read again every 2 s: a queue created later joins with its events from the time the stream opened (the Redis server's clock), and an obliterated queue leaves without an error. Up to 1,000 queues are merged, the first by name; the rest are left out (the service logs a warning). Each stream polls every merged queue every 0.5 s when idle, one XRANGE per queue per poll (one pipelined round trip). A `: ping` comment comes every 15 s. On a Redis error the stream sends an `error` event whose data is a Problem and ends; reconnect to go on (the events in between are not replayed). The stream also ends when the service shuts down.
+// Server-Sent Events of the state changes of every queue in the queue registry (the queues of GET /queues), merged into one stream, so that a browser needs one connection for all of them. The wire format is the per-queue stream's without ids: `event: <kind>`, `data: <Event as one line of JSON>`; the Event's `queue` names the queue. Each queue's events come in the order Redis made them; a poll's events of several queues come in entry id order. It is a live tail, not resumable: it starts with the changes made after it opened and sends no `id:` lines, so an EventSource that reconnects sends no Last-Event-ID. A request with `from`, `last_event_id` or a Last-Event-ID header is answered 400 EMQINVALID: resume one queue with GET /queues/{queue}/events. The registry is read again every 2 s: a queue created later joins with its events from the time the stream opened (the Redis server's clock), and an obliterated queue leaves without an error. Up to 1,000 queues are merged, the first by name; the rest are left out (the service logs a warning). Each stream polls every merged queue every 0.5 s when idle, one XRANGE per queue per poll (one pipelined round trip). A `: ping` comment comes every 15 s. On a Redis error the stream sends an `error` event whose data is a Problem and ends; reconnect to go on (the events in between are not replayed). The stream also ends when the service shuts down. One API key holds at most EMQ_MAX_STREAMS (default 100) event streams open at once on a service replica, this route's and GET /queues/{queue}/events's together (with the API open, all callers together); past it a stream is refused 429 EMQBUSY, before it starts.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -12505,7 +12548,7 @@ func (c *ClientWithResponses) AddBatchJobsWithResponse(ctx context.Context, queu
 
 // ClaimJobsWithBodyWithResponse Claim jobs
 //
-// Leases up to count jobs (priority first, FIFO within a priority), each with its token. Due delayed jobs are moved to pending first. With wait_ms, a claim that finds nothing waits (long poll) and answers as soon as a job comes, or with an empty list when wait_ms passes. A paused queue answers an empty list. Under the queue's flow control settings a claim takes turns over the groups and answers only the jobs the limits let start; when that is fewer than count it says which limit held it back (held_by) and when a claim could start one (retry_after_ms), and a long poll waits until then or until a slot frees.
+// Leases up to count jobs (priority first, FIFO within a priority), each with its token. Due delayed jobs are moved to pending first. With wait_ms, a claim that finds nothing waits (long poll) and answers as soon as a job comes, or with an empty list when wait_ms passes. A paused queue answers an empty list. Under the queue's flow control settings a claim takes turns over the groups and answers only the jobs the limits let start; when that is fewer than count it says which limit held it back (held_by) and when a claim could start one (retry_after_ms), and a long poll waits until then or until a slot frees. A service replica lets at most EMQ_MAX_WAITERS claims wait at once (503 EMQBUSY past it) and, when API keys are configured, at most EMQ_MAX_WAITERS_PER_KEY of them of one key (429 EMQBUSY past it); a claim without wait_ms is never refused for either.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -12520,7 +12563,7 @@ func (c *ClientWithResponses) ClaimJobsWithBodyWithResponse(ctx context.Context,
 
 // ClaimJobsWithResponse Claim jobs
 //
-// Leases up to count jobs (priority first, FIFO within a priority), each with its token. Due delayed jobs are moved to pending first. With wait_ms, a claim that finds nothing waits (long poll) and answers as soon as a job comes, or with an empty list when wait_ms passes. A paused queue answers an empty list. Under the queue's flow control settings a claim takes turns over the groups and answers only the jobs the limits let start; when that is fewer than count it says which limit held it back (held_by) and when a claim could start one (retry_after_ms), and a long poll waits until then or until a slot frees.
+// Leases up to count jobs (priority first, FIFO within a priority), each with its token. Due delayed jobs are moved to pending first. With wait_ms, a claim that finds nothing waits (long poll) and answers as soon as a job comes, or with an empty list when wait_ms passes. A paused queue answers an empty list. Under the queue's flow control settings a claim takes turns over the groups and answers only the jobs the limits let start; when that is fewer than count it says which limit held it back (held_by) and when a claim could start one (retry_after_ms), and a long poll waits until then or until a slot frees. A service replica lets at most EMQ_MAX_WAITERS claims wait at once (503 EMQBUSY past it) and, when API keys are configured, at most EMQ_MAX_WAITERS_PER_KEY of them of one key (429 EMQBUSY past it); a claim without wait_ms is never refused for either.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -12580,7 +12623,7 @@ func (c *ClientWithResponses) DrainQueueWithResponse(ctx context.Context, queue 
 
 // StreamEventsWithResponse Stream a queue's events
 //
-// Server-Sent Events of the queue's state changes, one event per change, in the order Redis made them: `id: <entry id>`, `event: <kind>`, `data: <Event as one line of JSON>`. `at` is the Redis server's time of the change. Without Last-Event-ID or `from`, the stream starts with the changes made after it opened. A reconnecting client sends Last-Event-ID (EventSource does this itself; or the `last_event_id` query parameter) and gets exactly the events after that one, as long as the stream retains them (about the last 10,000 per queue). `from=0` replays every retained event first; `from=<entry id>` or `from=<Unix ms>` starts at that entry or time. A `: ping` comment comes every 15 s. On a Redis error the stream sends an `error` event whose data is a Problem and ends; reconnect with Last-Event-ID. The stream also ends when the service shuts down.
+// Server-Sent Events of the queue's state changes, one event per change, in the order Redis made them: `id: <entry id>`, `event: <kind>`, `data: <Event as one line of JSON>`. `at` is the Redis server's time of the change. Without Last-Event-ID or `from`, the stream starts with the changes made after it opened. A reconnecting client sends Last-Event-ID (EventSource does this itself; or the `last_event_id` query parameter) and gets exactly the events after that one, as long as the stream retains them (about the last 10,000 per queue). `from=0` replays every retained event first; `from=<entry id>` or `from=<Unix ms>` starts at that entry or time. A `: ping` comment comes every 15 s. On a Redis error the stream sends an `error` event whose data is a Problem and ends; reconnect with Last-Event-ID. The stream also ends when the service shuts down. One API key holds at most EMQ_MAX_STREAMS (default 100) event streams open at once on a service replica, this route's and GET /events's together (with the API open, all callers together); past it a stream is refused 429 EMQBUSY, before it starts.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -13296,6 +13339,13 @@ func ParseStreamAllEventsResponse(rsp *http.Response) (*StreamAllEventsResponse,
 		}
 		response.ApplicationproblemJSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Problem
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -13323,6 +13373,16 @@ func ParseStreamAllEventsResponse(rsp *http.Response) (*StreamAllEventsResponse,
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers StreamAllEventsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers StreamAllEventsResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -14134,6 +14194,13 @@ func ParseClaimJobsResponse(rsp *http.Response) (*ClaimJobsResponse, error) {
 		}
 		response.ApplicationproblemJSON415 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Problem
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -14161,6 +14228,16 @@ func ParseClaimJobsResponse(rsp *http.Response) (*ClaimJobsResponse, error) {
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers ClaimJobsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers ClaimJobsResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -14386,6 +14463,13 @@ func ParseStreamEventsResponse(rsp *http.Response) (*StreamEventsResponse, error
 		}
 		response.ApplicationproblemJSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Problem
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -14413,6 +14497,16 @@ func ParseStreamEventsResponse(rsp *http.Response) (*StreamEventsResponse, error
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers StreamEventsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers StreamEventsResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {

@@ -37,6 +37,11 @@ type config struct {
 	Keys            *auth.Keyring // EMQ_API_KEYS: none leaves the API open
 	PushAllow       push.Allow    // EMQ_PUSH_ALLOW: the hosts a push target may name; none: push is off
 	PushAllowList   string        // EMQ_PUSH_ALLOW as given, for the start-up log
+	// EMQ_MAX_WAITERS_PER_KEY: long polls of one API key waiting at once,
+	// at most MaxWaiters (a larger value is refused); only with API keys.
+	MaxWaitersPerKey int
+	// EMQ_MAX_STREAMS: event streams one API key holds open at once.
+	MaxStreams int
 }
 
 // variables are the environment variables the service reads.
@@ -44,7 +49,7 @@ var variables = []string{
 	"EMQ_ADDR", "EMQ_REDIS_URL", "EMQ_PREFIX", "EMQ_SWEEP_INTERVAL", "EMQ_MAX_STALLED",
 	"EMQ_LOG_LEVEL", "EMQ_MAX_VALUE_BYTES", "EMQ_MAX_BODY_BYTES", "EMQ_SHUTDOWN_TIMEOUT", "EMQ_API_KEYS", "EMQ_HEADER_TIMEOUT",
 	"EMQ_KEEP_COMPLETED", "EMQ_CORS_ORIGINS", "EMQ_METRICS", "EMQ_MAX_WAITERS", "EMQ_REDIS_CA_FILE",
-	"EMQ_REDIS_AUTOPIPELINE", "EMQ_PUSH_ALLOW",
+	"EMQ_REDIS_AUTOPIPELINE", "EMQ_PUSH_ALLOW", "EMQ_MAX_WAITERS_PER_KEY", "EMQ_MAX_STREAMS",
 }
 
 var prefixRE = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,64}$`)
@@ -83,6 +88,12 @@ func loadConfig(getenv func(string) string) (config, error) {
 	}
 	if c.MaxWaiters, err = positiveInt(env("EMQ_MAX_WAITERS", strconv.Itoa(emqhttp.DefaultMaxWaiters))); err != nil {
 		fail("EMQ_MAX_WAITERS", err)
+	}
+	if c.MaxWaitersPerKey, err = waitersPerKey(env("EMQ_MAX_WAITERS_PER_KEY", ""), c.MaxWaiters); err != nil {
+		fail("EMQ_MAX_WAITERS_PER_KEY", err)
+	}
+	if c.MaxStreams, err = positiveInt(env("EMQ_MAX_STREAMS", strconv.Itoa(emqhttp.DefaultMaxStreams))); err != nil {
+		fail("EMQ_MAX_STREAMS", err)
 	}
 	if c.MaxBodyBytes, err = positiveInt(env("EMQ_MAX_BODY_BYTES", strconv.Itoa(emqhttp.DefaultMaxBodyBytes))); err != nil {
 		fail("EMQ_MAX_BODY_BYTES", err)
@@ -131,6 +142,20 @@ func positiveDuration(s string) (time.Duration, error) {
 	return d, err
 }
 
+// waitersPerKey reads EMQ_MAX_WAITERS_PER_KEY, s: a positive count of at
+// most maxWaiters (a share larger than the whole would say the operator
+// meant something else), or when s is "" the default share of maxWaiters.
+func waitersPerKey(s string, maxWaiters int) (int, error) {
+	if s == "" {
+		return emqhttp.DefaultMaxWaitersPerKey(maxWaiters), nil
+	}
+	n, err := positiveInt(s)
+	if err == nil && maxWaiters > 0 && n > maxWaiters {
+		err = fmt.Errorf("%q must be at most EMQ_MAX_WAITERS (%d)", s, maxWaiters)
+	}
+	return n, err
+}
+
 func positiveInt(s string) (int, error) {
 	n, err := strconv.Atoi(s)
 	if err == nil && n <= 0 {
@@ -150,6 +175,7 @@ func (c config) logAttrs() []any {
 		"sweep_interval", c.SweepInterval, "max_stalled", c.MaxStalled,
 		"max_value_bytes", c.MaxValueBytes, "max_body_bytes", c.MaxBodyBytes, "log_level", c.LogLevel,
 		"keep_completed", c.KeepCompleted, "cors_origins", c.CORSOrigins, "metrics", c.Metrics,
-		"api_keys", c.Keys.Len(), "max_waiters", c.MaxWaiters, "redis_autopipeline", c.AutoPipeline,
+		"api_keys", c.Keys.Names(), "max_waiters", c.MaxWaiters, "max_waiters_per_key", c.MaxWaitersPerKey,
+		"max_streams", c.MaxStreams, "redis_autopipeline", c.AutoPipeline,
 		"push_allow", c.PushAllowList}
 }

@@ -193,6 +193,9 @@ func TestLoadConfigRefusesBadValues(t *testing.T) {
 		"EMQ_API_KEYS":           "admin:short",
 		"EMQ_REDIS_AUTOPIPELINE": "maybe",
 		"EMQ_PUSH_ALLOW":         "hooks.example.com,*",
+		"EMQ_MAX_STREAMS":        "0",
+		// A share larger than the whole EMQ_MAX_WAITERS (10,000).
+		"EMQ_MAX_WAITERS_PER_KEY": "10001",
 	}
 	for name, value := range cases {
 		_, err := loadConfig(func(k string) string {
@@ -209,6 +212,42 @@ func TestLoadConfigRefusesBadValues(t *testing.T) {
 	if err != nil || c.Addr != "127.0.0.1:8080" || c.Prefix != "emq" || c.SweepInterval != 5*time.Second || c.MaxStalled != 2 || !c.AutoPipeline ||
 		c.PushAllow.On() {
 		t.Fatalf("defaults %+v (%v), want 127.0.0.1:8080, emq, 5s, 2, autopipelining on, push off", c, err)
+	}
+}
+
+// TestLoadConfigWaiterShare: EMQ_MAX_WAITERS_PER_KEY defaults to three
+// quarters of EMQ_MAX_WAITERS, may equal it, and may not exceed it;
+// EMQ_MAX_STREAMS defaults to 100.
+func TestLoadConfigWaiterShare(t *testing.T) {
+	t.Parallel()
+	load := func(vars map[string]string) (config, error) {
+		return loadConfig(func(k string) string { return vars[k] })
+	}
+	for _, tc := range []struct {
+		waiters, share string
+		want           int
+	}{
+		{"", "", 7500},
+		{"400", "", 300},
+		{"1", "", 1},
+		{"400", "400", 400},
+		{"400", "10", 10},
+	} {
+		c, err := load(map[string]string{"EMQ_MAX_WAITERS": tc.waiters, "EMQ_MAX_WAITERS_PER_KEY": tc.share})
+		if err != nil || c.MaxWaitersPerKey != tc.want {
+			t.Errorf("EMQ_MAX_WAITERS=%q EMQ_MAX_WAITERS_PER_KEY=%q: share %d (%v), want %d", tc.waiters, tc.share, c.MaxWaitersPerKey, err, tc.want)
+		}
+	}
+	_, err := load(map[string]string{"EMQ_MAX_WAITERS": "400", "EMQ_MAX_WAITERS_PER_KEY": "401"})
+	if err == nil || !strings.Contains(err.Error(), "EMQ_MAX_WAITERS_PER_KEY") {
+		t.Errorf("a share of 401 of 400 waiters: %v, want an error naming EMQ_MAX_WAITERS_PER_KEY", err)
+	}
+	c, err := load(nil)
+	if err != nil || c.MaxStreams != 100 {
+		t.Errorf("EMQ_MAX_STREAMS unset: %d (%v), want 100", c.MaxStreams, err)
+	}
+	if c, err = load(map[string]string{"EMQ_MAX_STREAMS": "3"}); err != nil || c.MaxStreams != 3 {
+		t.Errorf("EMQ_MAX_STREAMS=3: %d (%v), want 3", c.MaxStreams, err)
 	}
 }
 

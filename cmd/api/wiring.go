@@ -113,9 +113,10 @@ func (s services) handler(cfg config, leases *lease.Service, batches *batch.Serv
 		Metrics:     s.metrics,
 		Telemetry:   s.tel,
 		Keys:        cfg.Keys,
-		Replays:     auth.NewRedisReplays(s.rdb, cfg.Prefix),
+		Replays:     auth.NewRedisReplays(s.rdb),
 		CORSOrigins: cfg.CORSOrigins,
 		MaxStalled:  cfg.MaxStalled, MaxValueBytes: cfg.MaxValueBytes, MaxBodyBytes: cfg.MaxBodyBytes,
+		MaxWaitersPerKey: cfg.MaxWaitersPerKey, MaxStreams: cfg.MaxStreams,
 		MaxWaiters: cfg.MaxWaiters,
 		Logger:     log,
 	}

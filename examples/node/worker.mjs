@@ -121,9 +121,10 @@ async function request(method, path, json, timeoutMs) {
 }
 
 // retryable tells the answers worth sending the same request again for: a
-// proxy's 502 or 504, and 503 (EMQUNAVAILABLE, EMQBUSY).
+// proxy's 502 or 504, 503 (EMQUNAVAILABLE, EMQBUSY), and 429 (EMQBUSY: the
+// API key has its share of waiting claims).
 function retryable(status) {
-  return status === 502 || status === 503 || status === 504;
+  return status === 502 || status === 503 || status === 504 || status === 429;
 }
 
 // call sends a request, and while it gets no answer (a ConnectionError) or
@@ -182,7 +183,7 @@ async function claim(stopping) {
   try {
     res = await call("POST", `/queues/${config.queue}/claim`, body, {
       timeoutMs: config.waitMs + REQUEST_TIMEOUT_MS,
-      retry: (status) => status >= 500, // a 500 too: only a 4xx is final
+      retry: (status) => status >= 500 || retryable(status), // a 500 too: only a 4xx but 429 is final
       signal: stopping,
     });
   } catch (err) {

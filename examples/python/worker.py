@@ -4,8 +4,8 @@
 It claims jobs from one queue with a long poll, extends each job's lease on a
 timer while the work runs, stops at a safe point when the job is cancelled,
 completes or fails the job (or snoozes it: work that cannot go ahead yet is
-put back for later, not failed), backs off when the service answers 502, 503
-or 504 or cannot be reached, and exits 0 on SIGTERM or SIGINT once the job in
+put back for later, not failed), backs off when the service answers 502, 503,
+504 or 429 or cannot be reached, and exits 0 on SIGTERM or SIGINT once the job in
 hand is done (a second signal exits at once, 143 or 130, leaving the job to
 its lease).
 
@@ -43,9 +43,10 @@ EXTEND_TIMEOUT_S = min(CALL_TIMEOUT_S, EXTEND_EVERY_S)
 
 # The longest wait between two tries of a call (an extend waits at most until
 # the next one is due), and the answers worth another try: a proxy or the
-# service that cannot answer now (502, 503 EMQUNAVAILABLE or EMQBUSY, 504).
+# service that cannot answer now (502, 503 EMQUNAVAILABLE or EMQBUSY, 504, and
+# 429 EMQBUSY: the API key has its share of waiting claims).
 MAX_BACKOFF_S = 30
-RETRYABLE = (502, 503, 504)
+RETRYABLE = (429, 502, 503, 504)
 
 
 class Stopped(Exception):
@@ -143,7 +144,7 @@ def parse(raw):
 def call(path, body, timeout=CALL_TIMEOUT_S, max_pause=MAX_BACKOFF_S, give_up=None, retryable=RETRYABLE):
     """Sends a request until it gets an answer that is not worth another try.
 
-    On a retryable answer (502, 503, 504), a connection error or a timeout it
+    On a retryable answer (429, 502, 503, 504), a connection error or a timeout it
     waits Retry-After seconds when the answer gives them, or else 0.5 s
     doubling, never more than max_pause, and sends the same request again.
     Sending a complete, a fail or a snooze again is safe: the service answers
@@ -320,9 +321,9 @@ def main():
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
 
-    # Any 5xx on a claim is worth another try: a claim changes nothing until
-    # it is answered.
-    claim_retryable = range(500, 600)
+    # Any 5xx (or 429) on a claim is worth another try: a claim changes
+    # nothing until it is answered.
+    claim_retryable = (429, *range(500, 600))
     claim = {"lease_ms": LEASE_MS, "wait_ms": WAIT_MS, "worker": WORKER}
     while not stopping.is_set():
         # A signal does not cut the long poll short: a job it brings is worked.

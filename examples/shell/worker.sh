@@ -5,7 +5,7 @@
 # a timer (a background subshell) while the work runs, stops at a safe point
 # when the job is cancelled, completes or fails the job (or snoozes it: work
 # that cannot go ahead yet is put back for later, not failed), backs off when
-# the service answers 502, 503 or 504 or cannot be reached, and exits 0 on
+# the service answers 502, 503, 504 or 429 or cannot be reached, and exits 0 on
 # SIGTERM or SIGINT once the job in hand is done. A second signal exits at
 # once (143 or 130), leaving the job to its lease.
 #
@@ -111,7 +111,7 @@ nap() {
 # $status to the HTTP status and leaves the answer in $TMP/NAME.body. BODY
 # is JSON text, or @FILE for a file that holds it (as curl reads it).
 #
-# On a 502, 503 or 504 answer (for a claim, any 5xx: a claim changes
+# On a 502, 503, 504 or 429 answer (for a claim, any 5xx: a claim changes
 # nothing until it is answered), a connection error or a timeout, it waits
 # Retry-After seconds when the answer gives them, or else 0.5 s doubling, at
 # most 30 s (an extend: a third of the lease), and sends the same request
@@ -136,7 +136,7 @@ post() {
 			pause_ms=$backoff_ms
 			why=$(head -n 1 "$TMP/$1.err")
 			;;
-		*:502 | *:503 | *:504 | claim:5??)
+		*:429 | *:502 | *:503 | *:504 | claim:5??)
 			pause_ms=$(retry_after_ms "$1")
 			[ "${pause_ms:-0}" -gt 0 ] || pause_ms=$backoff_ms
 			why="$status $(jq -r '.code // empty' "$TMP/$1.body" 2>/dev/null)"

@@ -398,8 +398,9 @@ func TestObliterateSteps(t *testing.T) {
 	}
 }
 
-// TestObliterateThenReuse: the queue made again after an obliterate draws
-// tokens above every old one, and is a known queue again.
+// TestObliterateThenReuse: the queue made again after an obliterate never
+// gives a job a token an old holder of its id knows, and is a known queue
+// again.
 func TestObliterateThenReuse(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
@@ -410,13 +411,17 @@ func TestObliterateThenReuse(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.add(t, "j", 0, 3, 0)
-	top := int64(0)
+	known := map[int64]bool{}
 	for _, j := range old {
-		top = max(top, j.Token)
+		known[j.Token] = true
 	}
-	for _, j := range f.claim(t, 3, time.Minute) {
-		if j.Token <= top {
-			t.Errorf("token %d of %s after the obliterate, want above %d", j.Token, j.ID, top)
+	for i, j := range f.claim(t, 3, time.Minute) {
+		if known[j.Token] {
+			t.Errorf("token %d of %s after the obliterate was an old holder's", j.Token, j.ID)
+		}
+		_, err := f.leases.Extend(ctx, f.queue, j.ID, lease.ExtendParams{Token: old[i].Token, Lease: time.Minute})
+		if old[i].ID != j.ID || !errors.Is(err, job.ErrStale) {
+			t.Errorf("extend of %s with %s's old token %d: %v, want %v", j.ID, old[i].ID, old[i].Token, err, job.ErrStale)
 		}
 	}
 	if !f.rdb.SIsMember(ctx, keyspace.QueuesKey(f.prefix), f.queue).Val() {

@@ -3,15 +3,17 @@
 // HMAC-SHA256 signature of the request body.
 //
 // Keys are compared in constant time, and neither a key nor a signature is
-// ever logged: a key is known in logs and events by its Name, a short hash.
+// ever logged: a key is known in logs and events by its Name, which the
+// operator gives it (or its role and place in the list), never anything
+// computed from the secret.
 package auth
 
 import (
-	"crypto/sha256"
 	"crypto/subtle"
-	"encoding/hex"
 	"errors"
 	"fmt"
+	"regexp"
+	"strconv"
 	"strings"
 )
 
@@ -41,8 +43,9 @@ func (r Role) String() string {
 
 // Key is one API key.
 type Key struct {
-	// Name identifies the key in logs and events without revealing it: its
-	// role and the first 8 hex digits of its SHA-256.
+	// Name identifies the key in logs and events without revealing it: the
+	// name EMQ_API_KEYS gives it, or its role and its place in the list
+	// ("worker-2"). Names are unique within a keyring.
 	Name   string
 	Role   Role
 	secret []byte
@@ -62,28 +65,59 @@ type Keyring struct {
 	keys []Key
 }
 
-// ParseKeys reads EMQ_API_KEYS: comma-separated "role:key" pairs, roles
-// reader, worker and admin. An empty spec gives an empty keyring (the API
-// is open).
+// ParseKeys reads EMQ_API_KEYS: comma-separated entries "role:key" or
+// "name:role:key", roles reader, worker and admin. A name is 1 to 64
+// characters of A-Z a-z 0-9 . _ - and not a role's word; an entry without
+// one is named by its role and its place in the list ("admin-3"). Names
+// must be unique. An empty spec gives an empty keyring (the API is open).
+// No error quotes a secret.
 func ParseKeys(spec string) (*Keyring, error) {
 	kr := &Keyring{}
-	for i, pair := range strings.Split(spec, ",") {
-		pair = strings.TrimSpace(pair)
-		if pair == "" {
+	named := map[string]bool{}
+	for i, entry := range strings.Split(spec, ",") {
+		entry = strings.TrimSpace(entry)
+		if entry == "" {
 			continue
 		}
-		name, secret, ok := strings.Cut(pair, ":")
-		role, known := roleNames[name]
+		key, err := parseKey(entry, i+1)
 		switch {
-		case !ok || !known:
-			return nil, fmt.Errorf("key %d: want role:key with role reader, worker or admin", i+1)
-		case len(secret) < MinKeyLength:
-			return nil, fmt.Errorf("key %d: a key must be at least %d characters", i+1, MinKeyLength)
+		case err != nil:
+			return nil, fmt.Errorf("key %d: %w", i+1, err)
+		case named[key.Name]:
+			return nil, fmt.Errorf("key %d: the name %q is taken by another key", i+1, key.Name)
 		}
-		sum := sha256.Sum256([]byte(secret))
-		kr.keys = append(kr.keys, Key{Name: name + "-" + hex.EncodeToString(sum[:4]), Role: role, secret: []byte(secret)})
+		named[key.Name] = true
+		kr.keys = append(kr.keys, key)
 	}
 	return kr, nil
+}
+
+// keyName is what a key's name may be: what a log line or a metric label
+// can show as it is.
+var keyName = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
+
+// parseKey reads one entry of EMQ_API_KEYS, the place-th of the list.
+func parseKey(entry string, place int) (Key, error) {
+	first, rest, _ := strings.Cut(entry, ":")
+	if role, ok := roleNames[first]; ok {
+		return newKey(first+"-"+strconv.Itoa(place), role, rest)
+	}
+	roleWord, secret, ok := strings.Cut(rest, ":")
+	role, known := roleNames[roleWord]
+	switch {
+	case !ok || !known:
+		return Key{}, errors.New("want role:key or name:role:key with role reader, worker or admin")
+	case !keyName.MatchString(first):
+		return Key{}, errors.New("a key's name must be 1 to 64 characters of A-Z a-z 0-9 . _ -")
+	}
+	return newKey(first, role, secret)
+}
+
+func newKey(name string, role Role, secret string) (Key, error) {
+	if len(secret) < MinKeyLength {
+		return Key{}, fmt.Errorf("a key must be at least %d characters", MinKeyLength)
+	}
+	return Key{Name: name, Role: role, secret: []byte(secret)}, nil
 }
 
 // Open reports whether the keyring has no keys: the API is open.
@@ -91,6 +125,16 @@ func (kr *Keyring) Open() bool { return len(kr.keys) == 0 }
 
 // Len is how many keys the keyring holds.
 func (kr *Keyring) Len() int { return len(kr.keys) }
+
+// Names are the keys' names, in the order EMQ_API_KEYS gives them: what
+// the start-up log shows of them.
+func (kr *Keyring) Names() []string {
+	names := make([]string, len(kr.keys))
+	for i, k := range kr.keys {
+		names[i] = k.Name + " (" + k.Role.String() + ")"
+	}
+	return names
+}
 
 // Bearer finds the key of an Authorization header ("Bearer <key>"). Every
 // key is compared, in constant time, whatever matches first.

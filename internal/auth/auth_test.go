@@ -43,6 +43,37 @@ func TestParseKeysRefusesBadSpecsWithoutQuotingKeys(t *testing.T) {
 	}
 }
 
+func TestKeysAreNamedByTheOperatorNeverByTheirSecret(t *testing.T) {
+	t.Parallel()
+	kr, err := ParseKeys("ci-deploy:admin:" + adminKey + ", worker:" + workerKey + ",dash.board_1:reader:" + readerKey + ":with:colons")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for header, want := range map[string]Key{
+		"Bearer " + adminKey:                   {Name: "ci-deploy", Role: Admin},
+		"Bearer " + workerKey:                  {Name: "worker-2", Role: Worker},
+		"Bearer " + readerKey + ":with:colons": {Name: "dash.board_1", Role: Reader},
+	} {
+		key, err := kr.Bearer(header)
+		if err != nil || key.Name != want.Name || key.Role != want.Role {
+			t.Errorf("Bearer(%.14s…) = %q %v, %v; want %q %v", header, key.Name, key.Role, err, want.Name, want.Role)
+		}
+	}
+	for spec, why := range map[string]string{
+		"ops:admin:" + adminKey + ",ops:worker:" + workerKey:  "a name twice",
+		"worker-2:admin:" + adminKey + ",worker:" + workerKey: "a name an unnamed key has",
+		"my key:admin:" + adminKey:                            "a space in a name",
+		strings.Repeat("n", 65) + ":admin:" + adminKey:        "a name of 65 characters",
+		"ops:root:" + adminKey:                                "an unknown role",
+		"ops:admin:short-secret":                              "a short key",
+		"ops:" + adminKey:                                     "no role",
+	} {
+		if _, err := ParseKeys(spec); err == nil || strings.Contains(err.Error(), adminKey) || strings.Contains(err.Error(), "short-secret") {
+			t.Errorf("%s: ParseKeys gave %v; want a refusal that quotes no key", why, err)
+		}
+	}
+}
+
 func TestBearerFindsTheKeyAndItsRole(t *testing.T) {
 	t.Parallel()
 	kr := keyring(t)

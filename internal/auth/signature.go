@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"hash"
 	"strconv"
 	"strings"
 	"time"
@@ -34,40 +35,94 @@ type Request struct {
 	Body   []byte
 }
 
-// Signed finds the key that signed req. The signature is
+// Signature is what a signed request's headers say:
 //
 //	X-EMQ-Timestamp: <Unix seconds>
 //	X-EMQ-Signature: sha256=<hex of HMAC-SHA256(key, timestamp.METHOD.target.body)>
 //
-// so that a signature is good for one request only, not another route. The
-// timestamp must be within SignatureWindow of now, and a signature is
-// accepted once (replays tells). Every key is tried, in constant time.
-func (kr *Keyring) Signed(ctx context.Context, timestamp, signature string, req Request, now time.Time, replays Replays) (Key, error) {
+// so that a signature is good for one request only, not another route.
+type Signature struct {
+	timestamp string
+	mac       []byte
+}
+
+// ParseSignature checks a signed request's headers before anything reads
+// its body: the timestamp is within SignatureWindow of now, and the
+// signature is "sha256=" and 64 hex digits. A request that fails here is
+// refused without its body being read.
+func ParseSignature(timestamp, signature string, now time.Time) (Signature, error) {
 	sent, err := strconv.ParseInt(timestamp, 10, 64)
 	if err != nil || now.Sub(time.Unix(sent, 0)).Abs() > SignatureWindow {
-		return Key{}, ErrBadSignature
+		return Signature{}, ErrBadSignature
 	}
-	given, err := hex.DecodeString(strings.TrimPrefix(signature, "sha256="))
-	if err != nil || !strings.HasPrefix(signature, "sha256=") {
-		return Key{}, ErrBadSignature
+	digits, ok := strings.CutPrefix(signature, "sha256=")
+	mac, err := hex.DecodeString(digits)
+	if !ok || err != nil || len(mac) != sha256.Size {
+		return Signature{}, ErrBadSignature
 	}
-	found := -1
+	return Signature{timestamp: timestamp, mac: mac}, nil
+}
+
+// Verifier checks a signed request against every key as its body is
+// written to it, so that the body need not be held to be checked.
+type Verifier struct {
+	kr   *Keyring
+	sig  Signature
+	macs []hash.Hash
+}
+
+// NewVerifier starts checking sig over a request of method to target;
+// write the body to it, then ask Key.
+func (kr *Keyring) NewVerifier(sig Signature, method, target string) *Verifier {
+	v := &Verifier{kr: kr, sig: sig, macs: make([]hash.Hash, len(kr.keys))}
 	for i, k := range kr.keys {
-		if hmac.Equal(given, Sign(k.secret, timestamp, req)) {
+		v.macs[i] = hmac.New(sha256.New, k.secret)
+		v.macs[i].Write([]byte(sig.timestamp + "." + method + "." + target + "."))
+	}
+	return v
+}
+
+// Write adds p, the next part of the body, to every key's HMAC.
+func (v *Verifier) Write(p []byte) (int, error) {
+	for _, mac := range v.macs {
+		mac.Write(p)
+	}
+	return len(p), nil
+}
+
+// Key finds the key that signed the body written so far. Every key is
+// compared, in constant time, whatever matches first; a signature is
+// accepted once (replays tells).
+func (v *Verifier) Key(ctx context.Context, replays Replays) (Key, error) {
+	found := -1
+	for i, mac := range v.macs {
+		if hmac.Equal(v.sig.mac, mac.Sum(nil)) {
 			found = i
 		}
 	}
 	if found < 0 {
 		return Key{}, ErrBadSignature
 	}
-	fresh, err := replays.MarkSeen(ctx, hex.EncodeToString(given), 2*SignatureWindow)
+	fresh, err := replays.MarkSeen(ctx, hex.EncodeToString(v.sig.mac), 2*SignatureWindow)
 	if err != nil {
 		return Key{}, err
 	}
 	if !fresh {
 		return Key{}, ErrBadSignature
 	}
-	return kr.keys[found], nil
+	return v.kr.keys[found], nil
+}
+
+// Signed finds the key that signed req, given its headers: ParseSignature,
+// then a Verifier over req.Body.
+func (kr *Keyring) Signed(ctx context.Context, timestamp, signature string, req Request, now time.Time, replays Replays) (Key, error) {
+	sig, err := ParseSignature(timestamp, signature, now)
+	if err != nil {
+		return Key{}, err
+	}
+	v := kr.NewVerifier(sig, req.Method, req.Target)
+	v.Write(req.Body)
+	return v.Key(ctx, replays)
 }
 
 // Sign is the HMAC-SHA256 under secret of timestamp, method, target and
@@ -80,19 +135,24 @@ func Sign(secret []byte, timestamp string, req Request) []byte {
 	return mac.Sum(nil)
 }
 
+// ReplayKeyPrefix begins the Redis key of each signature seen. It is
+// outside every EMQ_PREFIX, so that a signed request accepted by one
+// deployment is refused by every other that shares the Redis.
+const ReplayKeyPrefix = "emq-signature:"
+
 // RedisReplays remembers signatures in Redis (SET NX with a TTL), so that a
-// replay is refused by every service replica.
+// replay is refused by every service replica and every deployment on the
+// same Redis.
 type RedisReplays struct {
-	rdb    redis.UniversalClient
-	prefix string
+	rdb redis.UniversalClient
 }
 
-// NewRedisReplays keeps seen signatures under prefix + ":sig:".
-func NewRedisReplays(rdb redis.UniversalClient, prefix string) *RedisReplays {
-	return &RedisReplays{rdb: rdb, prefix: prefix}
+// NewRedisReplays keeps seen signatures under ReplayKeyPrefix.
+func NewRedisReplays(rdb redis.UniversalClient) *RedisReplays {
+	return &RedisReplays{rdb: rdb}
 }
 
 // MarkSeen reports whether sig is new, and remembers it for ttl.
 func (r *RedisReplays) MarkSeen(ctx context.Context, sig string, ttl time.Duration) (bool, error) {
-	return r.rdb.SetNX(ctx, r.prefix+":sig:"+sig, 1, ttl).Result()
+	return r.rdb.SetNX(ctx, ReplayKeyPrefix+sig, 1, ttl).Result()
 }

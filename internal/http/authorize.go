@@ -1,12 +1,9 @@
 package http
 
 import (
-	"bytes"
 	"context"
 	"errors"
-	"io"
 	"net/http"
-	"time"
 
 	"github.com/echo-mq/echo_mq/internal/admin"
 	"github.com/echo-mq/echo_mq/internal/auth"
@@ -28,7 +25,8 @@ func (s *server) authorize(role auth.Role) func(http.Handler) http.Handler {
 				next.ServeHTTP(w, r)
 				return
 			}
-			key, err := s.authenticate(r)
+			key, release, err := s.authenticate(r)
+			defer release()
 			if err != nil {
 				s.writeProblem(w, r, err)
 				return
@@ -44,25 +42,20 @@ func (s *server) authorize(role auth.Role) func(http.Handler) http.Handler {
 }
 
 // authenticate finds the request's key: the bearer key, or the key that
-// signed the body (X-EMQ-Signature, X-EMQ-Timestamp).
-func (s *server) authenticate(r *http.Request) (auth.Key, error) {
+// signed the body (X-EMQ-Signature, X-EMQ-Timestamp; verifySigned).
+// release, called once the request is answered, frees what a signed body
+// held.
+func (s *server) authenticate(r *http.Request) (key auth.Key, release func(), err error) {
 	keys := s.cfg.Keys
 	if keys == nil || keys.Open() {
-		return anonymous, nil
+		return anonymous, func() {}, nil
 	}
 	sig := r.Header.Get("X-EMQ-Signature")
 	if sig == "" || r.Header.Get("Authorization") != "" {
 		key, err := keys.Bearer(r.Header.Get("Authorization"))
-		return key, unauthorized(err)
+		return key, func() {}, unauthorized(err)
 	}
-	body, err := io.ReadAll(r.Body)
-	if err != nil {
-		return auth.Key{}, bodyError(err)
-	}
-	r.Body = io.NopCloser(bytes.NewReader(body))
-	signed := auth.Request{Method: r.Method, Target: r.URL.RequestURI(), Body: body}
-	key, err := keys.Signed(r.Context(), r.Header.Get("X-EMQ-Timestamp"), sig, signed, time.Now(), s.cfg.Replays)
-	return key, unauthorized(err)
+	return s.verifySigned(r, sig)
 }
 
 // unauthorized turns an authentication refusal into a 401; other errors

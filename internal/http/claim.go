@@ -39,7 +39,7 @@ type ClaimResponse struct {
 // handleClaim godoc
 //
 //	@Summary		Claim jobs
-//	@Description	Leases up to count jobs (priority first, FIFO within a priority), each with its token. Due delayed jobs are moved to pending first. With wait_ms, a claim that finds nothing waits (long poll) and answers as soon as a job comes, or with an empty list when wait_ms passes. A paused queue answers an empty list. Under the queue's flow control settings a claim takes turns over the groups and answers only the jobs the limits let start; when that is fewer than count it says which limit held it back (held_by) and when a claim could start one (retry_after_ms), and a long poll waits until then or until a slot frees.
+//	@Description	Leases up to count jobs (priority first, FIFO within a priority), each with its token. Due delayed jobs are moved to pending first. With wait_ms, a claim that finds nothing waits (long poll) and answers as soon as a job comes, or with an empty list when wait_ms passes. A paused queue answers an empty list. Under the queue's flow control settings a claim takes turns over the groups and answers only the jobs the limits let start; when that is fewer than count it says which limit held it back (held_by) and when a claim could start one (retry_after_ms), and a long poll waits until then or until a slot frees. A service replica lets at most EMQ_MAX_WAITERS claims wait at once (503 EMQBUSY past it) and, when API keys are configured, at most EMQ_MAX_WAITERS_PER_KEY of them of one key (429 EMQBUSY past it); a claim without wait_ms is never refused for either.
 //	@ID				claimJobs
 //	@Tags			worker
 //	@Security		BearerAuth
@@ -50,7 +50,9 @@ type ClaimResponse struct {
 //	@Produce		application/problem+json
 //	@Failure		400	{object}	Problem	"EMQINVALID"
 //	@Failure		403	{object}	Problem	"EMQFORBIDDEN: the key's role may not do this"
-//	@Failure		503	{object}	Problem	"EMQUNAVAILABLE, or EMQBUSY: too many claims are waiting"
+//	@Failure		429	{object}	Problem	"EMQBUSY: this key has its share of waiting claims (EMQ_MAX_WAITERS_PER_KEY)"
+//	@Header		429	{integer}	Retry-After	"seconds to wait before trying again"
+//	@Failure		503	{object}	Problem	"EMQUNAVAILABLE, or EMQBUSY: too many claims are waiting (EMQ_MAX_WAITERS)"
 //	@Header		503	{integer}	Retry-After	"seconds to wait before trying again"
 //	@Produce		json
 //	@Success		200	{object}	ClaimResponse	"the claimed jobs, with their tokens; empty when none"
@@ -73,12 +75,12 @@ func (s *server) handleClaim(w http.ResponseWriter, r *http.Request) {
 		p.Lease = ms(*req.LeaseMs)
 	}
 	if req.WaitMs > 0 {
-		if s.waiting.Add(1) > int64(s.cfg.MaxWaiters) {
-			s.waiting.Add(-1)
-			s.writeProblem(w, r, &requestError{code: CodeBusy, detail: "too many claims are waiting; retry later"})
+		release, err := s.holdWaiter(r)
+		if err != nil {
+			s.writeProblem(w, r, err)
 			return
 		}
-		defer s.waiting.Add(-1)
+		defer release()
 	}
 	claimed, err := s.claimWaiting(r, queue, p, ms(req.WaitMs))
 	if err != nil {

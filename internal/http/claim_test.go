@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -80,6 +81,35 @@ func TestClaimLeaseAndToken(t *testing.T) {
 			if g := h.do(t, "GET", jobPath(q, id), nil); strings.Contains(string(g.Body), `"token"`) {
 				t.Errorf("GET %s shows a token: %s", id, g.Body)
 			}
+		}
+	})
+}
+
+// TestClaimTokensAreUnguessable: six claims one after another give tokens
+// drawn apart (docs/design.md#fencing), not a counter's next values: none
+// is the one before plus one, and they span more than 2^40.
+func TestClaimTokensAreUnguessable(t *testing.T) {
+	t.Parallel()
+	forEachBackend(t, func(t *testing.T, h *harness) {
+		q := redistest.Queue(t)
+		h.add(t, q, "a", "b", "c", "d", "e", "f")
+		var tokens []int64
+		for range 6 {
+			jobs := h.claim(t, q, nil)
+			if len(jobs) != 1 {
+				t.Fatalf("claim got %v, want one job", ids(jobs))
+			}
+			tokens = append(tokens, jobs[0].Token)
+		}
+		lo, hi := slices.Min(tokens), slices.Max(tokens)
+		for i, tok := range tokens {
+			if tok <= 0 || tok >= 1<<53 || (i > 0 && tok == tokens[i-1]+1) {
+				t.Errorf("tokens %v: want each in [1, 2^53) and none the one before plus one", tokens)
+				break
+			}
+		}
+		if hi-lo < 1<<40 {
+			t.Errorf("tokens %v span %d, want more than 2^40: random, not counted", tokens, hi-lo)
 		}
 	})
 }

@@ -15,6 +15,8 @@ import (
 	"unicode"
 
 	"github.com/go-chi/chi/v5"
+	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 	"github.com/go-playground/validator/v10"
 
 	"github.com/echo-mq/echo_mq/internal/batch"
@@ -47,9 +49,13 @@ func newValidator() *validator.Validate {
 	return v
 }
 
-// decode reads r's JSON body into dst: strictly (unknown fields and
-// trailing data refused), then validates it. An empty body reads as {}.
-// Nothing is changed anywhere when it fails.
+// decode reads r's JSON body into dst strictly, then validates it: a body
+// that a gateway in front and this service could read two ways is refused,
+// so unknown fields, field names that differ from dst's only by case,
+// a member name twice in one object (at any depth, payloads included),
+// invalid UTF-8 (lone surrogate escapes too) and trailing data are all 400
+// (docs/design.md#hostile-clients). An empty body reads as {}. Nothing is
+// changed anywhere when it fails.
 func (s *server) decode(r *http.Request, dst any) error {
 	body, err := readBody(r)
 	if err != nil {
@@ -63,16 +69,20 @@ func (s *server) decode(r *http.Request, dst any) error {
 	if depth := jsonDepth(body); depth > MaxJSONDepth {
 		return invalid(fmt.Sprintf("the body nests %d levels deep, more than %d", depth, MaxJSONDepth))
 	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(dst); err != nil {
-		return decodeError(err)
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return invalid("malformed JSON: the body has data after its JSON value")
+	if err := jsonv2.Unmarshal(body, dst, strictJSON); err != nil {
+		return decodeError(body, err)
 	}
 	return s.validate(dst)
 }
+
+// strictJSON holds decode's options: encoding/json/v2's defaults, spelled
+// out, and unknown members refused.
+var strictJSON = jsonv2.JoinOptions(
+	jsonv2.RejectUnknownMembers(true),
+	jsonv2.MatchCaseInsensitiveNames(false),
+	jsontext.AllowDuplicateNames(false),
+	jsontext.AllowInvalidUTF8(false),
+)
 
 // readBody reads r's body whole: into a buffer of the declared length when
 // there is one (limitBody has capped it), else growing as it reads.
@@ -150,31 +160,121 @@ func checkMediaType(r *http.Request) error {
 		detail: fmt.Sprintf("the body must be application/json, not %q", r.Header.Get("Content-Type"))}
 }
 
-// decodeError explains a JSON decoding error, naming the field when it can.
-func decodeError(err error) error {
-	var syntax *json.SyntaxError
-	var typeErr *json.UnmarshalTypeError
+// decodeError explains a failure of decode's Unmarshal of body, naming
+// the field when it can.
+func decodeError(body []byte, err error) error {
+	var syntax *jsontext.SyntacticError
+	var semantic *jsonv2.SemanticError
 	switch {
-	case errors.As(err, &syntax):
-		return invalid(fmt.Sprintf("malformed JSON at byte %d: %v", syntax.Offset, err))
-	case errors.As(err, &typeErr) && typeErr.Field == "":
-		return invalid("the body must be a JSON object, not " + typeErr.Value)
-	case errors.As(err, &typeErr):
-		field := typeErr.Field
-		return invalid("a field has the wrong type",
-			FieldError{Field: field, Message: fmt.Sprintf("must be %s, not %s", typeName(typeErr.Type), typeErr.Value)})
 	case errors.Is(err, io.ErrUnexpectedEOF):
 		return invalid("malformed JSON: the body ends early")
-	case strings.HasPrefix(err.Error(), "json: unknown field "):
-		field := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
-		return invalid("the body has an unknown field", FieldError{Field: field, Message: "is not a known field"})
+	case errors.As(err, &syntax):
+		return syntaxError(body, syntax)
+	case errors.As(err, &semantic) && semantic.JSONPointer == "":
+		return invalid("the body must be a JSON object, not " + kindName(semantic.JSONKind))
+	case errors.As(err, &semantic) && errors.Is(semantic.Err, jsonv2.ErrUnknownName):
+		return invalid("the body has an unknown field",
+			FieldError{Field: fieldName(semantic.JSONPointer), Message: unknownMessage(semantic)})
+	case errors.As(err, &semantic):
+		got := kindName(semantic.JSONKind)
+		if semantic.JSONKind == '0' && len(semantic.JSONValue) > 0 {
+			got += " " + string(semantic.JSONValue) // 1.0 for an integer: say which
+		}
+		return invalid("a field has the wrong type",
+			FieldError{Field: fieldName(semantic.JSONPointer), Message: fmt.Sprintf("must be %s, not %s", typeName(semantic.GoType), got)})
 	default:
 		return invalid("malformed JSON: " + err.Error())
 	}
 }
 
+// syntaxError explains a body that is not strict JSON. jsontext exports no
+// error for invalid UTF-8 or a lone surrogate escape: its text names them.
+func syntaxError(body []byte, e *jsontext.SyntacticError) error {
+	field, what := fieldName(e.JSONPointer), strings.TrimPrefix(e.Err.Error(), "jsontext: ")
+	switch {
+	case errors.Is(e.Err, jsontext.ErrDuplicateName):
+		return invalid("the body names a member twice in one object: it could be read two ways",
+			fieldAt(field, "is named twice in its object")...)
+	case strings.Contains(what, "UTF-8"):
+		return invalid(fmt.Sprintf("the body is not valid UTF-8 (at byte %d)", e.ByteOffset), fieldAt(field, "holds invalid UTF-8")...)
+	case strings.Contains(what, "surrogate"):
+		return invalid(fmt.Sprintf("the body escapes half a surrogate pair, which is no character (at byte %d): %s", e.ByteOffset, what),
+			fieldAt(field, `holds a lone surrogate escape (\ud800 to \udfff), which is no character`)...)
+	case e.JSONPointer == "" && e.ByteOffset <= int64(len(body)) && jsontext.Value(body[:e.ByteOffset]).IsValid():
+		return invalid("malformed JSON: the body has data after its JSON value")
+	}
+	return invalid(fmt.Sprintf("malformed JSON at byte %d: %s", e.ByteOffset, what), fieldAt(field, what)...)
+}
+
+// fieldAt is the FieldError of field, none for the body itself ("").
+func fieldAt(field, message string) []FieldError {
+	if field == "" {
+		return nil
+	}
+	return []FieldError{{Field: field, Message: message}}
+}
+
+// fieldName names the member at JSON Pointer p as the validator names
+// fields: /jobs/3/payload is jobs[3].payload. Inside a payload an object
+// member named with digits alone reads as an index too.
+func fieldName(p jsontext.Pointer) string {
+	var b strings.Builder
+	for tok := range p.Tokens() {
+		if tok != "" && strings.Trim(tok, "0123456789") == "" {
+			b.WriteString("[" + tok + "]")
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteByte('.')
+		}
+		b.WriteString(tok)
+	}
+	return b.String()
+}
+
+// unknownMessage says that a member is not a field of its object, and
+// which field it is, spelled otherwise (v1 matched names whatever their
+// case; a gateway may not).
+func unknownMessage(e *jsonv2.SemanticError) string {
+	name, t := e.JSONPointer.LastToken(), e.GoType
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t != nil && t.Kind() == reflect.Struct {
+		for f := range t.Fields() {
+			if tag, _, _ := strings.Cut(f.Tag.Get("json"), ","); f.IsExported() && tag != "" && strings.EqualFold(tag, name) {
+				return fmt.Sprintf("is not a known field (names are case-sensitive: %q)", tag)
+			}
+		}
+	}
+	return "is not a known field"
+}
+
+// kindName says a JSON kind the way typeName says a Go type's.
+func kindName(k jsontext.Kind) string {
+	switch k {
+	case '"':
+		return "string"
+	case '0':
+		return "number"
+	case 't', 'f':
+		return "boolean"
+	case 'n':
+		return "null"
+	case '{':
+		return "object"
+	case '[':
+		return "array"
+	default:
+		return "JSON"
+	}
+}
+
 // typeName says a Go type the way a JSON user would.
 func typeName(t reflect.Type) string {
+	if t == nil {
+		return "of another type"
+	}
 	switch t.Kind() {
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
 		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:

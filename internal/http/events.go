@@ -58,7 +58,7 @@ type eventTiming struct {
 // handleEvents godoc
 //
 //	@Summary		Stream a queue's events
-//	@Description	Server-Sent Events of the queue's state changes, one event per change, in the order Redis made them: `id: <entry id>`, `event: <kind>`, `data: <Event as one line of JSON>`. `at` is the Redis server's time of the change. Without Last-Event-ID or `from`, the stream starts with the changes made after it opened. A reconnecting client sends Last-Event-ID (EventSource does this itself; or the `last_event_id` query parameter) and gets exactly the events after that one, as long as the stream retains them (about the last 10,000 per queue). `from=0` replays every retained event first; `from=<entry id>` or `from=<Unix ms>` starts at that entry or time. A `: ping` comment comes every 15 s. On a Redis error the stream sends an `error` event whose data is a Problem and ends; reconnect with Last-Event-ID. The stream also ends when the service shuts down.
+//	@Description	Server-Sent Events of the queue's state changes, one event per change, in the order Redis made them: `id: <entry id>`, `event: <kind>`, `data: <Event as one line of JSON>`. `at` is the Redis server's time of the change. Without Last-Event-ID or `from`, the stream starts with the changes made after it opened. A reconnecting client sends Last-Event-ID (EventSource does this itself; or the `last_event_id` query parameter) and gets exactly the events after that one, as long as the stream retains them (about the last 10,000 per queue). `from=0` replays every retained event first; `from=<entry id>` or `from=<Unix ms>` starts at that entry or time. A `: ping` comment comes every 15 s. On a Redis error the stream sends an `error` event whose data is a Problem and ends; reconnect with Last-Event-ID. The stream also ends when the service shuts down. One API key holds at most EMQ_MAX_STREAMS (default 100) event streams open at once on a service replica, this route's and GET /events's together (with the API open, all callers together); past it a stream is refused 429 EMQBUSY, before it starts.
 //	@ID				streamEvents
 //	@Tags			operator
 //	@Security		BearerAuth
@@ -69,6 +69,8 @@ type eventTiming struct {
 //	@Param			from			query	string	false	"without Last-Event-ID: 0 replays every retained event; an entry id (<ms>-<seq>) or a Unix time in ms starts there"
 //	@Produce		application/problem+json
 //	@Failure		400	{object}	Problem	"EMQINVALID"
+//	@Failure		429	{object}	Problem	"EMQBUSY: this key has EMQ_MAX_STREAMS event streams open"
+//	@Header		429	{integer}	Retry-After	"seconds to wait before trying again"
 //	@Produce		text/event-stream
 //	@Success		200	{object}	Event	"a stream of events; each one's data is an Event"
 //	@Router			/queues/{queue}/events [get]
@@ -89,13 +91,19 @@ func (s *server) streamEvents(streams *events.Log, t eventTiming) http.HandlerFu
 		if err == nil {
 			after, err = resumePoint(r)
 		}
+		release := func() {}
+		if err == nil {
+			release, err = s.holdStream(r)
+		}
 		if err == nil && after == "" {
 			after, err = streams.LastID(r.Context(), queue)
 		}
 		if err != nil {
+			release()
 			s.writeProblem(w, r, err)
 			return
 		}
+		defer release()
 		if rc, ok := startStream(w); ok {
 			s.pumpEvents(w, rc, r, streams, queue, after, t)
 		}

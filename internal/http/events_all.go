@@ -22,13 +22,15 @@ const (
 // handleAllEvents godoc
 //
 //	@Summary		Stream every queue's events
-//	@Description	Server-Sent Events of the state changes of every queue in the queue registry (the queues of GET /queues), merged into one stream, so that a browser needs one connection for all of them. The wire format is the per-queue stream's without ids: `event: <kind>`, `data: <Event as one line of JSON>`; the Event's `queue` names the queue. Each queue's events come in the order Redis made them; a poll's events of several queues come in entry id order. It is a live tail, not resumable: it starts with the changes made after it opened and sends no `id:` lines, so an EventSource that reconnects sends no Last-Event-ID. A request with `from`, `last_event_id` or a Last-Event-ID header is answered 400 EMQINVALID: resume one queue with GET /queues/{queue}/events. The registry is read again every 2 s: a queue created later joins with its events from the time the stream opened (the Redis server's clock), and an obliterated queue leaves without an error. Up to 1,000 queues are merged, the first by name; the rest are left out (the service logs a warning). Each stream polls every merged queue every 0.5 s when idle, one XRANGE per queue per poll (one pipelined round trip). A `: ping` comment comes every 15 s. On a Redis error the stream sends an `error` event whose data is a Problem and ends; reconnect to go on (the events in between are not replayed). The stream also ends when the service shuts down.
+//	@Description	Server-Sent Events of the state changes of every queue in the queue registry (the queues of GET /queues), merged into one stream, so that a browser needs one connection for all of them. The wire format is the per-queue stream's without ids: `event: <kind>`, `data: <Event as one line of JSON>`; the Event's `queue` names the queue. Each queue's events come in the order Redis made them; a poll's events of several queues come in entry id order. It is a live tail, not resumable: it starts with the changes made after it opened and sends no `id:` lines, so an EventSource that reconnects sends no Last-Event-ID. A request with `from`, `last_event_id` or a Last-Event-ID header is answered 400 EMQINVALID: resume one queue with GET /queues/{queue}/events. The registry is read again every 2 s: a queue created later joins with its events from the time the stream opened (the Redis server's clock), and an obliterated queue leaves without an error. Up to 1,000 queues are merged, the first by name; the rest are left out (the service logs a warning). Each stream polls every merged queue every 0.5 s when idle, one XRANGE per queue per poll (one pipelined round trip). A `: ping` comment comes every 15 s. On a Redis error the stream sends an `error` event whose data is a Problem and ends; reconnect to go on (the events in between are not replayed). The stream also ends when the service shuts down. One API key holds at most EMQ_MAX_STREAMS (default 100) event streams open at once on a service replica, this route's and GET /queues/{queue}/events's together (with the API open, all callers together); past it a stream is refused 429 EMQBUSY, before it starts.
 //	@ID				streamAllEvents
 //	@Tags			operator
 //	@Security		BearerAuth
 //	@Security		Signature
 //	@Produce		application/problem+json
 //	@Failure		400	{object}	Problem	"EMQINVALID: from, last_event_id or Last-Event-ID given"
+//	@Failure		429	{object}	Problem	"EMQBUSY: this key has EMQ_MAX_STREAMS event streams open"
+//	@Header		429	{integer}	Retry-After	"seconds to wait before trying again"
 //	@Produce		text/event-stream
 //	@Success		200	{object}	Event	"a stream of events of every queue; each one's data is an Event"
 //	@Router			/events [get]
@@ -45,14 +47,20 @@ func (s *server) streamAllEvents(streams *events.Log, t eventTiming) http.Handle
 			return
 		}
 		err := refuseResume(r)
+		release := func() {}
+		if err == nil {
+			release, err = s.holdStream(r)
+		}
 		var m *events.Merged
 		if err == nil {
 			m, err = events.OpenMerged(r.Context(), streams, maxMergedQueues)
 		}
 		if err != nil {
+			release()
 			s.writeProblem(w, r, err)
 			return
 		}
+		defer release()
 		warned := s.warnIfCut(r, m, false)
 		if rc, ok := startStream(w); ok {
 			s.pumpAllEvents(w, rc, r, m, t, warned)

@@ -87,9 +87,17 @@ type liveStream struct {
 // until the stream is open (its headers flushed) or answered otherwise.
 func openAllEvents(tb testing.TB, h *harness, query string, header http.Header) *liveStream {
 	tb.Helper()
+	return openLive(tb, h, "/events"+query, header)
+}
+
+// openLive sends GET target (an event stream's) with header through h and
+// waits until the stream is open (its headers flushed) or answered
+// otherwise.
+func openLive(tb testing.TB, h *harness, target string, header http.Header) *liveStream {
+	tb.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	ls := &liveStream{
-		req: httptest.NewRequestWithContext(ctx, http.MethodGet, "/events"+query, nil),
+		req: httptest.NewRequestWithContext(ctx, http.MethodGet, target, nil),
 		rec: newLiveRecorder(), cancel: cancel, done: make(chan struct{}),
 	}
 	for name, values := range header {
@@ -101,7 +109,7 @@ func openAllEvents(tb testing.TB, h *harness, query string, header http.Header) 
 	case <-ls.rec.flushed:
 	case <-ls.done:
 	case <-time.After(allEventsWait):
-		tb.Fatalf("GET /events neither opened nor answered within %v", allEventsWait)
+		tb.Fatalf("GET %s neither opened nor answered within %v", target, allEventsWait)
 	}
 	return ls
 }
@@ -112,7 +120,7 @@ func (ls *liveStream) wantOpen(tb testing.TB) {
 	tb.Helper()
 	status, body := ls.rec.sent()
 	if status != http.StatusOK {
-		tb.Fatalf("GET /events: %d %s, want 200", status, body)
+		tb.Fatalf("GET %s: %d %s, want 200", ls.req.URL.Path, status, body)
 	}
 	for name, want := range map[string]string{
 		"Content-Type": "text/event-stream", "Cache-Control": "no-cache", "X-Accel-Buffering": "no",

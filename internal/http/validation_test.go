@@ -118,7 +118,7 @@ func TestEnqueueBatchRefused(t *testing.T) {
 		post("second job lacks payload", `{"jobs":[{"id":"n1","payload":1},{"id":"n2"}]}`, 400, "EMQINVALID", "jobs[1].payload"),
 		post("third job's priority", `{"jobs":[{"payload":1},{"payload":2},{"payload":3,"priority":10}]}`, 400, "EMQINVALID", "jobs[2].priority"),
 		post("second job's id", `{"jobs":[{"id":"n1","payload":1},{"id":"batch","payload":2}]}`, 400, "EMQINVALID", "jobs[1].id"),
-		post("unknown field in a job", `{"jobs":[{"payload":1,"x":1}]}`, 400, "EMQINVALID", "x"),
+		post("unknown field in a job", `{"jobs":[{"payload":1,"x":1}]}`, 400, "EMQINVALID", "jobs[0].x"),
 		post("second job too large", `{"jobs":[{"id":"n1","payload":1},{"id":"n2","payload":`+big+`}]}`, 413, "EMQTOOLARGE", ""),
 	}
 	forEachBackend(t, func(t *testing.T, h *harness) {

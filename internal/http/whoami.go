@@ -12,9 +12,10 @@ type WhoAmI struct {
 	// The key's role: reader, worker or admin (admin while the API
 	// is open).
 	Role string `json:"role" binding:"required" enums:"reader,worker,admin" example:"admin"`
-	// Names the key as logs and events do: its role and a short hash of
-	// it ("anonymous" while the API is open). Never the key itself.
-	Key string `json:"key" binding:"required" example:"admin-1f2e3d4c"`
+	// Names the key as logs and events do: the name EMQ_API_KEYS gives
+	// it, or its role and its place in the list ("worker-2"); "anonymous"
+	// while the API is open. Never the key, nor anything computed from it.
+	Key string `json:"key" binding:"required" example:"ci-deploy"`
 	// True when the service has no keys: everyone may do anything.
 	Open bool `json:"open" binding:"required" example:"false"`
 } // @name WhoAmI

@@ -6,9 +6,12 @@
 //
 // A claim leases a job: the job's score in the queue's active set becomes the
 // lease deadline, measured on the Redis server's clock, and the claimer gets
-// a token, a positive integer drawn from a per-queue counter that never goes
-// back (not even when a job is removed and its id enqueued again). The token
-// is stored on the job's row; only the current holder knows it.
+// a token: a random positive integer below 2^53 (drawn with crypto/rand for
+// each call, the call's jobs getting consecutive ones) that nobody else can
+// guess, and never one the job's row holds or remembers; a job removed and
+// enqueued again under its id gets an old holder's token only by a chance
+// of 2^-53 (docs/design.md#fencing). The token is stored on the job's row;
+// only the current holder knows it.
 //
 // Every later call of the holder names the token, and a script refuses it
 // with ErrStale (409 EMQSTALE) unless the row's token is that token and the

@@ -54,6 +54,14 @@ var fenceCases = []struct {
 		}
 		return held{j.ID, j.Token}
 	}, job.ErrStale},
+	{"leased under the counter", func(t *testing.T, f fixture) held {
+		j := f.counterLease(t, f.claimOne(t, time.Minute), counterToken)
+		return held{j.ID, j.Token}
+	}, nil},
+	{"the counter's next token", func(t *testing.T, f fixture) held {
+		j := f.counterLease(t, f.claimOne(t, time.Minute), counterToken)
+		return held{j.ID, j.Token + 1}
+	}, job.ErrStale},
 	{"removed and enqueued again under the same id", func(t *testing.T, f fixture) held {
 		j := f.claimOne(t, time.Minute)
 		wantErr(t, f.admin.Remove(context.Background(), f.queue, j.ID, true, admin.Actor{}), nil)
@@ -84,6 +92,10 @@ var fencedCalls = []struct {
 	}},
 	{"fail", func(f fixture, h held) error {
 		_, err := f.leases.Fail(context.Background(), f.queue, h.id, lease.FailParams{Token: h.token, Error: "x"})
+		return err
+	}},
+	{"snooze", func(f fixture, h held) error {
+		_, err := f.leases.Snooze(context.Background(), f.queue, h.id, h.token, time.Second)
 		return err
 	}},
 }
@@ -168,7 +180,8 @@ func TestCompleteClaimsNext(t *testing.T) {
 	j := f.claimOne(t, time.Minute)
 	_, next, err := f.leases.Complete(context.Background(), f.queue, j.ID, j.Token, nil, &lease.ClaimParams{Count: 5, Lease: time.Minute})
 	wantErr(t, err, nil)
-	if len(next) != 2 || next[0].ID != "b" || next[1].ID != "c" || next[0].Token <= j.Token {
+	if len(next) != 2 || next[0].ID != "b" || next[1].ID != "c" || next[0].Token <= 0 ||
+		next[0].Token == j.Token || next[1].Token == j.Token || next[1].Token == next[0].Token {
 		t.Fatalf("next = %+v, want b and c with fresh tokens", next)
 	}
 	_, next, err = f.leases.Complete(context.Background(), f.queue, "b", next[0].Token, nil, &lease.ClaimParams{Count: 1})

@@ -42,10 +42,11 @@ import (
 //   - that a refused verb changed nothing;
 //   - the invariants: a job is in exactly the set its state names; it is
 //     active iff it has a lease; run_at iff delayed; finished_at iff
-//     finished; no set holds an id without a row; the token counter never
-//     goes back and every claim's token is above every earlier one, across
-//     removals and an obliterate too; counts match the sets and the meta
-//     totals match what the verbs did;
+//     finished; no set holds an id without a row; a claim's token is
+//     below 2^53 and differs from every token the job had, across removals
+//     and an obliterate too, an active job's token is its latest claim's,
+//     and no script writes a token counter to the meta hash; counts match
+//     the sets and the meta totals match what the verbs did;
 //   - flow control (docs/design.md#flow-control): once a program sets the
 //     queue's settings, jobs j1 and j2 are enqueued in group "a" and j3 in
 //     "b"; a claim never takes the queue past its concurrency or a group
@@ -170,7 +171,8 @@ type smMachine struct {
 	fresh    bool                // last was read after the running verb
 	held     [3]map[string]int64 // per worker: id -> token of its latest claim of it
 	issued   []int64             // every token a claim gave, in order
-	maxToken int64
+	tokens   map[string][]int64  // id -> every token a claim gave it, in order, across removals
+	maxToken int64               // the largest token a claim gave: one above it was never given
 	// reported is what rule 5 of docs/design.md#fencing needs, kept apart from Redis:
 	// id -> token -> the report ("complete", "fail") that succeeded under it.
 	// Forgotten when the row goes (a removed job's token holds nothing).
@@ -188,7 +190,7 @@ type smMachine struct {
 func newSMMachine(t *testing.T, svc smServices) *smMachine {
 	q := fmt.Sprintf("sm-%d", smQueues.Add(1))
 	m := &smMachine{t: t, svc: svc, ctx: context.Background(), queue: q, keys: keyspace.NewQueue(smPrefix, q),
-		reported: map[string]map[int64]string{}}
+		reported: map[string]map[int64]string{}, tokens: map[string][]int64{}}
 	for w := range m.held {
 		m.held[w] = map[string]int64{}
 	}
@@ -285,7 +287,6 @@ func (m *smMachine) step(a, b byte) {
 	m.t.Helper()
 	verb, w := int(a)%smVerbs, int(a)/smVerbs%3
 	id, v := smIDs[b&3], int(b>>2)
-	before := m.last
 	m.fresh = false
 	switch verb {
 	case smOpEnqueue:
@@ -346,7 +347,7 @@ func (m *smMachine) step(a, b byte) {
 			delete(m.reported, id)
 		}
 	}
-	m.checkInvariants(before, m.last)
+	m.checkInvariants(m.last)
 }
 
 // after reads the queue after a verb; the step checks the invariants.
@@ -675,10 +676,14 @@ func (m *smMachine) checkClaimed(w int, what string, before smSnapshot, count in
 			m.fatalf("%s gave %s, which was not waiting (held %v, twice %v)", what, j.ID, held, seen[j.ID])
 		}
 		seen[j.ID] = true
-		if j.Token <= m.maxToken {
-			m.fatalf("%s gave %s token %d, not above every earlier token (%d): tokens must only increase", what, j.ID, j.Token, m.maxToken)
+		if j.Token <= 0 || j.Token >= 1<<53 {
+			m.fatalf("%s gave %s token %d, want one in [1, 2^53)", what, j.ID, j.Token)
 		}
-		m.maxToken = j.Token
+		if slices.Contains(m.tokens[j.ID], j.Token) {
+			m.fatalf("%s gave %s token %d again: a job never gets a token it had (its tokens %v)", what, j.ID, j.Token, m.tokens[j.ID])
+		}
+		m.tokens[j.ID] = append(m.tokens[j.ID], j.Token)
+		m.maxToken = max(m.maxToken, j.Token)
 		m.issued = append(m.issued, j.Token)
 		m.held[w][j.ID] = j.Token
 		row, _ := after.row(j.ID)
@@ -1438,7 +1443,7 @@ func (m *smMachine) checkFlow(s smSnapshot) {
 var smFinished = map[string]bool{job.StateCompleted: true, job.StateDead: true, job.StateCancelled: true}
 
 // checkInvariants checks what must hold after every verb.
-func (m *smMachine) checkInvariants(before, s smSnapshot) {
+func (m *smMachine) checkInvariants(s smSnapshot) {
 	m.t.Helper()
 	for st, members := range s.sets {
 		for id := range members {
@@ -1454,7 +1459,6 @@ func (m *smMachine) checkInvariants(before, s smSnapshot) {
 			}
 		}
 	}
-	metaToken := smNum(s.meta, "token")
 	for id, row := range s.rows {
 		st := row["state"]
 		var in []string
@@ -1479,8 +1483,8 @@ func (m *smMachine) checkInvariants(before, s smSnapshot) {
 		if row["cancel_requested"] != "" && st != job.StateActive && st != job.StateCompleted && st != job.StateCancelled {
 			m.fatalf("%s is %s with a cancel request pending", id, st)
 		}
-		if tok := smNum(row, "token"); st == job.StateActive && (tok <= 0 || tok > metaToken) {
-			m.fatalf("%s is active under token %s, the counter is at %d", id, row["token"], metaToken)
+		if given := m.tokens[id]; st == job.StateActive && (len(given) == 0 || smNum(row, "token") != given[len(given)-1]) {
+			m.fatalf("%s is active under token %s, want its latest claim's (its tokens %v)", id, row["token"], given)
 		}
 		if _, err := job.FromHash(m.queue, id, row); err != nil {
 			m.fatalf("the row of %s does not parse: %v", id, err)
@@ -1497,12 +1501,8 @@ func (m *smMachine) checkInvariants(before, s smSnapshot) {
 			m.fatalf("dedupe key %q names %q, but %s holds it", smKey, s.dedupe[smKey], holder)
 		}
 	}
-	_, counted := s.meta["token"]
-	if prev := smNum(before.meta, "token"); counted && metaToken < prev {
-		m.fatalf("the token counter went back from %d to %d", prev, metaToken)
-	}
-	if counted && metaToken < m.maxToken {
-		m.fatalf("the token counter %d is below token %d that a claim gave", metaToken, m.maxToken)
+	if counter, has := s.meta["token"]; has {
+		m.fatalf("meta holds token %s: tokens are random (docs/design.md#fencing), no script keeps a counter", counter)
 	}
 	for field, want := range map[string]int64{"enqueued": m.enqueued, "completed": m.completed, "failed": m.failed} {
 		if got := smNum(s.meta, field); got != want {

@@ -58,9 +58,9 @@ var contentTypes = map[string]string{
 // A path that names no file is answered by notFound (http.NotFound when
 // nil), so that the caller's 404 looks like the rest of its API.
 //
-// Every answer carries the strict headers: the CSP above, nosniff, and
-// Cache-Control no-cache so that a browser revalidates (by ETag) and an
-// upgraded binary shows its new dashboard at once.
+// Every answer carries the strict headers: the CSP above, X-Frame-Options,
+// nosniff, and Cache-Control no-cache so that a browser revalidates (by
+// ETag) and an upgraded binary shows its new dashboard at once.
 func Handler(notFound http.Handler) http.Handler {
 	if notFound == nil {
 		notFound = http.NotFoundHandler()
@@ -68,6 +68,7 @@ func Handler(notFound http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
 		h.Set("Content-Security-Policy", ContentSecurityPolicy)
+		h.Set("X-Frame-Options", "DENY") // frame-ancestors, for browsers without CSP 2
 		h.Set("X-Content-Type-Options", "nosniff")
 		h.Set("Referrer-Policy", "no-referrer")
 		h.Set("Cache-Control", "no-cache")

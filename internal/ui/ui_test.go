@@ -354,9 +354,9 @@ func TestTheRoleDecidesWhichActionsAreShown(t *testing.T) {
 		allowed  []string
 		describe string
 	}{
-		{`{"role": "reader", "key": "reader-1f2e3d4c", "open": false}`, nil, "Signed in with a reader key (reader-1f2e3d4c)"},
-		{`{"role": "worker", "key": "worker-0a0b0c0d", "open": false}`, []string{"cancel"}, "Signed in with a worker key (worker-0a0b0c0d)"},
-		{`{"role": "admin", "key": "admin-99887766", "open": false}`, admin, "Signed in with an admin key (admin-99887766)"},
+		{`{"role": "reader", "key": "dashboard", "open": false}`, nil, "Signed in with a reader key (dashboard)"},
+		{`{"role": "worker", "key": "worker-2", "open": false}`, []string{"cancel"}, "Signed in with a worker key (worker-2)"},
+		{`{"role": "admin", "key": "ci-deploy", "open": false}`, admin, "Signed in with an admin key (ci-deploy)"},
 		{`{"role": "admin", "key": "anonymous", "open": true}`, admin, "Open API: no key needed"},
 		{``, nil, ""},
 	}

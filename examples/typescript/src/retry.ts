@@ -13,8 +13,8 @@ export interface RetryOptions {
   maxDelaySeconds?: number;
   /**
    * retryServerErrors also sends the call again after a 500 or any other
-   * 5xx, not only after 502, 503 and 504 (a claim does: only a 4xx is a
-   * refusal that asking again cannot change).
+   * 5xx, not only after 502, 503, 504 and 429 (a claim does: only a 4xx but
+   * 429 is a refusal that asking again cannot change).
    */
   retryServerErrors?: boolean;
 }
@@ -54,9 +54,10 @@ export async function withRetry<T>(send: () => Promise<T>, options: RetryOptions
 /**
  * isRetryable tells the errors worth sending the same request again for: no
  * answer (a ConnectionError: refused, broken, timed out), a proxy's 502 or
- * 504, and 503 (EMQUNAVAILABLE, EMQBUSY).
+ * 504, 503 (EMQUNAVAILABLE, EMQBUSY), and 429 (EMQBUSY: the API key has its
+ * share of waiting claims).
  */
 export function isRetryable(err: unknown): boolean {
   if (err instanceof ConnectionError) return true;
-  return err instanceof EmqError && (err.status === 502 || err.status === 503 || err.status === 504);
+  return err instanceof EmqError && (err.status === 502 || err.status === 503 || err.status === 504 || err.status === 429);
 }

@@ -13,7 +13,7 @@ export interface paths {
         };
         /**
          * Stream every queue's events
-         * @description Server-Sent Events of the state changes of every queue in the queue registry (the queues of GET /queues), merged into one stream, so that a browser needs one connection for all of them. The wire format is the per-queue stream's without ids: `event: <kind>`, `data: <Event as one line of JSON>`; the Event's `queue` names the queue. Each queue's events come in the order Redis made them; a poll's events of several queues come in entry id order. It is a live tail, not resumable: it starts with the changes made after it opened and sends no `id:` lines, so an EventSource that reconnects sends no Last-Event-ID. A request with `from`, `last_event_id` or a Last-Event-ID header is answered 400 EMQINVALID: resume one queue with GET /queues/{queue}/events. The registry is read again every 2 s: a queue created later joins with its events from the time the stream opened (the Redis server's clock), and an obliterated queue leaves without an error. Up to 1,000 queues are merged, the first by name; the rest are left out (the service logs a warning). Each stream polls every merged queue every 0.5 s when idle, one XRANGE per queue per poll (one pipelined round trip). A `: ping` comment comes every 15 s. On a Redis error the stream sends an `error` event whose data is a Problem and ends; reconnect to go on (the events in between are not replayed). The stream also ends when the service shuts down.
+         * @description Server-Sent Events of the state changes of every queue in the queue registry (the queues of GET /queues), merged into one stream, so that a browser needs one connection for all of them. The wire format is the per-queue stream's without ids: `event: <kind>`, `data: <Event as one line of JSON>`; the Event's `queue` names the queue. Each queue's events come in the order Redis made them; a poll's events of several queues come in entry id order. It is a live tail, not resumable: it starts with the changes made after it opened and sends no `id:` lines, so an EventSource that reconnects sends no Last-Event-ID. A request with `from`, `last_event_id` or a Last-Event-ID header is answered 400 EMQINVALID: resume one queue with GET /queues/{queue}/events. The registry is read again every 2 s: a queue created later joins with its events from the time the stream opened (the Redis server's clock), and an obliterated queue leaves without an error. Up to 1,000 queues are merged, the first by name; the rest are left out (the service logs a warning). Each stream polls every merged queue every 0.5 s when idle, one XRANGE per queue per poll (one pipelined round trip). A `: ping` comment comes every 15 s. On a Redis error the stream sends an `error` event whose data is a Problem and ends; reconnect to go on (the events in between are not replayed). The stream also ends when the service shuts down. One API key holds at most EMQ_MAX_STREAMS (default 100) event streams open at once on a service replica, this route's and GET /queues/{queue}/events's together (with the API open, all callers together); past it a stream is refused 429 EMQBUSY, before it starts.
          */
         get: operations["streamAllEvents"];
         put?: never;
@@ -199,7 +199,7 @@ export interface paths {
         put?: never;
         /**
          * Claim jobs
-         * @description Leases up to count jobs (priority first, FIFO within a priority), each with its token. Due delayed jobs are moved to pending first. With wait_ms, a claim that finds nothing waits (long poll) and answers as soon as a job comes, or with an empty list when wait_ms passes. A paused queue answers an empty list. Under the queue's flow control settings a claim takes turns over the groups and answers only the jobs the limits let start; when that is fewer than count it says which limit held it back (held_by) and when a claim could start one (retry_after_ms), and a long poll waits until then or until a slot frees.
+         * @description Leases up to count jobs (priority first, FIFO within a priority), each with its token. Due delayed jobs are moved to pending first. With wait_ms, a claim that finds nothing waits (long poll) and answers as soon as a job comes, or with an empty list when wait_ms passes. A paused queue answers an empty list. Under the queue's flow control settings a claim takes turns over the groups and answers only the jobs the limits let start; when that is fewer than count it says which limit held it back (held_by) and when a claim could start one (retry_after_ms), and a long poll waits until then or until a slot frees. A service replica lets at most EMQ_MAX_WAITERS claims wait at once (503 EMQBUSY past it) and, when API keys are configured, at most EMQ_MAX_WAITERS_PER_KEY of them of one key (429 EMQBUSY past it); a claim without wait_ms is never refused for either.
          */
         post: operations["claimJobs"];
         delete?: never;
@@ -257,7 +257,7 @@ export interface paths {
         };
         /**
          * Stream a queue's events
-         * @description Server-Sent Events of the queue's state changes, one event per change, in the order Redis made them: `id: <entry id>`, `event: <kind>`, `data: <Event as one line of JSON>`. `at` is the Redis server's time of the change. Without Last-Event-ID or `from`, the stream starts with the changes made after it opened. A reconnecting client sends Last-Event-ID (EventSource does this itself; or the `last_event_id` query parameter) and gets exactly the events after that one, as long as the stream retains them (about the last 10,000 per queue). `from=0` replays every retained event first; `from=<entry id>` or `from=<Unix ms>` starts at that entry or time. A `: ping` comment comes every 15 s. On a Redis error the stream sends an `error` event whose data is a Problem and ends; reconnect with Last-Event-ID. The stream also ends when the service shuts down.
+         * @description Server-Sent Events of the queue's state changes, one event per change, in the order Redis made them: `id: <entry id>`, `event: <kind>`, `data: <Event as one line of JSON>`. `at` is the Redis server's time of the change. Without Last-Event-ID or `from`, the stream starts with the changes made after it opened. A reconnecting client sends Last-Event-ID (EventSource does this itself; or the `last_event_id` query parameter) and gets exactly the events after that one, as long as the stream retains them (about the last 10,000 per queue). `from=0` replays every retained event first; `from=<entry id>` or `from=<Unix ms>` starts at that entry or time. A `: ping` comment comes every 15 s. On a Redis error the stream sends an `error` event whose data is a Problem and ends; reconnect with Last-Event-ID. The stream also ends when the service shuts down. One API key holds at most EMQ_MAX_STREAMS (default 100) event streams open at once on a service replica, this route's and GET /events's together (with the API open, all callers together); past it a stream is refused 429 EMQBUSY, before it starts.
          */
         get: operations["streamEvents"];
         put?: never;
@@ -1831,9 +1831,10 @@ export interface components {
         };
         WhoAmI: {
             /**
-             * @description Names the key as logs and events do: its role and a short hash of
-             *     it ("anonymous" while the API is open). Never the key itself.
-             * @example admin-1f2e3d4c
+             * @description Names the key as logs and events do: the name EMQ_API_KEYS gives
+             *     it, or its role and its place in the list ("worker-2"); "anonymous"
+             *     while the API is open. Never the key, nor anything computed from it.
+             * @example ci-deploy
              */
             key: string;
             /**
@@ -1968,6 +1969,17 @@ export interface operations {
                 headers: {
                     /** @description the Bearer scheme, realm echo_mq */
                     "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQBUSY: this key has EMQ_MAX_STREAMS event streams open */
+            429: {
+                headers: {
+                    /** @description seconds to wait before trying again */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3031,6 +3043,17 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description EMQBUSY: this key has its share of waiting claims (EMQ_MAX_WAITERS_PER_KEY) */
+            429: {
+                headers: {
+                    /** @description seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description EMQINTERNAL: a bug, logged with the request id */
             500: {
                 headers: {
@@ -3040,7 +3063,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description EMQUNAVAILABLE, or EMQBUSY: too many claims are waiting */
+            /** @description EMQUNAVAILABLE, or EMQBUSY: too many claims are waiting (EMQ_MAX_WAITERS) */
             503: {
                 headers: {
                     /** @description seconds to wait before trying again */
@@ -3332,6 +3355,17 @@ export interface operations {
                 headers: {
                     /** @description the Bearer scheme, realm echo_mq */
                     "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQBUSY: this key has EMQ_MAX_STREAMS event streams open */
+            429: {
+                headers: {
+                    /** @description seconds to wait before trying again */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7394,7 +7428,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "key": "admin-1f2e3d4c",
+                     *       "key": "ci-deploy",
                      *       "open": false,
                      *       "role": "admin"
                      *     }

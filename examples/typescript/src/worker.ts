@@ -103,7 +103,7 @@ async function claim(stopping: AbortSignal): Promise<ClaimedJob[]> {
     return await withRetry(() => client.claim(config.queue, request), {
       log,
       signal: stopping,
-      retryServerErrors: true, // a 500 too: only a 4xx is final
+      retryServerErrors: true, // a 500 too: only a 4xx but 429 is final
     });
   } catch (err) {
     if (stopping.aborted) return [];

@@ -1,0 +1,265 @@
+package http
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/echo-mq/echo_mq/internal/admin"
+	"github.com/echo-mq/echo_mq/internal/auth"
+	"github.com/echo-mq/echo_mq/internal/events"
+	"github.com/echo-mq/echo_mq/internal/lease"
+	"github.com/echo-mq/echo_mq/internal/redistest"
+	"github.com/echo-mq/echo_mq/internal/scheduler"
+	"github.com/echo-mq/echo_mq/internal/stall"
+	"github.com/echo-mq/echo_mq/internal/wake"
+)
+
+// keyedWith is keyedHandler under prefix, with its Config changed by tweak.
+func keyedWith(t *testing.T, prefix string, tweak func(*Config)) http.Handler {
+	t.Helper()
+	rdb := redistest.Client(t)
+	kr, err := auth.ParseKeys("reader:" + testKeys[auth.Reader] + ",worker:" + testKeys[auth.Worker] + ",admin:" + testKeys[auth.Admin])
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{
+		Leases: lease.NewService(rdb, prefix), Admin: admin.NewService(rdb, prefix), Schedules: scheduler.NewService(rdb, prefix),
+		Sweeper: stall.NewService(rdb, prefix), Waiters: wake.NewHub(rdb, prefix, nil),
+		Events: events.NewLog(rdb, prefix), Keys: kr, Replays: auth.NewRedisReplays(rdb),
+	}
+	if tweak != nil {
+		tweak(&cfg)
+	}
+	return NewHandler(cfg)
+}
+
+// signedRequest is a POST of body to target, signed with the worker key at
+// ts (what signature says when it is not "").
+func signedRequest(target, body, ts, signature string) *http.Request {
+	if signature == "" {
+		mac := auth.Sign([]byte(testKeys[auth.Worker]), ts, auth.Request{Method: "POST", Target: target, Body: []byte(body)})
+		signature = "sha256=" + hex.EncodeToString(mac)
+	}
+	req := httptest.NewRequest("POST", target, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-EMQ-Timestamp", ts)
+	req.Header.Set("X-EMQ-Signature", signature)
+	return req
+}
+
+// countingBody counts the bytes a handler reads of a body.
+type countingBody struct {
+	r    io.Reader
+	read atomic.Int64
+}
+
+func (c *countingBody) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.read.Add(int64(n))
+	return n, err
+}
+
+func (c *countingBody) Close() error { return nil }
+
+// A signed request whose timestamp or signature cannot hold is refused
+// before a byte of its body is read: an unauthenticated caller makes the
+// service hold nothing.
+func TestASignedRequestIsRefusedBeforeItsBodyIsRead(t *testing.T) {
+	t.Parallel()
+	h := keyedWith(t, "emqa-"+redistest.Queue(t), nil)
+	now := strconv.FormatInt(time.Now().Unix(), 10)
+	stale := strconv.FormatInt(time.Now().Add(-time.Hour).Unix(), 10)
+	body := `{"payload":"` + strings.Repeat("x", 1<<20) + `"}`
+	for name, headers := range map[string][2]string{
+		"an hour old":         {stale, ""},
+		"no timestamp":        {"", ""},
+		"not hex":             {now, "sha256=" + strings.Repeat("z", 64)},
+		"too short":           {now, "sha256=00"},
+		"another algorithm":   {now, "sha1=" + strings.Repeat("0", 40)},
+		"no algorithm at all": {now, strings.Repeat("0", 64)},
+	} {
+		req := signedRequest("/queues/hooks/jobs", body, headers[0], headers[1])
+		counted := &countingBody{r: strings.NewReader(body)}
+		req.Body = counted
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != http.StatusUnauthorized || counted.read.Load() != 0 {
+			t.Errorf("%s: %d after reading %d bytes of the body, want 401 and none read", name, rec.Code, counted.read.Load())
+		}
+	}
+}
+
+// Signed bodies being checked share one budget (EMQ_MAX_BODY_BYTES): while
+// one holds it all, the next waits, then is answered 503 EMQBUSY with
+// Retry-After, its body unread; once the first is done the budget is
+// free again.
+func TestSignedBodiesShareABoundedBudget(t *testing.T) {
+	t.Parallel()
+	const limit = 2 << 20
+	h := keyedWith(t, "emqa-"+redistest.Queue(t), func(c *Config) { c.MaxBodyBytes, c.MaxValueBytes = limit, 1<<20 })
+	now := strconv.FormatInt(time.Now().Unix(), 10)
+
+	// The first sends a body of the whole limit, slowly: half, then waits.
+	pr, pw := io.Pipe()
+	first := signedRequest("/queues/hooks/jobs", "", now, "sha256="+strings.Repeat("0", 64))
+	first.Body, first.ContentLength = pr, limit
+	firstDone := make(chan int)
+	go func() {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, first)
+		firstDone <- rec.Code
+	}()
+	if _, err := pw.Write(make([]byte, limit/2)); err != nil { // read by the service: it holds the budget
+		t.Fatal(err)
+	}
+
+	body := `{"id":"budget-1","payload":1}`
+	second := signedRequest("/queues/hooks/jobs", body, now, "")
+	counted := &countingBody{r: strings.NewReader(body)}
+	second.Body = counted
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, second)
+	if rec.Code != http.StatusServiceUnavailable || !strings.Contains(rec.Body.String(), "EMQBUSY") ||
+		rec.Header().Get("Retry-After") == "" || counted.read.Load() != 0 {
+		t.Fatalf("a signed request while the budget is held: %d %s (Retry-After %q), %d bytes read; want 503 EMQBUSY with Retry-After, none read",
+			rec.Code, rec.Body, rec.Header().Get("Retry-After"), counted.read.Load())
+	}
+
+	if _, err := pw.Write(make([]byte, limit/2)); err != nil {
+		t.Fatal(err)
+	}
+	pw.Close()
+	if code := <-firstDone; code != http.StatusUnauthorized {
+		t.Fatalf("the first, badly signed: %d, want 401", code)
+	}
+	rec = httptest.NewRecorder()
+	h.ServeHTTP(rec, signedRequest("/queues/hooks/jobs", body, now, ""))
+	if rec.Code != http.StatusCreated {
+		t.Fatalf("the same request once the budget is free: %d %s, want 201", rec.Code, rec.Body)
+	}
+}
+
+// A signed body of no declared length (chunked) is read in parts within
+// the budget, and still checked whole.
+func TestASignedChunkedBodyIsChecked(t *testing.T) {
+	t.Parallel()
+	h := keyedWith(t, "emqa-"+redistest.Queue(t), nil)
+	now := strconv.FormatInt(time.Now().Unix(), 10)
+	body := `{"id":"chunked-1","payload":"` + strings.Repeat("y", 200<<10) + `"}`
+	req := signedRequest("/queues/hooks/jobs", body, now, "")
+	req.Body, req.ContentLength = io.NopCloser(io.MultiReader(strings.NewReader(body))), -1
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	if rec.Code != http.StatusCreated || !strings.Contains(rec.Body.String(), `"chunked-1"`) {
+		t.Fatalf("a chunked signed enqueue: %d %.200s, want 201", rec.Code, rec.Body)
+	}
+	tampered := signedRequest("/queues/hooks/jobs", body, now, "")
+	tampered.Body, tampered.ContentLength = io.NopCloser(strings.NewReader(body[:len(body)-2]+`!"}`)), -1
+	rec = httptest.NewRecorder()
+	h.ServeHTTP(rec, tampered)
+	if rec.Code != http.StatusUnauthorized {
+		t.Fatalf("a chunked body changed at its end: %d, want 401", rec.Code)
+	}
+}
+
+// A signed request accepted by one deployment is a replay to every other
+// on the same Redis, whatever its prefix.
+func TestASignatureIsAcceptedOnceAcrossPrefixes(t *testing.T) {
+	t.Parallel()
+	one := keyedWith(t, "emqa-"+redistest.Queue(t)+"-one", nil)
+	two := keyedWith(t, "emqa-"+redistest.Queue(t)+"-two", nil)
+	now := strconv.FormatInt(time.Now().Unix(), 10)
+	body := `{"id":"` + redistest.Queue(t) + `","payload":1}`
+	rec := httptest.NewRecorder()
+	one.ServeHTTP(rec, signedRequest("/queues/hooks/jobs", body, now, ""))
+	if rec.Code != http.StatusCreated {
+		t.Fatalf("the first deployment: %d %s, want 201", rec.Code, rec.Body)
+	}
+	rec = httptest.NewRecorder()
+	two.ServeHTTP(rec, signedRequest("/queues/hooks/jobs", body, now, ""))
+	if rec.Code != http.StatusUnauthorized {
+		t.Fatalf("the same signed request at a deployment with another prefix: %d %s, want 401 (a replay)", rec.Code, rec.Body)
+	}
+}
+
+// Swagger UI is served with the dashboard's strict headers, and its
+// policy allows the one inline script its page has, by hash.
+func TestDocsHaveStrictHeaders(t *testing.T) {
+	t.Parallel()
+	h := NewHandler(Config{})
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("GET", "/docs/index.html", nil))
+	csp := rec.Header().Get("Content-Security-Policy")
+	if rec.Code != http.StatusOK || rec.Header().Get("X-Frame-Options") != "DENY" ||
+		rec.Header().Get("X-Content-Type-Options") != "nosniff" || !strings.Contains(csp, "frame-ancestors 'none'") {
+		t.Fatalf("/docs/index.html: %d with headers %v, want 200 with a CSP, X-Frame-Options DENY and nosniff", rec.Code, rec.Header())
+	}
+	scripts := regexp.MustCompile(`(?s)<script>(.*?)</script>`).FindAllSubmatch(rec.Body.Bytes(), -1)
+	if len(scripts) == 0 {
+		t.Fatal("the page has no inline script: the test no longer checks the hash")
+	}
+	for _, m := range scripts {
+		sum := sha256.Sum256(m[1])
+		if want := "'sha256-" + base64.StdEncoding.EncodeToString(sum[:]) + "'"; !strings.Contains(csp, want) {
+			t.Errorf("the CSP %q does not allow the page's inline script (%s)", csp, want)
+		}
+	}
+	for _, directive := range strings.Split(csp, ";") {
+		if strings.HasPrefix(strings.TrimSpace(directive), "script-src") && strings.Contains(directive, "unsafe") {
+			t.Errorf("the CSP's %q lets any inline script run", directive)
+		}
+	}
+	rec = httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("GET", "/docs/swagger-ui.css", nil))
+	if rec.Code != http.StatusOK || rec.Header().Get("X-Content-Type-Options") != "nosniff" {
+		t.Fatalf("/docs/swagger-ui.css: %d with headers %v, want 200 with nosniff", rec.Code, rec.Header())
+	}
+}
+
+// A client's X-Request-Id becomes the request's id in the logs only when
+// it is short and printable; otherwise the service makes one.
+func TestARequestIDIsKeptOnlyWhenShortAndPrintable(t *testing.T) {
+	t.Parallel()
+	var logs bytes.Buffer
+	h := NewHandler(Config{Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		Ready: func(context.Context) error { return nil }})
+	for id, kept := range map[string]bool{
+		"req-42.abc_DEF:1":                  true,
+		strings.Repeat("a", maxRequestID):   true,
+		strings.Repeat("a", maxRequestID+1): false,
+		"two words":                         false,
+		"new\nline":                         false,
+		"caf\u00e9":                         false,
+		`quote"d`:                           true,
+		"tab\tbed":                          false,
+	} {
+		logs.Reset()
+		req := httptest.NewRequest("GET", "/nope", nil)
+		req.Header.Set("X-Request-Id", id)
+		h.ServeHTTP(httptest.NewRecorder(), req)
+		logged := regexp.MustCompile(`request_id=("(?:[^"\\]|\\.)*"|\S+)`).FindStringSubmatch(logs.String())
+		if logged == nil {
+			t.Fatalf("no request_id in the log line %q", logs.String())
+		}
+		got := logged[1]
+		if unq, err := strconv.Unquote(got); err == nil {
+			got = unq
+		}
+		if (got == id) != kept || got == "" {
+			t.Errorf("X-Request-Id %q logged as %q; kept: %v, want %v", id, got, got == id, kept)
+		}
+	}
+}
