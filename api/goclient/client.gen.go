@@ -2169,7 +2169,7 @@ type ClientInterface interface {
 
 	// RemoveJob Remove a job
 	//
-	// Deletes the job. An active job is removed only with force=true; its holder's next call is then answered 404 EMQGONE. The queue's token counter is kept, so an id enqueued again never gets an old holder's token.
+	// Deletes the job. An active job is removed only with force=true; its holder's next call is then answered 404 EMQGONE. Tokens are random (53 bits), so an id enqueued again does not get an old holder's token.
 	//
 	// Corresponds with DELETE /queues/{queue}/jobs/{id} (the `RemoveJob` operationId).
 	RemoveJob(ctx context.Context, queue string, id string, params *RemoveJobParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -2931,7 +2931,7 @@ func (c *Client) EnqueueJobs(ctx context.Context, queue string, params *EnqueueJ
 
 // RemoveJob Remove a job
 //
-// Deletes the job. An active job is removed only with force=true; its holder's next call is then answered 404 EMQGONE. The queue's token counter is kept, so an id enqueued again never gets an old holder's token.
+// Deletes the job. An active job is removed only with force=true; its holder's next call is then answered 404 EMQGONE. Tokens are random (53 bits), so an id enqueued again does not get an old holder's token.
 //
 // Corresponds with DELETE /queues/{queue}/jobs/{id} (the `RemoveJob` operationId).
 func (c *Client) RemoveJob(ctx context.Context, queue string, id string, params *RemoveJobParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -7364,7 +7364,7 @@ type ClientWithResponsesInterface interface {
 
 	// RemoveJobWithResponse Remove a job
 	//
-	// Deletes the job. An active job is removed only with force=true; its holder's next call is then answered 404 EMQGONE. The queue's token counter is kept, so an id enqueued again never gets an old holder's token.
+	// Deletes the job. An active job is removed only with force=true; its holder's next call is then answered 404 EMQGONE. Tokens are random (53 bits), so an id enqueued again does not get an old holder's token.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -12758,7 +12758,7 @@ func (c *ClientWithResponses) EnqueueJobsWithResponse(ctx context.Context, queue
 
 // RemoveJobWithResponse Remove a job
 //
-// Deletes the job. An active job is removed only with force=true; its holder's next call is then answered 404 EMQGONE. The queue's token counter is kept, so an id enqueued again never gets an old holder's token.
+// Deletes the job. An active job is removed only with force=true; its holder's next call is then answered 404 EMQGONE. Tokens are random (53 bits), so an id enqueued again does not get an old holder's token.
 //
 // Returns a wrapper object for the known response body format(s).
 //

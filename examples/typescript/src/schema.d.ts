@@ -368,7 +368,7 @@ export interface paths {
         post?: never;
         /**
          * Remove a job
-         * @description Deletes the job. An active job is removed only with force=true; its holder's next call is then answered 404 EMQGONE. The queue's token counter is kept, so an id enqueued again never gets an old holder's token.
+         * @description Deletes the job. An active job is removed only with force=true; its holder's next call is then answered 404 EMQGONE. Tokens are random (53 bits), so an id enqueued again does not get an old holder's token.
          */
         delete: operations["removeJob"];
         options?: never;
