@@ -100,6 +100,11 @@ var keyName = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
 func parseKey(entry string, place int) (Key, error) {
 	first, rest, _ := strings.Cut(entry, ":")
 	if role, ok := roleNames[first]; ok {
+		if word, _, named := strings.Cut(rest, ":"); named && roleNames[word] != Open {
+			// "admin:worker:..." is a name that is a role's word, not an
+			// admin key that starts "worker:": refuse what reads two ways.
+			return Key{}, errors.New("a key's name may not be a role's word")
+		}
 		return newKey(first+"-"+strconv.Itoa(place), role, rest)
 	}
 	roleWord, secret, ok := strings.Cut(rest, ":")
@@ -122,9 +127,6 @@ func newKey(name string, role Role, secret string) (Key, error) {
 
 // Open reports whether the keyring has no keys: the API is open.
 func (kr *Keyring) Open() bool { return len(kr.keys) == 0 }
-
-// Len is how many keys the keyring holds.
-func (kr *Keyring) Len() int { return len(kr.keys) }
 
 // Names are the keys' names, in the order EMQ_API_KEYS gives them: what
 // the start-up log shows of them.

@@ -67,6 +67,7 @@ func TestKeysAreNamedByTheOperatorNeverByTheirSecret(t *testing.T) {
 		"ops:root:" + adminKey:                                "an unknown role",
 		"ops:admin:short-secret":                              "a short key",
 		"ops:" + adminKey:                                     "no role",
+		"admin:worker:" + adminKey:                            "a name that is a role's word",
 	} {
 		if _, err := ParseKeys(spec); err == nil || strings.Contains(err.Error(), adminKey) || strings.Contains(err.Error(), "short-secret") {
 			t.Errorf("%s: ParseKeys gave %v; want a refusal that quotes no key", why, err)

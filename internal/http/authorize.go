@@ -25,8 +25,7 @@ func (s *server) authorize(role auth.Role) func(http.Handler) http.Handler {
 				next.ServeHTTP(w, r)
 				return
 			}
-			key, release, err := s.authenticate(r)
-			defer release()
+			key, err := s.authenticate(r)
 			if err != nil {
 				s.writeProblem(w, r, err)
 				return
@@ -43,17 +42,15 @@ func (s *server) authorize(role auth.Role) func(http.Handler) http.Handler {
 
 // authenticate finds the request's key: the bearer key, or the key that
 // signed the body (X-EMQ-Signature, X-EMQ-Timestamp; verifySigned).
-// release, called once the request is answered, frees what a signed body
-// held.
-func (s *server) authenticate(r *http.Request) (key auth.Key, release func(), err error) {
+func (s *server) authenticate(r *http.Request) (auth.Key, error) {
 	keys := s.cfg.Keys
 	if keys == nil || keys.Open() {
-		return anonymous, func() {}, nil
+		return anonymous, nil
 	}
 	sig := r.Header.Get("X-EMQ-Signature")
 	if sig == "" || r.Header.Get("Authorization") != "" {
 		key, err := keys.Bearer(r.Header.Get("Authorization"))
-		return key, func() {}, unauthorized(err)
+		return key, unauthorized(err)
 	}
 	return s.verifySigned(r, sig)
 }

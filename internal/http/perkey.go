@@ -86,5 +86,5 @@ func (s *server) holdWaiter(r *http.Request) (release func(), err error) {
 		releaseKey()
 		return func() {}, &requestError{code: CodeBusy, detail: "too many claims are waiting; retry later"}
 	}
-	return func() { s.waiting.Add(-1); releaseKey() }, nil
+	return sync.OnceFunc(func() { s.waiting.Add(-1); releaseKey() }), nil
 }

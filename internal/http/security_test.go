@@ -102,53 +102,84 @@ func TestASignedRequestIsRefusedBeforeItsBodyIsRead(t *testing.T) {
 	}
 }
 
-// Signed bodies being checked share one budget (EMQ_MAX_BODY_BYTES): while
-// one holds it all, the next waits, then is answered 503 EMQBUSY with
-// Retry-After, its body unread; once the first is done the budget is
-// free again.
+// Signed bodies being checked share one budget (EMQ_MAX_BODY_BYTES and
+// firstSlabs slabs), taken as their bytes come: a connection that declares a large
+// body and sends nothing holds none of it; while bodies that did come hold
+// it all, the next request waits, then is answered 503 EMQBUSY with
+// Retry-After, its body unread; once they are done the budget is free.
 func TestSignedBodiesShareABoundedBudget(t *testing.T) {
 	t.Parallel()
 	const limit = 2 << 20
 	h := keyedWith(t, "emqa-"+redistest.Queue(t), func(c *Config) { c.MaxBodyBytes, c.MaxValueBytes = limit, 1<<20 })
 	now := strconv.FormatInt(time.Now().Unix(), 10)
+	badly := "sha256=" + strings.Repeat("0", 64)
 
-	// The first sends a body of the whole limit, slowly: half, then waits.
-	pr, pw := io.Pipe()
-	first := signedRequest("/queues/hooks/jobs", "", now, "sha256="+strings.Repeat("0", 64))
-	first.Body, first.ContentLength = pr, limit
-	firstDone := make(chan int)
-	go func() {
+	// slow starts a badly signed request whose body comes through a pipe,
+	// of the declared length (-1: none), and answers its status when done.
+	slow := func(length int64) (*io.PipeWriter, chan int) {
+		pr, pw := io.Pipe()
+		req := signedRequest("/queues/hooks/jobs", "", now, badly)
+		req.Body, req.ContentLength = pr, length
+		done := make(chan int, 1)
+		go func() {
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req)
+			done <- rec.Code
+		}()
+		return pw, done
+	}
+	write := func(pw *io.PipeWriter, n int) {
+		if _, err := pw.Write(make([]byte, n)); err != nil { // returns once the service read it all
+			t.Fatal(err)
+		}
+	}
+	enqueue := func(id string) (*httptest.ResponseRecorder, int64) {
+		body := `{"id":"` + id + `-` + redistest.Queue(t) + `","payload":1}` // a signature is accepted once
+		counted := &countingBody{r: strings.NewReader(body)}
+		req := signedRequest("/queues/hooks/jobs", body, now, "")
+		req.Body = counted
 		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, first)
-		firstDone <- rec.Code
-	}()
-	if _, err := pw.Write(make([]byte, limit/2)); err != nil { // read by the service: it holds the budget
-		t.Fatal(err)
+		h.ServeHTTP(rec, req)
+		return rec, counted.read.Load()
 	}
 
-	body := `{"id":"budget-1","payload":1}`
-	second := signedRequest("/queues/hooks/jobs", body, now, "")
-	counted := &countingBody{r: strings.NewReader(body)}
-	second.Body = counted
-	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, second)
+	silent, silentDone := slow(limit) // declares the limit, sends nothing
+	if rec, _ := enqueue("budget-1"); rec.Code != http.StatusCreated {
+		t.Fatalf("a signed request beside one that declared the limit and sent nothing: %d %s, want 201", rec.Code, rec.Body)
+	}
+	silent.Close()
+	if code := <-silentDone; code != http.StatusBadRequest {
+		t.Fatalf("a body that ended before its declared length: %d, want 400", code)
+	}
+
+	first, firstDone := slow(limit) // all but its last byte: the limit's slabs
+	write(first, limit-1)
+	var others []*io.PipeWriter // chunked, one byte each: the other slabs
+	var othersDone []chan int
+	for range firstSlabs {
+		pw, done := slow(-1)
+		write(pw, 1)
+		others, othersDone = append(others, pw), append(othersDone, done)
+	}
+	rec, read := enqueue("budget-2")
 	if rec.Code != http.StatusServiceUnavailable || !strings.Contains(rec.Body.String(), "EMQBUSY") ||
-		rec.Header().Get("Retry-After") == "" || counted.read.Load() != 0 {
+		rec.Header().Get("Retry-After") == "" || read != 0 {
 		t.Fatalf("a signed request while the budget is held: %d %s (Retry-After %q), %d bytes read; want 503 EMQBUSY with Retry-After, none read",
-			rec.Code, rec.Body, rec.Header().Get("Retry-After"), counted.read.Load())
+			rec.Code, rec.Body, rec.Header().Get("Retry-After"), read)
 	}
-
-	if _, err := pw.Write(make([]byte, limit/2)); err != nil {
-		t.Fatal(err)
-	}
-	pw.Close()
+	write(first, 1)
+	first.Close()
 	if code := <-firstDone; code != http.StatusUnauthorized {
-		t.Fatalf("the first, badly signed: %d, want 401", code)
+		t.Fatalf("the badly signed body of the limit: %d, want 401", code)
 	}
-	rec = httptest.NewRecorder()
-	h.ServeHTTP(rec, signedRequest("/queues/hooks/jobs", body, now, ""))
-	if rec.Code != http.StatusCreated {
-		t.Fatalf("the same request once the budget is free: %d %s, want 201", rec.Code, rec.Body)
+	for i, pw := range others {
+		pw.Close()
+		if code := <-othersDone[i]; code != http.StatusUnauthorized {
+			t.Fatalf("a badly signed chunked body: %d, want 401", code)
+		}
+	}
+	if rec, _ := enqueue("budget-3"); rec.Code != http.StatusCreated {
+		t.Fatalf("a signed request once the budget is free: %d %s, want it taken", rec.Code, rec.Body)
 	}
 }
 
@@ -158,12 +189,13 @@ func TestASignedChunkedBodyIsChecked(t *testing.T) {
 	t.Parallel()
 	h := keyedWith(t, "emqa-"+redistest.Queue(t), nil)
 	now := strconv.FormatInt(time.Now().Unix(), 10)
-	body := `{"id":"chunked-1","payload":"` + strings.Repeat("y", 200<<10) + `"}`
+	id := "chunked-" + redistest.Queue(t)
+	body := `{"id":"` + id + `","payload":"` + strings.Repeat("y", 200<<10) + `"}`
 	req := signedRequest("/queues/hooks/jobs", body, now, "")
 	req.Body, req.ContentLength = io.NopCloser(io.MultiReader(strings.NewReader(body))), -1
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, req)
-	if rec.Code != http.StatusCreated || !strings.Contains(rec.Body.String(), `"chunked-1"`) {
+	if rec.Code != http.StatusCreated || !strings.Contains(rec.Body.String(), `"`+id+`"`) {
 		t.Fatalf("a chunked signed enqueue: %d %.200s, want 201", rec.Code, rec.Body)
 	}
 	tampered := signedRequest("/queues/hooks/jobs", body, now, "")

@@ -65,7 +65,7 @@ import (
 //	@securitydefinitions.apikey	Signature
 //	@in							header
 //	@name						X-EMQ-Signature
-//	@description				sha256= and the hex HMAC-SHA256, under a key of EMQ_API_KEYS, of "<timestamp>.<METHOD>.<path and query>.<body>", with the timestamp (Unix seconds, within 5 minutes of the service's clock) in X-EMQ-Timestamp. Each signature is accepted once, by every deployment on the same Redis. The timestamp and the signature's form are checked before the body is read; signed bodies being checked share one budget of EMQ_MAX_BODY_BYTES, past which the answer is 503 EMQBUSY with Retry-After.
+//	@description				sha256= and the hex HMAC-SHA256, under a key of EMQ_API_KEYS, of "<timestamp>.<METHOD>.<path and query>.<body>", with the timestamp (Unix seconds, within 5 minutes of the service's clock) in X-EMQ-Timestamp. Each signature is accepted once, by every deployment on the same Redis. The timestamp and the signature's form are checked before the body is read; signed bodies being checked share one budget of EMQ_MAX_BODY_BYTES and 1 MiB, taken as their bytes come; a body that waits a second for room is answered 503 EMQBUSY with Retry-After.
 
 // Defaults of the HTTP layer.
 const (
