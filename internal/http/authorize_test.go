@@ -29,18 +29,29 @@ var testKeys = map[auth.Role]string{
 // keyedHandler is the API with the three test keys configured.
 func keyedHandler(t *testing.T) (http.Handler, string) {
 	t.Helper()
-	rdb := redistest.Client(t)
 	prefix := "emqa-" + redistest.Queue(t)
+	return keyedWith(t, prefix, nil), prefix
+}
+
+// keyedWith is the API with the three test keys configured, under prefix,
+// with its Config changed by tweak.
+func keyedWith(t *testing.T, prefix string, tweak func(*Config)) http.Handler {
+	t.Helper()
+	rdb := redistest.Client(t)
 	kr, err := auth.ParseKeys("reader:" + testKeys[auth.Reader] + ",worker:" + testKeys[auth.Worker] + ",admin:" + testKeys[auth.Admin])
 	if err != nil {
 		t.Fatal(err)
 	}
-	return NewHandler(Config{
+	cfg := Config{
 		Leases: lease.NewService(rdb, prefix), Admin: admin.NewService(rdb, prefix), Schedules: scheduler.NewService(rdb, prefix),
 		Sweeper: stall.NewService(rdb, prefix), Waiters: wake.NewHub(rdb, prefix, nil),
 		Events: events.NewLog(rdb, prefix), Keys: kr, Replays: auth.NewRedisReplays(rdb),
 		MetricsHandler: textMetrics, MetricsRole: auth.Reader,
-	}), prefix
+	}
+	if tweak != nil {
+		tweak(&cfg)
+	}
+	return NewHandler(cfg)
 }
 
 // send makes one request, and checks it and its answer against

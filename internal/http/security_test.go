@@ -17,34 +17,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/echo-mq/echo_mq/internal/admin"
 	"github.com/echo-mq/echo_mq/internal/auth"
-	"github.com/echo-mq/echo_mq/internal/events"
-	"github.com/echo-mq/echo_mq/internal/lease"
 	"github.com/echo-mq/echo_mq/internal/redistest"
-	"github.com/echo-mq/echo_mq/internal/scheduler"
-	"github.com/echo-mq/echo_mq/internal/stall"
-	"github.com/echo-mq/echo_mq/internal/wake"
 )
-
-// keyedWith is keyedHandler under prefix, with its Config changed by tweak.
-func keyedWith(t *testing.T, prefix string, tweak func(*Config)) http.Handler {
-	t.Helper()
-	rdb := redistest.Client(t)
-	kr, err := auth.ParseKeys("reader:" + testKeys[auth.Reader] + ",worker:" + testKeys[auth.Worker] + ",admin:" + testKeys[auth.Admin])
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := Config{
-		Leases: lease.NewService(rdb, prefix), Admin: admin.NewService(rdb, prefix), Schedules: scheduler.NewService(rdb, prefix),
-		Sweeper: stall.NewService(rdb, prefix), Waiters: wake.NewHub(rdb, prefix, nil),
-		Events: events.NewLog(rdb, prefix), Keys: kr, Replays: auth.NewRedisReplays(rdb),
-	}
-	if tweak != nil {
-		tweak(&cfg)
-	}
-	return NewHandler(cfg)
-}
 
 // signedRequest is a POST of body to target, signed with the worker key at
 // ts (what signature says when it is not "").
