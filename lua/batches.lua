@@ -315,7 +315,7 @@ function batches.counted(batch, rows, now)
   for _, row in pairs(rows) do
     ids[#ids + 1] = row[1]
   end
-  each_chunk(ids, 1, function(...) redis.call('SADD', batches.jobs_key(batch.id), ...) end)
+  each_chunk(ids, 1, 'SADD', batches.jobs_key(batch.id))
   redis.call('HINCRBY', key, 'total', #ids)
   if redis.call('HINCRBY', key, 'left', #ids) == 0 then
     batches.finish(batch.id, now)

@@ -6,6 +6,7 @@
 -- KEYS[4] events
 -- KEYS[5] job
 -- KEYS[6] stats
+-- KEYS[7] meta
 -- ARGV[3] id
 -- ARGV[4] token the cancel is pinned to, or "" for whichever attempt
 -- ARGV[5] reason, or ""

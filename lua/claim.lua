@@ -38,4 +38,4 @@ if ARGV[7] then
 end
 local plan = plan_claim(delayed, now, count)
 local jobs = claim(plan, now, count, tonumber(ARGV[4]), ARGV[5], ARGV[6])
-return flow_reply({ due_in(delayed, now), jobs }, plan)
+return flow_reply({ plan.due_in or due_in(delayed, now), jobs }, plan)

@@ -32,7 +32,7 @@
 
 local id, token = ARGV[3], ARGV[4]
 local now = now_ms()
-local row = read_row(id)
+local row = read_report(id)
 local code = fence_row(row, token, 'complete')
 if code and code ~= 'repeat' then
   return error_reply(code, id)

@@ -35,7 +35,7 @@ local count, keep = tonumber(ARGV[at]), tonumber(ARGV[at + 4])
 local rows, repeated, seen = {}, false, {}
 for i = 0, n - 1 do
   local id, token = ARGV[4 + i * 4], ARGV[5 + i * 4]
-  rows[id] = rows[id] or read_row(id)
+  rows[id] = rows[id] or read_report(id)
   -- A repeat of a complete made earlier in this same batch is no sign of
   -- a batch sent again; a refused one completed nothing.
   if not seen[id] then

@@ -15,8 +15,18 @@ local function emit(kind, id, state, ...)
   if counter then
     stat_add(counter, 1)
   end
-  if select('#', ...) == 0 and id and state then -- a job's change, the common case: no table
+  local extra = select('#', ...)
+  if extra == 0 and id and state then -- a job's change, the common case: no table
     redis.call('XADD', EVENTS, 'MAXLEN', '~', EVENTS_KEPT, '*', 'kind', kind, 'job', id, 'state', state)
+    return
+  elseif extra == 2 and id and state then -- one field (a claim's worker): no table either
+    local name, value = ...
+    if value and value ~= '' then
+      redis.call('XADD', EVENTS, 'MAXLEN', '~', EVENTS_KEPT, '*', 'kind', kind, 'job', id, 'state', state,
+        name, type(value) == 'string' and value or tostring(value))
+    else
+      redis.call('XADD', EVENTS, 'MAXLEN', '~', EVENTS_KEPT, '*', 'kind', kind, 'job', id, 'state', state)
+    end
     return
   end
   local entry = { 'XADD', EVENTS, 'MAXLEN', '~', EVENTS_KEPT, '*', 'kind', kind }

@@ -8,6 +8,7 @@
 -- KEYS[3] cancelled
 -- KEYS[4] events
 -- KEYS[5] stats
+-- KEYS[6] meta
 -- ARGV[3] limit: at most this many expiries, and this many throttle
 --         windows, per call
 --

@@ -4,6 +4,7 @@
 -- KEYS[1] active
 -- KEYS[2] events
 -- KEYS[3] job
+-- KEYS[4] meta
 -- ARGV[3] id
 -- ARGV[4] token
 -- ARGV[5] lease_ms

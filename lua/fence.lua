@@ -38,3 +38,36 @@ local function fence_row(row, token, verb)
   end
   return nil
 end
+
+-- read_report reads the row of job id (declared) for its holder's report
+-- (complete): a view of it when the row is plain, else the row as a
+-- table (row.lua's read_row), the full path's. A plain row has none of
+-- the fields whose jobs a report must tell others about (a group, flow
+-- control, a batch, dependants, a dedupe key): its view holds what the
+-- fence and the report need (state, token, outcomes, started_at), where
+-- they are in flat, the row as HGETALL answered it, which the report
+-- turns into its reply in place, and lean = true. No row table is built
+-- for a plain job: that is most of what a report costs.
+local function read_report(id)
+  local flat = redis.call('HGETALL', job_key(id))
+  local view = { lean = true, flat = flat, state = false, token = false, outcomes = false,
+    started_at = false, at_state = false, at_lease = false, at_outcomes = false, at_result = false,
+    at_finished = false }
+  for i = 2, #flat, 2 do
+    local field = flat[i - 1]
+    if field == 'state' then view.state, view.at_state = flat[i], i
+    elseif field == 'token' then view.token = flat[i]
+    elseif field == 'started_at' then view.started_at = flat[i]
+    elseif field == 'lease_expires_at' then view.at_lease = i
+    elseif field == 'outcomes' then view.outcomes, view.at_outcomes = flat[i], i
+    elseif field == 'result' then view.at_result = i
+    elseif field == 'finished_at' then view.at_finished = i
+    elseif field == 'group' or field == 'flow' or field == 'batch_id' or field == 'dependants'
+      or field == 'dedupe_key' then
+      FLATS = FLATS or {}
+      FLATS[id] = flat
+      return row_of(flat)
+    end
+  end
+  return view
+end

@@ -58,11 +58,11 @@ local function not_here(reply)
   return false
 end
 
--- row_here reads the row of job id, found through a set, as read_row does:
--- nil when there is no such job (a row lost outside any migration: the
--- caller drops the id), and it stops the script (try_again) when the row
--- is on the other node of a migration.
-local function row_here(id)
+-- flat_here reads the row of job id, found through a set, as HGETALL
+-- answers it: nil when there is no such job (a row lost outside any
+-- migration: the caller drops the id), and it stops the script
+-- (try_again) when the row is on the other node of a migration.
+local function flat_here(id)
   local flat = redis.pcall('HGETALL', job_key(id))
   if not_here(flat) then
     try_again('job ' .. id)
@@ -73,6 +73,17 @@ local function row_here(id)
     end
     return nil
   end
+  return flat
+end
+
+-- row_here is flat_here as a table (row.lua's read_row).
+local function row_here(id)
+  local flat = flat_here(id)
+  if not flat then
+    return nil
+  end
+  FLATS = FLATS or {}
+  FLATS[id] = flat
   return row_of(flat)
 end
 

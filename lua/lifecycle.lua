@@ -25,6 +25,9 @@ local function push_pending(id, row, front)
   end
   row.state, row.ready_at = 'pending', ready_at(row, NOW or now_ms())
   redis.call('HSET', job_key(id), 'state', 'pending', 'ready_at', row.ready_at)
+  if FLATS then
+    FLATS[id] = nil -- the row is no longer as read
+  end
   del_fields(id, row, { 'run_at' })
 end
 
@@ -64,6 +67,23 @@ local function due_in(delayed, now)
     return -1
   end
   return math.max(tonumber(first[2]) - now, 0)
+end
+
+-- plan_due_first is plan_due for a claim, which also answers due_in: it
+-- reads the earliest delayed job first, and the due ones only when it is
+-- due, so that a queue with nothing due pays one read of the set, not
+-- two. Returns the plan and due_in's answer when no job is due (nil
+-- otherwise: the promotion changes it).
+local function plan_due_first(delayed, now)
+  local first = call_here('ZRANGE', delayed, '0', '0', 'WITHSCORES')
+  if not first or #first == 0 then
+    return {}, -1
+  end
+  local at = tonumber(first[2])
+  if at > now then
+    return {}, at - now
+  end
+  return plan_due(delayed, now, '1000'), nil
 end
 
 -- job_ended tells a job's batch and dependants that it ended (batches.lua,
@@ -112,6 +132,30 @@ local function unheld(row, token)
   return token
 end
 
+-- set_in puts field and value into flat, a row as HGETALL answered it:
+-- at the value's place at, or at the end when at is false.
+local function set_in(flat, at, field, value)
+  if at then
+    flat[at] = value
+  else
+    local n = #flat
+    flat[n + 1], flat[n + 2] = field, value
+  end
+end
+
+-- plain_lease reports whether a pending job's row, flat (as HGETALL
+-- answers it), takes the plain lease (lease_plain): it has no expiry and
+-- no timeout, which the full lease checks.
+local function plain_lease(flat)
+  for i = 1, #flat, 2 do
+    local field = flat[i]
+    if field == 'expires_at' or field == 'timeout_ms' then
+      return false
+    end
+  end
+  return true
+end
+
 -- plan_claim reads what a claim of count jobs needs: the due delayed jobs
 -- (plan_due on the set at delayed, which the script may not have
 -- declared), whether the queue is paused, and the first count pending
@@ -121,7 +165,8 @@ end
 -- that empties the set deletes it, and a node handing its slot over
 -- cannot make it again.)
 local function plan_claim(delayed, now, count)
-  local plan = { delayed = delayed, due = plan_due(delayed, now, '1000'), rows = {} }
+  local plan = { delayed = delayed, rows = {} }
+  plan.due, plan.due_in = plan_due_first(delayed, now)
   local meta = redis.call('HMGET', META, 'paused', 'flow', 'grouped')
   plan.paused = meta[1]
   if meta[2] or meta[3] then
@@ -132,8 +177,18 @@ local function plan_claim(delayed, now, count)
   if count == 0 or plan.paused or plan.flow then
     return plan
   end
+  plan.flats = {}
   for _, id in ipairs(redis.call('ZRANGE', PENDING, '0', count - 1)) do
-    plan.rows[id] = row_here(id) or false
+    local flat = flat_here(id)
+    if flat and plain_lease(flat) then
+      plan.flats[id] = flat
+    elseif flat then
+      FLATS = FLATS or {}
+      FLATS[id] = flat
+      plan.rows[id] = row_of(flat)
+    else
+      plan.rows[id] = false
+    end
   end
   for _, due in ipairs(plan.due) do
     plan.rows[due[1]] = due[2] or false
@@ -168,6 +223,67 @@ local function expire_claimed(id, row, now, flowed)
   job_ended(id, row, 'cancelled', now)
 end
 
+-- lease_plain is lease's step for one job whose row, flat (HGETALL's
+-- reply, as read), takes the plain lease (plain_lease): it writes what
+-- lease writes for a job, with no row table, and turns flat in place into
+-- the job's fields for its reply ({id, flat}, internal/job's Parse).
+-- Returns the token it used (token, or the first above it that the row
+-- neither holds nor remembers, as unheld).
+local function lease_plain(id, flat, now, deadline, started, worker, token, first, first_text)
+  local at_state, at_token, at_attempts, at_started, at_lease, at_worker
+  local ready, run_at, created, outcomes, held, cancel
+  for i = 2, #flat, 2 do
+    local field = flat[i - 1]
+    if field == 'state' then at_state = i
+    elseif field == 'ready_at' then ready = flat[i]
+    elseif field == 'created_at' then created = flat[i]
+    elseif field == 'attempts' then at_attempts = i
+    elseif field == 'token' then at_token, held = i, flat[i]
+    elseif field == 'started_at' then at_started = i
+    elseif field == 'lease_expires_at' then at_lease = i
+    elseif field == 'worker' then at_worker = i
+    elseif field == 'run_at' then run_at = flat[i]
+    elseif field == 'outcomes' then outcomes = flat[i]
+    elseif field == 'cancel_requested' or field == 'cancel_reason' then
+      cancel = true
+      flat[i] = '' -- a deleted field, in the reply
+    end
+  end
+  -- The last attempt's cancel request and worker go (a new worker name
+  -- is written over the old one).
+  if at_worker and worker == '' then
+    redis.call('HDEL', job_key(id), 'cancel_requested', 'cancel_reason', 'worker')
+    flat[at_worker] = ''
+  elseif cancel then
+    redis.call('HDEL', job_key(id), 'cancel_requested', 'cancel_reason')
+  end
+  stat_add(STAT_WAIT, math.max(now - tonumber(ready or run_at or created or now), 0))
+  if held or outcomes then -- claimed before: past what its row knows
+    while held == int(token) or (outcomes and string.find(outcomes, ':' .. int(token) .. ' ', 1, true)) do
+      token = token + 1
+    end
+  end
+  local text = token == first and first_text or int(token)
+  local attempts = string.format('%d', (at_attempts and tonumber(flat[at_attempts]) or 0) + 1)
+  if worker ~= '' then
+    redis.call('HSET', job_key(id), 'state', 'active', 'token', text, 'started_at', started,
+      'lease_expires_at', deadline, 'attempts', attempts, 'worker', worker)
+  else
+    redis.call('HSET', job_key(id), 'state', 'active', 'token', text, 'started_at', started,
+      'lease_expires_at', deadline, 'attempts', attempts)
+  end
+  set_in(flat, at_state, 'state', 'active')
+  set_in(flat, at_token, 'token', text)
+  set_in(flat, at_started, 'started_at', started)
+  set_in(flat, at_lease, 'lease_expires_at', deadline)
+  set_in(flat, at_attempts, 'attempts', attempts)
+  if worker ~= '' then
+    set_in(flat, at_worker, 'worker', worker)
+  end
+  emit('claimed', id, 'active', 'worker', worker)
+  return token
+end
+
 -- lease leases the jobs of list (every step-th item is an id: step 2 for
 -- a ZPOPMIN reply of ids and scores, 1 for a list of ids) for lease_ms,
 -- each under a fresh fencing token, and returns their replies. The tokens
@@ -188,23 +304,32 @@ end
 -- Per job: one HSET (one HDEL if the last attempt left a cancel request or
 -- a worker), one event; per call: one ZADD. Keep it so: this runs for
 -- every job the service hands out.
-local function lease(list, step, rows, now, lease_ms, worker, first, extra)
+local function lease(list, step, rows, now, lease_ms, worker, first, extra, flats)
   local jobs, leased, expiring = {}, {}, 0
   local token = tonumber(first)
+  local first_token = token
   local deadline, started = int(now + lease_ms), int(now)
   for i = 1, #list, step do
     local id = list[i]
-    local row = rows[id]
-    if row == nil and step == 2 then
+    local row, flat = rows[id], flats and flats[id]
+    if flat then
+      token = lease_plain(id, flat, now, deadline, started, worker, token, first_token, first) + 1
+      leased[#leased + 1], leased[#leased + 2] = deadline, id
+      jobs[#jobs + 1] = { id, flat }
+    elseif row == nil and step == 2 then
       redis.call('ZADD', PENDING, list[i + 1], id)
     elseif row and row.expires_at and expired(row, now) then
       expire_claimed(id, row, now, extra)
       expiring = expiring + 1
     elseif row then
+      -- The reply: the row as read, then what changed (passed_reply).
+      local flat, changed = FLATS and FLATS[id], {}
       -- The last attempt's cancel request and worker go (a new worker name
       -- is written over the old one).
-      del_fields(id, row, worker == '' and { 'cancel_requested', 'cancel_reason', 'worker' }
-        or { 'cancel_requested', 'cancel_reason' })
+      if row.cancel_requested or row.cancel_reason or row.worker then
+        del_fields(id, row, worker == '' and { 'cancel_requested', 'cancel_reason', 'worker' }
+          or { 'cancel_requested', 'cancel_reason' }, changed)
+      end
       stat_wait(row, now)
       local ends = deadline
       if row.timeout_ms or row.expires_at then
@@ -217,7 +342,7 @@ local function lease(list, step, rows, now, lease_ms, worker, first, extra)
         token = unheld(row, token)
       end
       local fields = { 'state', 'active', 'token', int(token), 'started_at', started,
-        'lease_expires_at', ends, 'attempts', tostring((tonumber(row.attempts) or 0) + 1) }
+        'lease_expires_at', ends, 'attempts', string.format('%d', (tonumber(row.attempts) or 0) + 1) }
       if worker ~= '' then
         fields[#fields + 1], fields[#fields + 2] = 'worker', worker
       end
@@ -227,11 +352,15 @@ local function lease(list, step, rows, now, lease_ms, worker, first, extra)
       set_fields(id, row, fields)
       leased[#leased + 1], leased[#leased + 2] = ends, id
       emit('claimed', id, 'active', 'worker', worker)
-      jobs[#jobs + 1] = reply_of(id, row)
+      if flat then
+        jobs[#jobs + 1] = { id, flat, changed, fields }
+      else
+        jobs[#jobs + 1] = reply_of(id, row)
+      end
       token = token + 1
     end
   end
-  each_chunk(leased, 2, function(...) redis.call('ZADD', ACTIVE, ...) end)
+  each_chunk(leased, 2, 'ZADD', ACTIVE)
   if expiring > 0 then
     wake(expiring) -- a claimer cut short by them looks again
   end
@@ -281,7 +410,7 @@ local function claim(plan, now, count, lease_ms, worker, first)
   if #popped == 0 then
     return {}
   end
-  return lease(popped, 2, plan.rows, now, lease_ms, worker, first)
+  return lease(popped, 2, plan.rows, now, lease_ms, worker, first, nil, plan.flats)
 end
 
 -- flow_reply is what claim.lua adds to its reply under flow control: how
@@ -364,6 +493,41 @@ local function requeue(id, row, fields, delay, now)
   return state
 end
 
+-- complete_plain is complete_one for a plain job, whose row view (fence.lua's
+-- read_report) holds what it needs: the same writes, with no row table; its
+-- reply is the row read, changed in place.
+local function complete_plain(done, id, view, token, has_result, result, now)
+  local flat = view.flat
+  local code = fence_row(view, token, 'complete')
+  if code == 'repeat' then
+    return { id, flat }, true
+  elseif code then
+    return nil, code
+  end
+  stat_add(STAT_RUNS, 1)
+  stat_add(STAT_RUN_MS, math.max(now - tonumber(view.started_at or now), 0))
+  local finished, outcomes = int(now), outcomes_after(view.outcomes, 'complete', token)
+  if has_result == '1' then
+    redis.call('HSET', job_key(id), 'state', 'completed', 'finished_at', finished, 'outcomes', outcomes,
+      'result', result)
+    set_in(flat, view.at_result, 'result', result)
+  else
+    redis.call('HSET', job_key(id), 'state', 'completed', 'finished_at', finished, 'outcomes', outcomes)
+  end
+  if view.at_lease then
+    redis.call('HDEL', job_key(id), 'lease_expires_at')
+    flat[view.at_lease] = ''
+  end
+  set_in(flat, view.at_state, 'state', 'completed')
+  set_in(flat, view.at_finished, 'finished_at', finished)
+  set_in(flat, view.at_outcomes, 'outcomes', outcomes)
+  -- A batch that names the job again sees it as it is now.
+  view.state, view.outcomes = 'completed', outcomes
+  emit('completed', id, 'completed')
+  done[#done + 1] = id
+  return { id, flat }
+end
+
 -- complete_one finishes the job id held under token, whose declared row
 -- the script read (row), storing result when has_result is '1', and adds
 -- its id to done, for finish_completed. Returns the job reply and whether
@@ -372,20 +536,24 @@ end
 -- HDEL and one event: the sets and counters are changed once per call, by
 -- finish_completed.
 local function complete_one(done, id, row, token, has_result, result, now)
+  if row.lean then
+    return complete_plain(done, id, row, token, has_result, result, now)
+  end
   local code = fence_row(row, token, 'complete')
   if code == 'repeat' then
-    return reply_of(id, row), true
+    return passed_reply(id, row), true
   elseif code then
     return nil, code
   end
   stat_run(row, now)
+  local flat, changed = FLATS and FLATS[id], {}
   local fields = { 'state', 'completed', 'finished_at', int(now),
     'outcomes', outcomes_after(row.outcomes, 'complete', token) }
   if has_result == '1' then
     fields[#fields + 1], fields[#fields + 2] = 'result', result
   end
   set_fields(id, row, fields)
-  del_fields(id, row, { 'lease_expires_at' })
+  del_fields(id, row, { 'lease_expires_at' }, changed)
   if row.dedupe_key then
     dedupe_released(id, row)
   end
@@ -396,6 +564,9 @@ local function complete_one(done, id, row, token, has_result, result, now)
   emit('completed', id, 'completed')
   job_ended(id, row, 'completed', now)
   done[#done + 1] = id
+  if flat then
+    return { id, flat, changed, fields }
+  end
   return reply_of(id, row)
 end
 
@@ -404,8 +575,13 @@ end
 local TRIM_STEP = 10
 
 -- TRIM_EVERY is how many completions go by between two looks at the
--- completed set's size: a queue keeps at most keep + TRIM_EVERY.
+-- completed set's size: a queue keeps at most keep + TRIM_EVERY. They are
+-- counted in COMPLETIONS, by completed set, in the library's memory
+-- (which lives on between calls: no write per complete); under EVAL,
+-- which keeps nothing, every call looks. A restart of Redis forgets the
+-- counts: the next look comes at most TRIM_EVERY completions later.
 local TRIM_EVERY = 8
+local COMPLETIONS = {}
 
 -- trim_completed deletes the oldest completed jobs (rows too) beyond keep,
 -- at most TRIM_STEP for each of the n jobs just completed (and at most
@@ -443,11 +619,17 @@ local function finish_completed(done, now, keep)
   for _, id in ipairs(done) do
     scored[#scored + 1], scored[#scored + 2] = int(now), id
   end
-  each_chunk(done, 1, function(...) redis.call('ZREM', ACTIVE, ...) end)
-  each_chunk(scored, 2, function(...) redis.call('ZADD', COMPLETED, ...) end)
-  local total = redis.call('HINCRBY', META, 'completed', #done)
-  if math.floor(total / TRIM_EVERY) ~= math.floor((total - #done) / TRIM_EVERY) then
-    trim_completed(keep, #done + TRIM_EVERY) -- the bound: 10 for each completion since the last look
+  each_chunk(done, 1, 'ZREM', ACTIVE)
+  each_chunk(scored, 2, 'ZADD', COMPLETED)
+  if keep <= 0 then
+    return
+  end
+  local since = (COMPLETIONS[COMPLETED] or 0) + #done
+  if since >= TRIM_EVERY or not LIBRARY then
+    COMPLETIONS[COMPLETED] = nil
+    trim_completed(keep, since) -- the bound: 10 for each completion since the last look
+  else
+    COMPLETIONS[COMPLETED] = since
   end
 end
 
@@ -483,8 +665,8 @@ local function delete_jobs(plan, with_deps)
         keys[#keys + 1] = BASE .. 'deps:' .. id
       end
     end
-    each_chunk(step[2], 1, function(...) redis.call('ZREM', step[1], ...) end)
-    each_chunk(keys, 1, function(...) redis.call('DEL', ...) end)
+    each_chunk(step[2], 1, 'ZREM', step[1])
+    each_chunk(keys, 1, 'DEL')
     deleted = deleted + #step[2]
   end
   return deleted

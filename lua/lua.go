@@ -146,7 +146,8 @@ func newScript(name, text string) (*Script, error) {
 	b.line("local EVAL_KEYS, EVAL_ARGV = KEYS, ARGV")
 	b.shared()
 	b.wrapped(s)
-	b.line(fmt.Sprintf("bind(EVAL_KEYS, EVAL_ARGV, %s)", rolesTable(s.roles)))
+	b.line(fmt.Sprintf("local refused = bind(EVAL_KEYS, EVAL_ARGV, %s)", rolesTable(s.roles)))
+	b.line("if refused then return refused end")
 	b.line("return stats_flush(main(), true)") // an EVAL keeps nothing for the next call
 	s.eval = b.source()
 	return s, nil
@@ -159,11 +160,12 @@ func newScript(name, text string) (*Script, error) {
 func newLibrary(scripts []*Script) source {
 	var b builder
 	b.shared()
+	b.line("LIBRARY = true")
 	for _, s := range scripts {
 		b.line("do")
 		b.wrapped(s)
 		b.line(fmt.Sprintf("local roles = %s", rolesTable(s.roles)))
-		b.line(fmt.Sprintf("redis.register_function('%s', function(keys, argv) bind(keys, argv, roles) return stats_flush(main()) end)", "@FN_"+s.name))
+		b.line(fmt.Sprintf("redis.register_function('%s', function(keys, argv) local refused = bind(keys, argv, roles) if refused then return refused end return stats_flush(main()) end)", "@FN_"+s.name))
 		b.line("end")
 	}
 	body := b.source()

@@ -8,6 +8,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/echo-mq/echo_mq/internal/job"
 	"github.com/echo-mq/echo_mq/internal/keyspace"
 	"github.com/echo-mq/echo_mq/internal/redistest"
 )
@@ -184,12 +185,9 @@ func TestFlowControlStopsWholeWhileItsSlotMigrates(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	held := got[1].([]any)[0].([]any)
-	token := ""
-	for i := 1; i+1 < len(held); i += 2 {
-		if held[i] == "token" {
-			token = held[i+1].(string)
-		}
+	held, err := job.Parse("q", got[1].([]any)[0])
+	if err != nil {
+		t.Fatal(err)
 	}
 	snapshot := func() string {
 		var b strings.Builder
@@ -204,7 +202,7 @@ func TestFlowControlStopsWholeWhileItsSlotMigrates(t *testing.T) {
 	m := startMigration(t, cluster, q.Meta())
 	for _, c := range []Call{
 		ClaimArgs{Count: 1, LeaseMS: 60000}.Call(q),
-		CompleteArgs{ID: "a", Token: mustInt(t, token)}.Call(q),
+		CompleteArgs{ID: "a", Token: held.Token}.Call(q),
 	} {
 		// The claim's declared keys all exist, so only flow_here stops it;
 		// the complete may be stopped by Redis first (its completed set
@@ -225,7 +223,7 @@ func TestFlowControlStopsWholeWhileItsSlotMigrates(t *testing.T) {
 	}
 	m.move(keys...)
 	m.finish()
-	if err := run.Run(ctx, CompleteArgs{ID: "a", Token: mustInt(t, token)}.Call(q)).Err(); err != nil {
+	if err := run.Run(ctx, CompleteArgs{ID: "a", Token: held.Token}.Call(q)).Err(); err != nil {
 		t.Fatalf("complete once the slot moved: %v", err)
 	}
 	if n := rdb.HGet(ctx, q.Flow(), "a:g").Val(); n != "0" {

@@ -265,8 +265,8 @@ local function enqueue_jobs(list, first, n, groups, options, traces, extra)
       rows[i] = row
     end
   end
-  each_chunk(pending, 2, function(...) redis.call('ZADD', PENDING, ...) end)
-  each_chunk(delayed, 2, function(...) redis.call('ZADD', DELAYED, ...) end)
+  each_chunk(pending, 2, 'ZADD', PENDING)
+  each_chunk(delayed, 2, 'ZADD', DELAYED)
   if batch then
     batches.counted(batch, rows, now)
   end
@@ -283,11 +283,13 @@ local function enqueue_jobs(list, first, n, groups, options, traces, extra)
     end
   end
 
-  -- The counter's first jobs mark a queue the service has not listed yet
-  -- (a queue made by a pause alone is listed again: harmless).
+  -- A queue's first jobs stamp its layout (prelude.lua) and mark it for
+  -- the service to list (a queue made by a pause alone, or written before
+  -- layouts were kept, is listed again: harmless).
   local fresh = 0
-  if created_n > 0 then
-    fresh = redis.call('HINCRBY', META, 'enqueued', created_n) == created_n and 1 or 0
+  if created_n > 0 and not QUEUE_LAYOUT then
+    redis.call('HSET', META, 'layout', LAYOUT)
+    QUEUE_LAYOUT, fresh = LAYOUT, 1
   end
   wake(woken)
   return { fresh, enqueue_replies(list, first, n, rows, p), batch and batches.reply(batch.id) }

@@ -8,6 +8,7 @@
 -- KEYS[6] cancelled
 -- KEYS[7] events
 -- KEYS[8] job
+-- KEYS[9] meta
 -- ARGV[3] id
 -- ARGV[4] "1" to remove an active job too (its holder's next call is
 --         answered EMQGONE), else "0"

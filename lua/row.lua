@@ -24,17 +24,17 @@ local DEFAULT_MAX_ATTEMPTS = 3
 local BAND = 1e13
 
 -- int renders a whole number as an integer string, exact below 2^53.
--- Lua's own tostring writes 14 significant digits, so it serves only below
--- 10^14 (a time in ms, a pending score); a token needs the slower
--- string.format. Formatting is a good part of a script's cost (the
--- profile in docs/design.md#scripts, "What a call costs"), and a script formats its
--- now many times: the last value is kept.
+-- string.format's %d (a C long here) is the cheapest way Lua 5.1 has: about
+-- half of tostring's cost, which also writes only 14 significant digits.
+-- Formatting is a good part of a script's cost (docs/design.md#scripts,
+-- "What a call costs"), and a script formats its now many times: the last
+-- value is kept.
 local int_last, int_text
 local function int(n)
   if n ~= int_last then
     int_last = n
-    if n < 1e14 and n > -1e14 and n == math.floor(n) then
-      int_text = tostring(n)
+    if n < 9007199254740992 and n > -9007199254740992 and n == math.floor(n) then
+      int_text = string.format('%d', n)
     else
       int_text = string.format('%.0f', n)
     end
@@ -65,9 +65,12 @@ end
 
 -- read_row reads a declared job row (JOB, or one of rows) as a table,
 -- empty when there is no such job. Scripts read a row once, change the
--- table as they change the row, and answer reply_of it.
+-- table as they change the row, and answer it (passed_reply, reply_of).
 local function read_row(id)
-  return row_of(redis.call('HGETALL', job_key(id)))
+  local flat = redis.call('HGETALL', job_key(id))
+  FLATS = FLATS or {}
+  FLATS[id] = flat
+  return row_of(flat)
 end
 
 -- reply_of is the reply form of one job: its id, then its row's field and
@@ -81,9 +84,23 @@ local function reply_of(id, row)
   return reply
 end
 
+-- passed_reply is the reply form of job id (internal/job's Parse) when
+-- the script still holds the row as it read it (FLATS): that reply
+-- untouched, then changed, the field and value pairs the script wrote
+-- since ("" for a field it deleted). Else reply_of row, the table the
+-- script kept. Passing the row through costs a fraction of rebuilding it
+-- (docs/design.md#scripts, "What a call costs").
+local function passed_reply(id, row, changed)
+  local flat = FLATS and FLATS[id]
+  if flat then
+    return { id, flat, changed }
+  end
+  return reply_of(id, row)
+end
+
 -- job_reply is reply_of a declared row read now.
 local function job_reply(id)
-  return reply_of(id, read_row(id))
+  return { id, redis.call('HGETALL', job_key(id)) }
 end
 
 -- set_fields writes fields (field, value, ...) to job id's row in one HSET
@@ -92,20 +109,31 @@ local function set_fields(id, row, fields)
   for i = 1, #fields, 2 do
     row[fields[i]] = fields[i + 1]
   end
+  if FLATS then
+    FLATS[id] = nil -- the row is no longer as read
+  end
   redis.call('HSET', job_key(id), unpack(fields))
 end
 
 -- del_fields deletes those of names that row has, from the row and the
--- table, in one HDEL (none when it has none).
-local function del_fields(id, row, names)
+-- table, in one HDEL (none when it has none), and adds each to changed
+-- (when given) with "" for its value: passed_reply's form of a deleted
+-- field.
+local function del_fields(id, row, names, changed)
   local present = {}
   for _, name in ipairs(names) do
     if row[name] then
       row[name] = nil
       present[#present + 1] = name
+      if changed then
+        changed[#changed + 1], changed[#changed + 2] = name, ''
+      end
     end
   end
   if #present > 0 then
+    if FLATS then
+      FLATS[id] = nil
+    end
     redis.call('HDEL', job_key(id), unpack(present))
   end
 end
@@ -114,12 +142,18 @@ end
 -- length (Lua's unpack has a stack limit).
 local CHUNK = 500
 
--- each_chunk calls fn with list split into chunks of at most CHUNK items
--- (pairs of items when width is 2).
-local function each_chunk(list, width, fn)
-  local step = CHUNK * width
-  for first = 1, #list, step do
-    fn(unpack(list, first, math.min(first + step - 1, #list)))
+-- each_chunk runs the variadic command on key (nil for a command of
+-- keys alone, DEL) with the items of list, in chunks of at most CHUNK
+-- items (pairs of items when width is 2); nothing for an empty list.
+local function each_chunk(list, width, command, key)
+  local step, n = CHUNK * width, #list
+  for first = 1, n, step do
+    local last = math.min(first + step - 1, n)
+    if key then
+      redis.call(command, key, unpack(list, first, last))
+    else
+      redis.call(command, unpack(list, first, last))
+    end
   end
 end
 

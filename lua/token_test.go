@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/echo-mq/echo_mq/internal/job"
 	"github.com/echo-mq/echo_mq/internal/keyspace"
 	"github.com/echo-mq/echo_mq/internal/redistest"
 )
@@ -69,14 +70,11 @@ func TestLeaseSkipsTokensTheRowKnows(t *testing.T) {
 		if len(held) != 1 || held[0].([]any)[0] != id {
 			t.Fatalf("claim got %v, want %s", held, id)
 		}
-		row := held[0].([]any)
-		for i := 1; i+1 < len(row); i += 2 {
-			if row[i] == "token" {
-				return mustInt(t, row[i+1].(string))
-			}
+		j, err := job.Parse("q", held[0])
+		if err != nil || j.Token == 0 {
+			t.Fatalf("claimed %s without a token: %v (%v)", id, held[0], err)
 		}
-		t.Fatalf("claimed %s without a token: %v", id, row)
-		return 0
+		return j.Token
 	}
 	failNow := func(token int64) { // back to pending at once; the row remembers the fail
 		t.Helper()

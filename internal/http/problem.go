@@ -104,7 +104,7 @@ func codeOf(err error) string {
 		return CodeGone
 	case errors.Is(err, job.ErrState):
 		return CodeState
-	case rediserr.Unavailable(err):
+	case rediserr.Unavailable(err), newerLayout(err):
 		return CodeUnavailable
 	default:
 		return CodeInternal
@@ -141,6 +141,13 @@ func (s *server) writeProblem(w http.ResponseWriter, r *http.Request, err error)
 		w.Header().Set("Retry-After", retryAfterSecond)
 	case code == CodeUnauthorized:
 		w.Header().Set("WWW-Authenticate", `Bearer realm="echo_mq"`)
+	case code == CodeUnavailable && newerLayout(err):
+		// A newer release wrote the queue: this service leaves it alone
+		// until it is upgraded too (docs/design.md#layout).
+		p.Detail, _ = rediserr.NewerLayout(err)
+		w.Header().Set("Retry-After", retryAfterSecond)
+		s.log.Error("Queue written by a newer release: upgrade this service", "queue", pathParam(r, "queue"),
+			"detail", p.Detail, "path", r.URL.Path)
 	case code == CodeUnavailable:
 		if s.cfg.Metrics != nil {
 			s.cfg.Metrics.RedisError()
@@ -204,4 +211,11 @@ func (s *server) recoverer(next http.Handler) http.Handler {
 		}()
 		next.ServeHTTP(w, r)
 	})
+}
+
+// newerLayout reports whether err is a script's refusal of a queue that a
+// newer release wrote (rediserr.NewerLayout).
+func newerLayout(err error) bool {
+	_, ok := rediserr.NewerLayout(err)
+	return ok
 }

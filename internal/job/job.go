@@ -89,20 +89,45 @@ type Job struct {
 	FailedAt time.Time
 }
 
-// Parse reads a job from the reply form the scripts use: the id, then the
-// row's fields and values as HGETALL returns them.
+// Parse reads a job from the reply forms the scripts use: the id, then
+// the row's fields and values as HGETALL returns them; or the id, then
+// lists of such pairs, later lists overriding earlier ones (a script passes
+// the row it read through untouched and adds what it changed). An empty
+// value is an absent field: a script clears one that way.
 func Parse(queue string, reply any) (Job, error) {
 	items, ok := reply.([]any)
-	if !ok || len(items)%2 != 1 {
+	if !ok || len(items) == 0 {
 		return Job{}, fmt.Errorf("job reply: unexpected %T of length %d", reply, len(items))
 	}
 	j := Job{Queue: queue, ID: str(items[0]), MaxAttempts: DefaultMaxAttempts}
-	for i := 1; i < len(items); i += 2 {
-		if err := j.set(str(items[i]), str(items[i+1])); err != nil {
-			return Job{}, fmt.Errorf("job %s: field %s: %w", j.ID, str(items[i]), err)
+	if len(items) > 1 {
+		if _, nested := items[1].([]any); nested {
+			for _, list := range items[1:] {
+				pairs, _ := list.([]any)
+				if err := j.setAll(pairs); err != nil {
+					return Job{}, err
+				}
+			}
+			return j, nil
 		}
 	}
-	return j, nil
+	if len(items)%2 != 1 {
+		return Job{}, fmt.Errorf("job reply: unexpected %T of length %d", reply, len(items))
+	}
+	return j, j.setAll(items[1:])
+}
+
+// setAll stores the field and value pairs of pairs, in order.
+func (j *Job) setAll(pairs []any) error {
+	if len(pairs)%2 != 0 {
+		return fmt.Errorf("job %s: %d items in a list of pairs", j.ID, len(pairs))
+	}
+	for i := 0; i < len(pairs); i += 2 {
+		if err := j.set(str(pairs[i]), str(pairs[i+1])); err != nil {
+			return fmt.Errorf("job %s: field %s: %w", j.ID, str(pairs[i]), err)
+		}
+	}
+	return nil
 }
 
 // ParseList reads a list of jobs in reply form.
@@ -134,26 +159,30 @@ func FromHash(queue, id string, row map[string]string) (Job, error) {
 }
 
 // set stores one field of the row; unknown fields (backoff, outcomes,
-// gseq, flow) stay inside the scripts.
+// gseq, flow) stay inside the scripts. An empty value is the field's zero
+// (for max_attempts, the default), as an absent one is.
 func (j *Job) set(field, value string) error {
 	var err error
 	switch field {
 	case "state":
 		j.State = value
 	case "payload":
-		j.Payload = json.RawMessage(value)
+		j.Payload = rawJSON(value)
 	case "result":
-		j.Result = json.RawMessage(value)
+		j.Result = rawJSON(value)
 	case "progress":
-		j.Progress = json.RawMessage(value)
+		j.Progress = rawJSON(value)
 	case "priority":
-		j.Priority, err = strconv.Atoi(value)
+		j.Priority, err = atoi(value)
 	case "attempts":
-		j.Attempts, err = strconv.Atoi(value)
+		j.Attempts, err = atoi(value)
 	case "max_attempts":
-		j.MaxAttempts, err = strconv.Atoi(value)
+		j.MaxAttempts, err = atoi(value)
+		if value == "" {
+			j.MaxAttempts = DefaultMaxAttempts
+		}
 	case "stalled":
-		j.Stalled, err = strconv.Atoi(value)
+		j.Stalled, err = atoi(value)
 	case "last_error":
 		j.LastError = value
 	case "cancel_requested":
@@ -171,11 +200,13 @@ func (j *Job) set(field, value string) error {
 	case "expires_at":
 		j.ExpiresAt, err = millis(value)
 	case "timeout_ms":
-		var ms int64
-		ms, err = strconv.ParseInt(value, 10, 64)
+		var ms int
+		ms, err = atoi(value)
 		j.Timeout = time.Duration(ms) * time.Millisecond
 	case "token":
-		j.Token, err = strconv.ParseInt(value, 10, 64)
+		var token int
+		token, err = atoi(value)
+		j.Token = int64(token)
 	case "created_at":
 		j.CreatedAt, err = millis(value)
 	case "run_at":
@@ -187,7 +218,10 @@ func (j *Job) set(field, value string) error {
 	case "batch_id":
 		j.BatchID = value
 	case "depends_on":
-		j.DependsOn = strings.Split(value, ",")
+		j.DependsOn = nil
+		if value != "" {
+			j.DependsOn = strings.Split(value, ",")
+		}
 	case "dep_failure":
 		j.RunOnFailure = value == "run"
 	case "started_at":
@@ -202,8 +236,28 @@ func (j *Job) set(field, value string) error {
 	return err
 }
 
-// millis parses a time in milliseconds since the epoch.
+// rawJSON is a field's JSON text, nil when empty.
+func rawJSON(value string) json.RawMessage {
+	if value == "" {
+		return nil
+	}
+	return json.RawMessage(value)
+}
+
+// atoi parses a whole number; empty is 0.
+func atoi(value string) (int, error) {
+	if value == "" {
+		return 0, nil
+	}
+	return strconv.Atoi(value)
+}
+
+// millis parses a time in milliseconds since the epoch; empty is the zero
+// time.
 func millis(value string) (time.Time, error) {
+	if value == "" {
+		return time.Time{}, nil
+	}
 	ms, err := strconv.ParseInt(value, 10, 64)
 	if err != nil {
 		return time.Time{}, err

@@ -212,7 +212,10 @@ func (m *smMachine) released(s smSnapshot, ids []string) smSnapshot {
 			continue
 		}
 		delete(out.sets[job.StateWaiting], id)
-		if row["run_at"] != "" && smNum(row, "run_at") > now {
+		// One whose run time comes about now may go either way (the
+		// script's clock read before now was): counted as delayed, a
+		// claim may take it or not.
+		if row["run_at"] != "" && smNum(row, "run_at") > now-1000 {
 			out.sets[job.StateDelayed][id] = float64(smNum(row, "run_at"))
 			continue
 		}

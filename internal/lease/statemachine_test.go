@@ -1504,10 +1504,17 @@ func (m *smMachine) checkInvariants(s smSnapshot) {
 	if counter, has := s.meta["token"]; has {
 		m.fatalf("meta holds token %s: tokens are random (docs/design.md#fencing), no script keeps a counter", counter)
 	}
-	for field, want := range map[string]int64{"enqueued": m.enqueued, "completed": m.completed, "failed": m.failed} {
-		if got := smNum(s.meta, field); got != want {
-			m.fatalf("meta %s = %d, want %d by the verbs that ran", field, got, want)
+	if got := smNum(s.meta, "failed"); got != m.failed {
+		m.fatalf("meta failed = %d, want %d by the verbs that ran", got, m.failed)
+	}
+	for _, field := range []string{"enqueued", "completed"} {
+		if counter, has := s.meta[field]; has {
+			m.fatalf("meta holds %s %s: no script keeps that count any more", field, counter)
 		}
+	}
+	// A queue's first enqueue stamps its layout (docs/design.md#layout).
+	if layout := s.meta["layout"]; (m.enqueued > 0 && layout != "1") || (layout != "" && layout != "1") {
+		m.fatalf("meta layout = %q after %d enqueues, want \"1\"", layout, m.enqueued)
 	}
 	info, err := m.svc.admin.Queue(m.ctx, m.queue)
 	if err != nil {

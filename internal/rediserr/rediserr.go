@@ -49,6 +49,20 @@ func NeverRan(err error) bool {
 		hasPrefix(err, "CLUSTERDOWN", "TRYAGAIN", "LOADING", "MASTERDOWN", "READONLY", "max number of clients reached")
 }
 
+// NewerLayout reports whether a script refused to touch a queue whose
+// stored layout is newer than the scripts know (EMQLAYOUT, lua/prelude.lua:
+// a newer release of echo_mq wrote it), and the refusal's text, which
+// names the version.
+func NewerLayout(err error) (string, bool) {
+	var rerr redis.Error
+	if !errors.As(err, &rerr) || !hasPrefix(err, "EMQLAYOUT") {
+		return "", false
+	}
+	_, text, _ := strings.Cut(rerr.Error(), " ")
+	_, text, _ = strings.Cut(text, " ") // the version, which the text names again
+	return text, true
+}
+
 // NoPermission reports whether the server's ACL refused the command.
 func NoPermission(err error) bool { return hasPrefix(err, "NOPERM") }
 
