@@ -105,13 +105,29 @@ func queuePath(queue, suffix string) string {
 	return "/queues/" + url.PathEscape(queue) + suffix
 }
 
-// do sends body (nil: none) as JSON to path, and decodes a 2xx answer into
-// out (nil: discard it). It returns the status, and a *Error for any other
-// status.
-func (c *Client) do(ctx context.Context, method, path string, body, out any) (int, error) {
+// requestOption changes a request before it is sent.
+type requestOption func(*http.Request)
+
+// preferMinimal asks, when minimal, for an answer without the finished
+// jobs' payload and result (Prefer: return=minimal, RFC 7240).
+func preferMinimal(minimal bool) requestOption {
+	return func(req *http.Request) {
+		if minimal {
+			req.Header.Set("Prefer", "return=minimal")
+		}
+	}
+}
+
+// do sends body (nil: none) as JSON to path, changed by opts, and decodes
+// a 2xx answer into out (nil: discard it). It returns the status, and a
+// *Error for any other status.
+func (c *Client) do(ctx context.Context, method, path string, body, out any, opts ...requestOption) (int, error) {
 	req, err := c.newRequest(ctx, method, path, body)
 	if err != nil {
 		return 0, err
+	}
+	for _, opt := range opts {
+		opt(req)
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {

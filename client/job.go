@@ -21,7 +21,9 @@ const (
 
 // Job is a job as the service shows it. Payload, Result and Progress are
 // the JSON values that were sent, as they were sent; decode them with
-// json.Unmarshal. A timestamp the job does not have yet is the zero time.
+// json.Unmarshal. Payload and Result are nil in the answer of a Complete or
+// Fail that asked for a minimal one. A timestamp the job does not have yet
+// is the zero time.
 type Job struct {
 	ID       string          `json:"id"`
 	Queue    string          `json:"queue"`

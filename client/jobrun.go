@@ -69,10 +69,11 @@ type report struct {
 
 // complete reports the result. A result the service refuses (too large,
 // not JSON) fails the job instead, so that it does not sit active until
-// its lease lapses.
+// its lease lapses. The answer is minimal: the payload and the result are
+// not sent back.
 func (r report) complete(ctx context.Context, result any) {
 	_, err := r.retry(ctx, func(ctx context.Context) (Job, error) {
-		return r.w.c.Complete(ctx, r.w.queue, r.job.ID, CompleteRequest{Token: r.job.Token, Result: result})
+		return r.w.c.Complete(ctx, r.w.queue, r.job.ID, CompleteRequest{Token: r.job.Token, Result: result, Minimal: true})
 	})
 	switch {
 	case err == nil:
@@ -86,8 +87,9 @@ func (r report) complete(ctx context.Context, result any) {
 	}
 }
 
-// fail reports a failed attempt.
+// fail reports a failed attempt, asking for a minimal answer.
 func (r report) fail(ctx context.Context, req FailRequest) {
+	req.Minimal = true
 	failed, err := r.retry(ctx, func(ctx context.Context) (Job, error) {
 		return r.w.c.Fail(ctx, r.w.queue, r.job.ID, req)
 	})

@@ -97,6 +97,11 @@ type CompleteRequest struct {
 	// Result, when not nil, is stored on the job as JSON (a
 	// json.RawMessage as it is: see the package doc, "Values").
 	Result any
+	// Minimal asks for the completed job without its Payload and Result,
+	// which stay stored on it: a caller that does not read them saves
+	// their bytes (Prefer: return=minimal). A service too old to know it
+	// answers the job whole.
+	Minimal bool
 }
 
 type completeBody struct {
@@ -105,15 +110,17 @@ type completeBody struct {
 }
 
 // Complete finishes job id with req.Result and returns the job, now
-// completed. Repeating a complete that succeeded answers the same, so it is
-// safe to retry on a network error.
+// completed (without Payload and Result when req.Minimal). Repeating a
+// complete that succeeded answers the same, so it is safe to retry on a
+// network error.
 func (c *Client) Complete(ctx context.Context, queue, id string, req CompleteRequest) (Job, error) {
 	result, err := marshal(req.Result)
 	if err != nil {
 		return Job{}, err
 	}
 	var job Job
-	_, err = c.do(ctx, http.MethodPost, jobPath(queue, id, "/complete"), completeBody{req.Token, result}, &job)
+	_, err = c.do(ctx, http.MethodPost, jobPath(queue, id, "/complete"), completeBody{req.Token, result}, &job,
+		preferMinimal(req.Minimal))
 	return job, err
 }
 
@@ -128,6 +135,9 @@ type FailRequest struct {
 	RetryIn time.Duration
 	// Fatal makes the job dead at once, with no retry.
 	Fatal bool
+	// Minimal asks for the job without its Payload and Result, as
+	// CompleteRequest.Minimal does.
+	Minimal bool
 }
 
 type failBody struct {
@@ -138,9 +148,10 @@ type failBody struct {
 }
 
 // Fail reports a failed attempt of job id and returns the job as it is
-// now: delayed or pending for a retry, dead when out of attempts or fatal,
-// cancelled when a cancel was requested for this attempt. Repeating a fail
-// that succeeded answers the same, so it is safe to retry.
+// now (without Payload and Result when req.Minimal): delayed or pending
+// for a retry, dead when out of attempts or fatal, cancelled when a cancel
+// was requested for this attempt. Repeating a fail that succeeded answers
+// the same, so it is safe to retry.
 func (c *Client) Fail(ctx context.Context, queue, id string, req FailRequest) (Job, error) {
 	body := failBody{Token: req.Token, Error: req.Error, Fatal: req.Fatal}
 	if req.RetryIn != 0 {
@@ -148,7 +159,7 @@ func (c *Client) Fail(ctx context.Context, queue, id string, req FailRequest) (J
 		body.RetryInMs = &ms
 	}
 	var job Job
-	_, err := c.do(ctx, http.MethodPost, jobPath(queue, id, "/fail"), body, &job)
+	_, err := c.do(ctx, http.MethodPost, jobPath(queue, id, "/fail"), body, &job, preferMinimal(req.Minimal))
 	return job, err
 }
 

@@ -658,7 +658,10 @@ type CompleteResponse struct {
 
 	// Payload Any JSON value, given back as it was sent (digit for digit,
 	// insignificant whitespace removed), as result and progress are.
-	Payload  interface{} `json:"payload"`
+	// Null for none; left out, as result is, of the jobs a complete, fail
+	// or batch complete finished when it was sent with Prefer:
+	// return=minimal.
+	Payload  interface{} `json:"payload,omitempty"`
 	Priority int         `json:"priority"`
 
 	// Progress The last progress a lease extension stored: any JSON value.
@@ -928,7 +931,10 @@ type Job struct {
 
 	// Payload Any JSON value, given back as it was sent (digit for digit,
 	// insignificant whitespace removed), as result and progress are.
-	Payload  interface{} `json:"payload"`
+	// Null for none; left out, as result is, of the jobs a complete, fail
+	// or batch complete finished when it was sent with Prefer:
+	// return=minimal.
+	Payload  interface{} `json:"payload,omitempty"`
 	Priority int         `json:"priority"`
 
 	// Progress The last progress a lease extension stored: any JSON value.
@@ -1413,6 +1419,9 @@ type ClaimJobsParams struct {
 
 // CompleteJobsParams defines parameters for CompleteJobs.
 type CompleteJobsParams struct {
+	// Prefer RFC 7240 preferences: return=minimal answers the completed jobs without payload and result
+	Prefer *string `json:"Prefer,omitempty"`
+
 	// XEMQTimestamp With X-EMQ-Signature, instead of a bearer key: the Unix time in seconds at which the request was signed, within 5 minutes of the service's clock.
 	XEMQTimestamp *SignatureTimestamp `json:"X-EMQ-Timestamp,omitempty"`
 
@@ -1566,6 +1575,9 @@ type CheckCancellationParams struct {
 
 // CompleteJobParams defines parameters for CompleteJob.
 type CompleteJobParams struct {
+	// Prefer RFC 7240 preferences: return=minimal answers the completed job without payload and result
+	Prefer *string `json:"Prefer,omitempty"`
+
 	// XEMQTimestamp With X-EMQ-Signature, instead of a bearer key: the Unix time in seconds at which the request was signed, within 5 minutes of the service's clock.
 	XEMQTimestamp *SignatureTimestamp `json:"X-EMQ-Timestamp,omitempty"`
 
@@ -1575,6 +1587,9 @@ type CompleteJobParams struct {
 
 // FailJobParams defines parameters for FailJob.
 type FailJobParams struct {
+	// Prefer RFC 7240 preferences: return=minimal answers the job without payload and result
+	Prefer *string `json:"Prefer,omitempty"`
+
 	// XEMQTimestamp With X-EMQ-Signature, instead of a bearer key: the Unix time in seconds at which the request was signed, within 5 minutes of the service's clock.
 	XEMQTimestamp *SignatureTimestamp `json:"X-EMQ-Timestamp,omitempty"`
 
@@ -2073,7 +2088,7 @@ type ClientInterface interface {
 
 	// CompleteJobsWithBody Complete many jobs
 	//
-	// Completes up to 1000 jobs in one atomic step, each fenced by its own token, and optionally claims the next jobs. One job's refusal does not stop the others: each result is the job, or a problem with its code (EMQSTALE, EMQGONE).
+	// Completes up to 1000 jobs in one atomic step, each fenced by its own token, and optionally claims the next jobs. One job's refusal does not stop the others: each result is the job, or a problem with its code (EMQSTALE, EMQGONE). With Prefer: return=minimal (RFC 7240) each completed job is answered without payload and result, and Preference-Applied says so; the next jobs are answered whole.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -2082,7 +2097,7 @@ type ClientInterface interface {
 
 	// CompleteJobs Complete many jobs
 	//
-	// Completes up to 1000 jobs in one atomic step, each fenced by its own token, and optionally claims the next jobs. One job's refusal does not stop the others: each result is the job, or a problem with its code (EMQSTALE, EMQGONE).
+	// Completes up to 1000 jobs in one atomic step, each fenced by its own token, and optionally claims the next jobs. One job's refusal does not stop the others: each result is the job, or a problem with its code (EMQSTALE, EMQGONE). With Prefer: return=minimal (RFC 7240) each completed job is answered without payload and result, and Preference-Applied says so; the next jobs are answered whole.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -2208,7 +2223,7 @@ type ClientInterface interface {
 
 	// CompleteJobWithBody Complete a job
 	//
-	// Finishes the job held under token, storing result. With claim, also claims the worker's next jobs in the same step (next: [] when the queue is paused or empty). Repeating a complete that succeeded answers 200 with the job again.
+	// Finishes the job held under token, storing result. With claim, also claims the worker's next jobs in the same step (next: [] when the queue is paused or empty). Repeating a complete that succeeded answers 200 with the job again. With Prefer: return=minimal (RFC 7240) the completed job is answered without payload and result, and Preference-Applied says so; the next jobs are answered whole.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -2217,7 +2232,7 @@ type ClientInterface interface {
 
 	// CompleteJob Complete a job
 	//
-	// Finishes the job held under token, storing result. With claim, also claims the worker's next jobs in the same step (next: [] when the queue is paused or empty). Repeating a complete that succeeded answers 200 with the job again.
+	// Finishes the job held under token, storing result. With claim, also claims the worker's next jobs in the same step (next: [] when the queue is paused or empty). Repeating a complete that succeeded answers 200 with the job again. With Prefer: return=minimal (RFC 7240) the completed job is answered without payload and result, and Preference-Applied says so; the next jobs are answered whole.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -2226,7 +2241,7 @@ type ClientInterface interface {
 
 	// FailJobWithBody Fail a job
 	//
-	// Reports that the attempt held under token failed. The job becomes cancelled when a cancel was requested; dead when fatal or out of attempts; otherwise delayed by retry_in_ms or its backoff (pending when the delay is 0). Repeating a fail that succeeded answers 200 with the job as it is.
+	// Reports that the attempt held under token failed. The job becomes cancelled when a cancel was requested; dead when fatal or out of attempts; otherwise delayed by retry_in_ms or its backoff (pending when the delay is 0). Repeating a fail that succeeded answers 200 with the job as it is. With Prefer: return=minimal (RFC 7240) the job is answered without payload and result, and Preference-Applied says so.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -2235,7 +2250,7 @@ type ClientInterface interface {
 
 	// FailJob Fail a job
 	//
-	// Reports that the attempt held under token failed. The job becomes cancelled when a cancel was requested; dead when fatal or out of attempts; otherwise delayed by retry_in_ms or its backoff (pending when the delay is 0). Repeating a fail that succeeded answers 200 with the job as it is.
+	// Reports that the attempt held under token failed. The job becomes cancelled when a cancel was requested; dead when fatal or out of attempts; otherwise delayed by retry_in_ms or its backoff (pending when the delay is 0). Repeating a fail that succeeded answers 200 with the job as it is. With Prefer: return=minimal (RFC 7240) the job is answered without payload and result, and Preference-Applied says so.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -2715,7 +2730,7 @@ func (c *Client) ClaimJobs(ctx context.Context, queue string, params *ClaimJobsP
 
 // CompleteJobsWithBody Complete many jobs
 //
-// Completes up to 1000 jobs in one atomic step, each fenced by its own token, and optionally claims the next jobs. One job's refusal does not stop the others: each result is the job, or a problem with its code (EMQSTALE, EMQGONE).
+// Completes up to 1000 jobs in one atomic step, each fenced by its own token, and optionally claims the next jobs. One job's refusal does not stop the others: each result is the job, or a problem with its code (EMQSTALE, EMQGONE). With Prefer: return=minimal (RFC 7240) each completed job is answered without payload and result, and Preference-Applied says so; the next jobs are answered whole.
 //
 // Takes any type of body and a specified content type.
 //
@@ -2734,7 +2749,7 @@ func (c *Client) CompleteJobsWithBody(ctx context.Context, queue string, params 
 
 // CompleteJobs Complete many jobs
 //
-// Completes up to 1000 jobs in one atomic step, each fenced by its own token, and optionally claims the next jobs. One job's refusal does not stop the others: each result is the job, or a problem with its code (EMQSTALE, EMQGONE).
+// Completes up to 1000 jobs in one atomic step, each fenced by its own token, and optionally claims the next jobs. One job's refusal does not stop the others: each result is the job, or a problem with its code (EMQSTALE, EMQGONE). With Prefer: return=minimal (RFC 7240) each completed job is answered without payload and result, and Preference-Applied says so; the next jobs are answered whole.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -3020,7 +3035,7 @@ func (c *Client) CheckCancellation(ctx context.Context, queue string, id string,
 
 // CompleteJobWithBody Complete a job
 //
-// Finishes the job held under token, storing result. With claim, also claims the worker's next jobs in the same step (next: [] when the queue is paused or empty). Repeating a complete that succeeded answers 200 with the job again.
+// Finishes the job held under token, storing result. With claim, also claims the worker's next jobs in the same step (next: [] when the queue is paused or empty). Repeating a complete that succeeded answers 200 with the job again. With Prefer: return=minimal (RFC 7240) the completed job is answered without payload and result, and Preference-Applied says so; the next jobs are answered whole.
 //
 // Takes any type of body and a specified content type.
 //
@@ -3039,7 +3054,7 @@ func (c *Client) CompleteJobWithBody(ctx context.Context, queue string, id strin
 
 // CompleteJob Complete a job
 //
-// Finishes the job held under token, storing result. With claim, also claims the worker's next jobs in the same step (next: [] when the queue is paused or empty). Repeating a complete that succeeded answers 200 with the job again.
+// Finishes the job held under token, storing result. With claim, also claims the worker's next jobs in the same step (next: [] when the queue is paused or empty). Repeating a complete that succeeded answers 200 with the job again. With Prefer: return=minimal (RFC 7240) the completed job is answered without payload and result, and Preference-Applied says so; the next jobs are answered whole.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -3058,7 +3073,7 @@ func (c *Client) CompleteJob(ctx context.Context, queue string, id string, param
 
 // FailJobWithBody Fail a job
 //
-// Reports that the attempt held under token failed. The job becomes cancelled when a cancel was requested; dead when fatal or out of attempts; otherwise delayed by retry_in_ms or its backoff (pending when the delay is 0). Repeating a fail that succeeded answers 200 with the job as it is.
+// Reports that the attempt held under token failed. The job becomes cancelled when a cancel was requested; dead when fatal or out of attempts; otherwise delayed by retry_in_ms or its backoff (pending when the delay is 0). Repeating a fail that succeeded answers 200 with the job as it is. With Prefer: return=minimal (RFC 7240) the job is answered without payload and result, and Preference-Applied says so.
 //
 // Takes any type of body and a specified content type.
 //
@@ -3077,7 +3092,7 @@ func (c *Client) FailJobWithBody(ctx context.Context, queue string, id string, p
 
 // FailJob Fail a job
 //
-// Reports that the attempt held under token failed. The job becomes cancelled when a cancel was requested; dead when fatal or out of attempts; otherwise delayed by retry_in_ms or its backoff (pending when the delay is 0). Repeating a fail that succeeded answers 200 with the job as it is.
+// Reports that the attempt held under token failed. The job becomes cancelled when a cancel was requested; dead when fatal or out of attempts; otherwise delayed by retry_in_ms or its backoff (pending when the delay is 0). Repeating a fail that succeeded answers 200 with the job as it is. With Prefer: return=minimal (RFC 7240) the job is answered without payload and result, and Preference-Applied says so.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -4394,26 +4409,37 @@ func NewCompleteJobsRequestWithBody(server string, queue string, params *Complet
 
 	if params != nil {
 
-		if params.XEMQTimestamp != nil {
+		if params.Prefer != nil {
 			var headerParam0 string
 
-			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-EMQ-Timestamp", *params.XEMQTimestamp, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Prefer", *params.Prefer, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
 			if err != nil {
 				return nil, err
 			}
 
-			req.Header.Set("X-EMQ-Timestamp", headerParam0)
+			req.Header.Set("Prefer", headerParam0)
+		}
+
+		if params.XEMQTimestamp != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "X-EMQ-Timestamp", *params.XEMQTimestamp, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-EMQ-Timestamp", headerParam1)
 		}
 
 		if params.XEMQSignature != nil {
-			var headerParam1 string
+			var headerParam2 string
 
-			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "X-EMQ-Signature", *params.XEMQSignature, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			headerParam2, err = runtime.StyleParamWithOptions("simple", false, "X-EMQ-Signature", *params.XEMQSignature, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
 			if err != nil {
 				return nil, err
 			}
 
-			req.Header.Set("X-EMQ-Signature", headerParam1)
+			req.Header.Set("X-EMQ-Signature", headerParam2)
 		}
 
 	}
@@ -5483,26 +5509,37 @@ func NewCompleteJobRequestWithBody(server string, queue string, id string, param
 
 	if params != nil {
 
-		if params.XEMQTimestamp != nil {
+		if params.Prefer != nil {
 			var headerParam0 string
 
-			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-EMQ-Timestamp", *params.XEMQTimestamp, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Prefer", *params.Prefer, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
 			if err != nil {
 				return nil, err
 			}
 
-			req.Header.Set("X-EMQ-Timestamp", headerParam0)
+			req.Header.Set("Prefer", headerParam0)
+		}
+
+		if params.XEMQTimestamp != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "X-EMQ-Timestamp", *params.XEMQTimestamp, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-EMQ-Timestamp", headerParam1)
 		}
 
 		if params.XEMQSignature != nil {
-			var headerParam1 string
+			var headerParam2 string
 
-			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "X-EMQ-Signature", *params.XEMQSignature, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			headerParam2, err = runtime.StyleParamWithOptions("simple", false, "X-EMQ-Signature", *params.XEMQSignature, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
 			if err != nil {
 				return nil, err
 			}
 
-			req.Header.Set("X-EMQ-Signature", headerParam1)
+			req.Header.Set("X-EMQ-Signature", headerParam2)
 		}
 
 	}
@@ -5563,26 +5600,37 @@ func NewFailJobRequestWithBody(server string, queue string, id string, params *F
 
 	if params != nil {
 
-		if params.XEMQTimestamp != nil {
+		if params.Prefer != nil {
 			var headerParam0 string
 
-			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-EMQ-Timestamp", *params.XEMQTimestamp, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Prefer", *params.Prefer, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
 			if err != nil {
 				return nil, err
 			}
 
-			req.Header.Set("X-EMQ-Timestamp", headerParam0)
+			req.Header.Set("Prefer", headerParam0)
+		}
+
+		if params.XEMQTimestamp != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "X-EMQ-Timestamp", *params.XEMQTimestamp, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-EMQ-Timestamp", headerParam1)
 		}
 
 		if params.XEMQSignature != nil {
-			var headerParam1 string
+			var headerParam2 string
 
-			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "X-EMQ-Signature", *params.XEMQSignature, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			headerParam2, err = runtime.StyleParamWithOptions("simple", false, "X-EMQ-Signature", *params.XEMQSignature, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
 			if err != nil {
 				return nil, err
 			}
 
-			req.Header.Set("X-EMQ-Signature", headerParam1)
+			req.Header.Set("X-EMQ-Signature", headerParam2)
 		}
 
 	}
@@ -7256,7 +7304,7 @@ type ClientWithResponsesInterface interface {
 
 	// CompleteJobsWithBodyWithResponse Complete many jobs
 	//
-	// Completes up to 1000 jobs in one atomic step, each fenced by its own token, and optionally claims the next jobs. One job's refusal does not stop the others: each result is the job, or a problem with its code (EMQSTALE, EMQGONE).
+	// Completes up to 1000 jobs in one atomic step, each fenced by its own token, and optionally claims the next jobs. One job's refusal does not stop the others: each result is the job, or a problem with its code (EMQSTALE, EMQGONE). With Prefer: return=minimal (RFC 7240) each completed job is answered without payload and result, and Preference-Applied says so; the next jobs are answered whole.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -7265,7 +7313,7 @@ type ClientWithResponsesInterface interface {
 
 	// CompleteJobsWithResponse Complete many jobs
 	//
-	// Completes up to 1000 jobs in one atomic step, each fenced by its own token, and optionally claims the next jobs. One job's refusal does not stop the others: each result is the job, or a problem with its code (EMQSTALE, EMQGONE).
+	// Completes up to 1000 jobs in one atomic step, each fenced by its own token, and optionally claims the next jobs. One job's refusal does not stop the others: each result is the job, or a problem with its code (EMQSTALE, EMQGONE). With Prefer: return=minimal (RFC 7240) each completed job is answered without payload and result, and Preference-Applied says so; the next jobs are answered whole.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -7409,7 +7457,7 @@ type ClientWithResponsesInterface interface {
 
 	// CompleteJobWithBodyWithResponse Complete a job
 	//
-	// Finishes the job held under token, storing result. With claim, also claims the worker's next jobs in the same step (next: [] when the queue is paused or empty). Repeating a complete that succeeded answers 200 with the job again.
+	// Finishes the job held under token, storing result. With claim, also claims the worker's next jobs in the same step (next: [] when the queue is paused or empty). Repeating a complete that succeeded answers 200 with the job again. With Prefer: return=minimal (RFC 7240) the completed job is answered without payload and result, and Preference-Applied says so; the next jobs are answered whole.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -7418,7 +7466,7 @@ type ClientWithResponsesInterface interface {
 
 	// CompleteJobWithResponse Complete a job
 	//
-	// Finishes the job held under token, storing result. With claim, also claims the worker's next jobs in the same step (next: [] when the queue is paused or empty). Repeating a complete that succeeded answers 200 with the job again.
+	// Finishes the job held under token, storing result. With claim, also claims the worker's next jobs in the same step (next: [] when the queue is paused or empty). Repeating a complete that succeeded answers 200 with the job again. With Prefer: return=minimal (RFC 7240) the completed job is answered without payload and result, and Preference-Applied says so; the next jobs are answered whole.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -7427,7 +7475,7 @@ type ClientWithResponsesInterface interface {
 
 	// FailJobWithBodyWithResponse Fail a job
 	//
-	// Reports that the attempt held under token failed. The job becomes cancelled when a cancel was requested; dead when fatal or out of attempts; otherwise delayed by retry_in_ms or its backoff (pending when the delay is 0). Repeating a fail that succeeded answers 200 with the job as it is.
+	// Reports that the attempt held under token failed. The job becomes cancelled when a cancel was requested; dead when fatal or out of attempts; otherwise delayed by retry_in_ms or its backoff (pending when the delay is 0). Repeating a fail that succeeded answers 200 with the job as it is. With Prefer: return=minimal (RFC 7240) the job is answered without payload and result, and Preference-Applied says so.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -7436,7 +7484,7 @@ type ClientWithResponsesInterface interface {
 
 	// FailJobWithResponse Fail a job
 	//
-	// Reports that the attempt held under token failed. The job becomes cancelled when a cancel was requested; dead when fatal or out of attempts; otherwise delayed by retry_in_ms or its backoff (pending when the delay is 0). Repeating a fail that succeeded answers 200 with the job as it is.
+	// Reports that the attempt held under token failed. The job becomes cancelled when a cancel was requested; dead when fatal or out of attempts; otherwise delayed by retry_in_ms or its backoff (pending when the delay is 0). Repeating a fail that succeeded answers 200 with the job as it is. With Prefer: return=minimal (RFC 7240) the job is answered without payload and result, and Preference-Applied says so.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -8707,6 +8755,11 @@ func (r ClaimJobsResponse) ContentType() string {
 	return ""
 }
 
+// CompleteJobsResponse200Headers the declared response headers of an HTTP 200 response for CompleteJobs
+type CompleteJobsResponse200Headers struct {
+	PreferenceApplied *string
+}
+
 // CompleteJobsResponse401Headers the declared response headers of an HTTP 401 response for CompleteJobs
 type CompleteJobsResponse401Headers struct {
 	WWWAuthenticate *string
@@ -8736,6 +8789,8 @@ type CompleteJobsResponse struct {
 	ApplicationproblemJSON500 *Problem
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *Problem
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *CompleteJobsResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *CompleteJobsResponse401Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -9982,6 +10037,11 @@ func (r CheckCancellationResponse) ContentType() string {
 	return ""
 }
 
+// CompleteJobResponse200Headers the declared response headers of an HTTP 200 response for CompleteJob
+type CompleteJobResponse200Headers struct {
+	PreferenceApplied *string
+}
+
 // CompleteJobResponse401Headers the declared response headers of an HTTP 401 response for CompleteJob
 type CompleteJobResponse401Headers struct {
 	WWWAuthenticate *string
@@ -10015,6 +10075,8 @@ type CompleteJobResponse struct {
 	ApplicationproblemJSON500 *Problem
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *Problem
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *CompleteJobResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *CompleteJobResponse401Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -10100,6 +10162,11 @@ func (r CompleteJobResponse) ContentType() string {
 	return ""
 }
 
+// FailJobResponse200Headers the declared response headers of an HTTP 200 response for FailJob
+type FailJobResponse200Headers struct {
+	PreferenceApplied *string
+}
+
 // FailJobResponse401Headers the declared response headers of an HTTP 401 response for FailJob
 type FailJobResponse401Headers struct {
 	WWWAuthenticate *string
@@ -10133,6 +10200,8 @@ type FailJobResponse struct {
 	ApplicationproblemJSON500 *Problem
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *Problem
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *FailJobResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *FailJobResponse401Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -12578,7 +12647,7 @@ func (c *ClientWithResponses) ClaimJobsWithResponse(ctx context.Context, queue s
 
 // CompleteJobsWithBodyWithResponse Complete many jobs
 //
-// Completes up to 1000 jobs in one atomic step, each fenced by its own token, and optionally claims the next jobs. One job's refusal does not stop the others: each result is the job, or a problem with its code (EMQSTALE, EMQGONE).
+// Completes up to 1000 jobs in one atomic step, each fenced by its own token, and optionally claims the next jobs. One job's refusal does not stop the others: each result is the job, or a problem with its code (EMQSTALE, EMQGONE). With Prefer: return=minimal (RFC 7240) each completed job is answered without payload and result, and Preference-Applied says so; the next jobs are answered whole.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -12593,7 +12662,7 @@ func (c *ClientWithResponses) CompleteJobsWithBodyWithResponse(ctx context.Conte
 
 // CompleteJobsWithResponse Complete many jobs
 //
-// Completes up to 1000 jobs in one atomic step, each fenced by its own token, and optionally claims the next jobs. One job's refusal does not stop the others: each result is the job, or a problem with its code (EMQSTALE, EMQGONE).
+// Completes up to 1000 jobs in one atomic step, each fenced by its own token, and optionally claims the next jobs. One job's refusal does not stop the others: each result is the job, or a problem with its code (EMQSTALE, EMQGONE). With Prefer: return=minimal (RFC 7240) each completed job is answered without payload and result, and Preference-Applied says so; the next jobs are answered whole.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -12833,7 +12902,7 @@ func (c *ClientWithResponses) CheckCancellationWithResponse(ctx context.Context,
 
 // CompleteJobWithBodyWithResponse Complete a job
 //
-// Finishes the job held under token, storing result. With claim, also claims the worker's next jobs in the same step (next: [] when the queue is paused or empty). Repeating a complete that succeeded answers 200 with the job again.
+// Finishes the job held under token, storing result. With claim, also claims the worker's next jobs in the same step (next: [] when the queue is paused or empty). Repeating a complete that succeeded answers 200 with the job again. With Prefer: return=minimal (RFC 7240) the completed job is answered without payload and result, and Preference-Applied says so; the next jobs are answered whole.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -12848,7 +12917,7 @@ func (c *ClientWithResponses) CompleteJobWithBodyWithResponse(ctx context.Contex
 
 // CompleteJobWithResponse Complete a job
 //
-// Finishes the job held under token, storing result. With claim, also claims the worker's next jobs in the same step (next: [] when the queue is paused or empty). Repeating a complete that succeeded answers 200 with the job again.
+// Finishes the job held under token, storing result. With claim, also claims the worker's next jobs in the same step (next: [] when the queue is paused or empty). Repeating a complete that succeeded answers 200 with the job again. With Prefer: return=minimal (RFC 7240) the completed job is answered without payload and result, and Preference-Applied says so; the next jobs are answered whole.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -12863,7 +12932,7 @@ func (c *ClientWithResponses) CompleteJobWithResponse(ctx context.Context, queue
 
 // FailJobWithBodyWithResponse Fail a job
 //
-// Reports that the attempt held under token failed. The job becomes cancelled when a cancel was requested; dead when fatal or out of attempts; otherwise delayed by retry_in_ms or its backoff (pending when the delay is 0). Repeating a fail that succeeded answers 200 with the job as it is.
+// Reports that the attempt held under token failed. The job becomes cancelled when a cancel was requested; dead when fatal or out of attempts; otherwise delayed by retry_in_ms or its backoff (pending when the delay is 0). Repeating a fail that succeeded answers 200 with the job as it is. With Prefer: return=minimal (RFC 7240) the job is answered without payload and result, and Preference-Applied says so.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -12878,7 +12947,7 @@ func (c *ClientWithResponses) FailJobWithBodyWithResponse(ctx context.Context, q
 
 // FailJobWithResponse Fail a job
 //
-// Reports that the attempt held under token failed. The job becomes cancelled when a cancel was requested; dead when fatal or out of attempts; otherwise delayed by retry_in_ms or its backoff (pending when the delay is 0). Repeating a fail that succeeded answers 200 with the job as it is.
+// Reports that the attempt held under token failed. The job becomes cancelled when a cancel was requested; dead when fatal or out of attempts; otherwise delayed by retry_in_ms or its backoff (pending when the delay is 0). Repeating a fail that succeeded answers 200 with the job as it is. With Prefer: return=minimal (RFC 7240) the job is answered without payload and result, and Preference-Applied says so.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -14326,6 +14395,16 @@ func ParseCompleteJobsResponse(rsp *http.Response) (*CompleteJobsResponse, error
 	}
 
 	switch {
+	case rsp.StatusCode == 200:
+		var headers CompleteJobsResponse200Headers
+		if values := rsp.Header.Values("Preference-Applied"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Preference-Applied", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.PreferenceApplied = &value
+		}
+		response.Headers200 = &headers
 	case rsp.StatusCode == 401:
 		var headers CompleteJobsResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
@@ -15540,6 +15619,16 @@ func ParseCompleteJobResponse(rsp *http.Response) (*CompleteJobResponse, error) 
 	}
 
 	switch {
+	case rsp.StatusCode == 200:
+		var headers CompleteJobResponse200Headers
+		if values := rsp.Header.Values("Preference-Applied"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Preference-Applied", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.PreferenceApplied = &value
+		}
+		response.Headers200 = &headers
 	case rsp.StatusCode == 401:
 		var headers CompleteJobResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
@@ -15652,6 +15741,16 @@ func ParseFailJobResponse(rsp *http.Response) (*FailJobResponse, error) {
 	}
 
 	switch {
+	case rsp.StatusCode == 200:
+		var headers FailJobResponse200Headers
+		if values := rsp.Header.Values("Preference-Applied"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Preference-Applied", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.PreferenceApplied = &value
+		}
+		response.Headers200 = &headers
 	case rsp.StatusCode == 401:
 		var headers FailJobResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {

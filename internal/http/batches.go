@@ -109,7 +109,7 @@ func writeBatch(w http.ResponseWriter, status int, b batch.Batch, jobs []lease.E
 		for i, e := range jobs {
 			list[i] = e.Job
 		}
-		body = append(appendJobs(append(body[:len(body)-1], `,"jobs":`...), list, false), '}')
+		body = append(appendJobs(append(body[:len(body)-1], `,"jobs":`...), list, whole), '}')
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)

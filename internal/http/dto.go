@@ -21,7 +21,10 @@ type Job struct {
 	State string `json:"state" binding:"required" enums:"pending,active,delayed,waiting,completed,dead,cancelled" example:"active"`
 	// Any JSON value, given back as it was sent (digit for digit,
 	// insignificant whitespace removed), as result and progress are.
-	Payload json.RawMessage `json:"payload" binding:"required" swaggertype:"object" extensions:"x-any-json"`
+	// Null for none; left out, as result is, of the jobs a complete, fail
+	// or batch complete finished when it was sent with Prefer:
+	// return=minimal.
+	Payload json.RawMessage `json:"payload,omitempty" swaggertype:"object" extensions:"x-any-json"`
 	// What the worker completed the job with: any JSON value.
 	Result json.RawMessage `json:"result,omitempty" swaggertype:"object" extensions:"x-any-json"`
 	// The last progress a lease extension stored: any JSON value.

@@ -29,9 +29,12 @@ import (
 // written by hand) is answered null, so that an answer is always whole.
 
 // writeJob answers j.
-func writeJob(w http.ResponseWriter, status int, j job.Job) {
+func writeJob(w http.ResponseWriter, status int, j job.Job) { writeJobAs(w, status, j, whole) }
+
+// writeJobAs answers j as v shows it.
+func writeJobAs(w http.ResponseWriter, status int, j job.Job, v view) {
 	b := getBuf(sizeOf(j))
-	*b = appendJob(*b, j, false)
+	*b = appendJob(*b, j, v)
 	writeBuf(w, status, b)
 }
 
@@ -40,7 +43,7 @@ func writeJob(w http.ResponseWriter, status int, j job.Job) {
 func writeJobList(w http.ResponseWriter, jobs []job.Job) {
 	b := getBuf(sizeOf(jobs...))
 	*b = append(*b, `{"jobs":`...)
-	*b = appendJobs(*b, jobs, false)
+	*b = appendJobs(*b, jobs, whole)
 	*b = append(*b, '}')
 	writeBuf(w, http.StatusOK, b)
 }
@@ -50,7 +53,7 @@ func writeJobList(w http.ResponseWriter, jobs []job.Job) {
 func writeClaimed(w http.ResponseWriter, c lease.Claimed) {
 	b := getBuf(sizeOf(c.Jobs...) + 64)
 	*b = append(*b, `{"jobs":`...)
-	*b = appendJobs(*b, c.Jobs, true)
+	*b = appendJobs(*b, c.Jobs, claimed)
 	if c.Held != "" {
 		*b = strconv.AppendInt(append(*b, `,"retry_after_ms":`...), max(c.RetryAfter.Milliseconds(), 1), 10)
 		*b = appendString(append(*b, `,"held_by":`...), c.Held)
@@ -64,7 +67,7 @@ func writeClaimed(w http.ResponseWriter, c lease.Claimed) {
 func writeJobPage(w http.ResponseWriter, jobs []job.Job, next string) {
 	b := getBuf(sizeOf(jobs...) + 2*len(next) + 32)
 	*b = append(*b, `{"jobs":`...)
-	*b = appendJobs(*b, jobs, false)
+	*b = appendJobs(*b, jobs, whole)
 	*b = append(*b, `,"next_cursor":`...)
 	if next == "" {
 		*b = append(*b, "null"...)
@@ -75,20 +78,20 @@ func writeJobPage(w http.ResponseWriter, jobs []job.Job, next string) {
 	writeBuf(w, http.StatusOK, b)
 }
 
-// writeCompleted answers a complete as a CompleteResponse: done, with the
-// next jobs when withNext.
-func writeCompleted(w http.ResponseWriter, done job.Job, next []job.Job, withNext bool) {
+// writeCompleted answers a complete as a CompleteResponse: done as v shows
+// it, with the next jobs when withNext.
+func writeCompleted(w http.ResponseWriter, done job.Job, v view, next []job.Job, withNext bool) {
 	b := getBuf(sizeOf(done) + sizeOf(next...))
 	*b = append(*b, '{')
-	*b = appendJobFields(*b, done, false)
+	*b = appendJobFields(*b, done, v)
 	*b = appendNext(*b, next, withNext)
 	writeBuf(w, http.StatusOK, b)
 }
 
 // writeCompleteBatch answers a batch complete as a CompleteBatchResponse:
-// each outcome the job, or the problem that refused it (at instance), then
-// the next jobs when withNext.
-func writeCompleteBatch(w http.ResponseWriter, instance string, outcomes []lease.Completed, next []job.Job, withNext bool) {
+// each outcome the job as v shows it, or the problem that refused it (at
+// instance), then the next jobs when withNext.
+func writeCompleteBatch(w http.ResponseWriter, instance string, outcomes []lease.Completed, v view, next []job.Job, withNext bool) {
 	size := sizeOf(next...)
 	for _, o := range outcomes {
 		size += sizeOf(o.Job)
@@ -102,7 +105,7 @@ func writeCompleteBatch(w http.ResponseWriter, instance string, outcomes []lease
 		if o.Err != nil {
 			*b = appendProblem(*b, instance, o.Err)
 		} else {
-			*b = appendJob(*b, o.Job, false)
+			*b = appendJob(*b, o.Job, v)
 		}
 	}
 	*b = append(*b, ']')
@@ -127,15 +130,14 @@ func sizeOf(jobs ...job.Job) (size int) {
 	return size
 }
 
-// appendJobs appends jobs as a JSON array, never null, with their tokens
-// when token is set.
-func appendJobs(b []byte, jobs []job.Job, token bool) []byte {
+// appendJobs appends jobs as a JSON array, never null, each as v shows it.
+func appendJobs(b []byte, jobs []job.Job, v view) []byte {
 	b = append(b, '[')
 	for i, j := range jobs {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendJob(b, j, token)
+		b = appendJob(b, j, v)
 	}
 	return append(b, ']')
 }
@@ -145,26 +147,27 @@ func appendJobs(b []byte, jobs []job.Job, token bool) []byte {
 func appendNext(b []byte, next []job.Job, withNext bool) []byte {
 	if withNext {
 		b = append(b, `,"next":`...)
-		b = appendJobs(b, next, true)
+		b = appendJobs(b, next, claimed)
 	}
 	return append(b, '}')
 }
 
-// appendJob appends j as a Job, with its token when token is set (a job
-// just claimed).
-func appendJob(b []byte, j job.Job, token bool) []byte {
-	return append(appendJobFields(append(b, '{'), j, token), '}')
+// appendJob appends j as a Job, as v shows it.
+func appendJob(b []byte, j job.Job, v view) []byte {
+	return append(appendJobFields(append(b, '{'), j, v), '}')
 }
 
-// appendJobFields appends j's members, in the order of Job's fields, each
-// omitted where its tag says omitempty: the object is left open, for
-// CompleteResponse's next.
-func appendJobFields(b []byte, j job.Job, token bool) []byte {
+// appendJobFields appends j's members that v shows, in the order of Job's
+// fields, each omitted where its tag says omitempty: the object is left
+// open, for CompleteResponse's next.
+func appendJobFields(b []byte, j job.Job, v view) []byte {
 	b = appendString(append(b, `"id":`...), j.ID)
 	b = appendString(append(b, `,"queue":`...), j.Queue)
 	b = appendString(append(b, `,"state":`...), j.State)
-	b = appendValue(append(b, `,"payload":`...), j.Payload) // null when there is none
-	b = appendRaw(b, `,"result":`, j.Result)
+	if v != minimal {
+		b = appendValue(append(b, `,"payload":`...), j.Payload) // null when there is none
+		b = appendRaw(b, `,"result":`, j.Result)
+	}
 	b = appendRaw(b, `,"progress":`, j.Progress)
 	b = strconv.AppendInt(append(b, `,"priority":`...), int64(j.Priority), 10)
 	b = strconv.AppendInt(append(b, `,"attempts":`...), int64(j.Attempts), 10)
@@ -193,7 +196,7 @@ func appendJobFields(b []byte, j job.Job, token bool) []byte {
 		b = append(b, `],"on_dependency_failure":`...)
 		b = appendString(b, job.OnDependencyFailure(j.RunOnFailure))
 	}
-	if token && j.Token != 0 {
+	if v == claimed && j.Token != 0 {
 		b = strconv.AppendInt(append(b, `,"token":`...), j.Token, 10)
 	}
 	b = appendStamp(b, `,"created_at":`, j.CreatedAt)

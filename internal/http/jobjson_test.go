@@ -112,9 +112,10 @@ func FuzzJobJSON(f *testing.F) {
 }
 
 // checkJobJSON checks every writer against writeJSON of its DTO: each job
-// alone, as enqueued and as claimed lists, the first completed with the
-// others as next (and without next), and all of them completed in one
-// batch, job i refused with errs[i] when there is one. When every stored
+// alone (whole, and minimal), as enqueued and as claimed lists, the first
+// completed with the others as next (and without next), and all of them
+// completed in one batch, job i refused with errs[i] when there is one;
+// the completed ones whole, and minimal. When every stored
 // value is strict JSON, as decode lets only such values in, each
 // answer is too, and UTF-8, whatever bytes the strings of a row hold.
 func checkJobJSON(t testing.TB, jobs []job.Job, errs []error) {
@@ -134,9 +135,11 @@ func checkJobJSON(t testing.TB, jobs []job.Job, errs []error) {
 		}
 		check("job", func(w http.ResponseWriter) { writeJob(w, http.StatusCreated, j) },
 			func(w http.ResponseWriter) { writeJSON(w, http.StatusCreated, jobOf(j)) })
+		check("minimal job", func(w http.ResponseWriter) { writeJobAs(w, http.StatusOK, j, minimal) },
+			func(w http.ResponseWriter) { writeJSON(w, http.StatusOK, viewOf(j, minimal)) })
 		want := httptest.NewRecorder()
 		writeJSON(want, http.StatusOK, claimedOf([]job.Job{j})[0])
-		if got := string(appendJob(nil, j, true)) + "\n"; got != want.Body.String() {
+		if got := string(appendJob(nil, j, claimed)) + "\n"; got != want.Body.String() {
 			t.Fatalf("appendJob wrote\n%q\nencoding/json\n%q", got, want.Body)
 		}
 	}
@@ -160,13 +163,15 @@ func checkJobJSON(t testing.TB, jobs []job.Job, errs []error) {
 			outcomes[i].Err = errs[i]
 		}
 	}
-	for _, withNext := range []bool{false, true} {
-		check("complete", func(w http.ResponseWriter) { writeCompleted(w, jobs[0], jobs[1:], withNext) },
-			func(w http.ResponseWriter) { writeJSON(w, http.StatusOK, completedOf(jobs[0], jobs[1:], withNext)) })
-		check("batch complete", func(w http.ResponseWriter) { writeCompleteBatch(w, "/q", outcomes, jobs, withNext) },
-			func(w http.ResponseWriter) {
-				writeJSON(w, http.StatusOK, completeBatchOf("/q", outcomes, jobs, withNext))
-			})
+	for _, v := range []view{whole, minimal} {
+		for _, withNext := range []bool{false, true} {
+			check("complete", func(w http.ResponseWriter) { writeCompleted(w, jobs[0], v, jobs[1:], withNext) },
+				func(w http.ResponseWriter) { writeJSON(w, http.StatusOK, completedOf(jobs[0], v, jobs[1:], withNext)) })
+			check("batch complete", func(w http.ResponseWriter) { writeCompleteBatch(w, "/q", outcomes, v, jobs, withNext) },
+				func(w http.ResponseWriter) {
+					writeJSON(w, http.StatusOK, completeBatchOf("/q", outcomes, v, jobs, withNext))
+				})
+		}
 	}
 }
 
@@ -228,6 +233,16 @@ func valueOrNull(v json.RawMessage) json.RawMessage {
 	return orNull(v)
 }
 
+// viewOf is the API view of j as v shows it: minimal leaves out payload
+// and result.
+func viewOf(j job.Job, v view) Job {
+	out := jobOf(j)
+	if v == minimal {
+		out.Payload, out.Result = nil, nil
+	}
+	return out
+}
+
 // claimedOf is the API view of jobs just claimed: with their tokens.
 func claimedOf(jobs []job.Job) []Job {
 	out := make([]Job, len(jobs))
@@ -257,15 +272,15 @@ func jobPageOf(jobs []job.Job, next string) JobPage {
 	return page
 }
 
-func completedOf(done job.Job, next []job.Job, withNext bool) CompleteResponse {
-	resp := CompleteResponse{Job: jobOf(done)}
+func completedOf(done job.Job, v view, next []job.Job, withNext bool) CompleteResponse {
+	resp := CompleteResponse{Job: viewOf(done, v)}
 	if withNext {
 		resp.Next = claimedOf(next)
 	}
 	return resp
 }
 
-func completeBatchOf(instance string, outcomes []lease.Completed, next []job.Job, withNext bool) CompleteBatchResponse {
+func completeBatchOf(instance string, outcomes []lease.Completed, v view, next []job.Job, withNext bool) CompleteBatchResponse {
 	resp := CompleteBatchResponse{Results: make([]CompleteResult, len(outcomes))}
 	for i, o := range outcomes {
 		if o.Err != nil {
@@ -274,7 +289,7 @@ func completeBatchOf(instance string, outcomes []lease.Completed, next []job.Job
 			resp.Results[i].Problem = &p
 			continue
 		}
-		j := jobOf(o.Job)
+		j := viewOf(o.Job, v)
 		resp.Results[i].Job = &j
 	}
 	if withNext {

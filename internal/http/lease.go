@@ -113,7 +113,7 @@ type CompleteResponse struct {
 // handleComplete godoc
 //
 //	@Summary		Complete a job
-//	@Description	Finishes the job held under token, storing result. With claim, also claims the worker's next jobs in the same step (next: [] when the queue is paused or empty). Repeating a complete that succeeded answers 200 with the job again.
+//	@Description	Finishes the job held under token, storing result. With claim, also claims the worker's next jobs in the same step (next: [] when the queue is paused or empty). Repeating a complete that succeeded answers 200 with the job again. With Prefer: return=minimal (RFC 7240) the completed job is answered without payload and result, and Preference-Applied says so; the next jobs are answered whole.
 //	@ID				completeJob
 //	@Tags			worker
 //	@Security		BearerAuth
@@ -122,6 +122,7 @@ type CompleteResponse struct {
 //	@Param			queue		path	string			true	"queue name: 1 to 100 of A-Z a-z 0-9 . _ -, not only dots"	minlength(1)	maxlength(100)
 //	@Param			id			path	string			true	"job id: 1 to 128 of A-Z a-z 0-9 . _ : -, not only dots"	minlength(1)	maxlength(128)
 //	@Param			complete	body	CompleteRequest	true	"token, result, claim-next"
+//	@Param			Prefer		header	string			false	"RFC 7240 preferences: return=minimal answers the completed job without payload and result"
 //	@Produce		application/problem+json
 //	@Failure		400	{object}	Problem	"EMQINVALID"
 //	@Failure		403	{object}	Problem	"EMQFORBIDDEN: the key's role may not do this"
@@ -129,6 +130,7 @@ type CompleteResponse struct {
 //	@Failure		409	{object}	Problem	"EMQSTALE"
 //	@Produce		json
 //	@Success		200	{object}	CompleteResponse
+//	@Header			200	{string}	Preference-Applied	"return=minimal when the answer is minimal"
 //	@Router			/queues/{queue}/jobs/{id}/complete [post]
 func (s *server) handleComplete(w http.ResponseWriter, r *http.Request) {
 	queue, id, err := jobParams(r)
@@ -151,7 +153,7 @@ func (s *server) handleComplete(w http.ResponseWriter, r *http.Request) {
 	}
 	s.transition(queue, "completed", 1)
 	s.transition(queue, "claimed", len(next))
-	writeCompleted(w, done, next, req.Claim != nil)
+	writeCompleted(w, done, finishedView(w, r), next, req.Claim != nil)
 }
 
 // CompleteItem is one job of a batch complete.
@@ -188,7 +190,7 @@ type CompleteBatchResponse struct {
 // handleCompleteBatch godoc
 //
 //	@Summary		Complete many jobs
-//	@Description	Completes up to 1000 jobs in one atomic step, each fenced by its own token, and optionally claims the next jobs. One job's refusal does not stop the others: each result is the job, or a problem with its code (EMQSTALE, EMQGONE).
+//	@Description	Completes up to 1000 jobs in one atomic step, each fenced by its own token, and optionally claims the next jobs. One job's refusal does not stop the others: each result is the job, or a problem with its code (EMQSTALE, EMQGONE). With Prefer: return=minimal (RFC 7240) each completed job is answered without payload and result, and Preference-Applied says so; the next jobs are answered whole.
 //	@ID				completeJobs
 //	@Tags			worker
 //	@Security		BearerAuth
@@ -196,11 +198,13 @@ type CompleteBatchResponse struct {
 //	@Accept			json
 //	@Param			queue		path	string					true	"queue name: 1 to 100 of A-Z a-z 0-9 . _ -, not only dots"	minlength(1)	maxlength(100)
 //	@Param			complete	body	CompleteBatchRequest	true	"jobs and claim-next"
+//	@Param			Prefer		header	string					false	"RFC 7240 preferences: return=minimal answers the completed jobs without payload and result"
 //	@Produce		application/problem+json
 //	@Failure		400	{object}	Problem	"EMQINVALID"
 //	@Failure		403	{object}	Problem	"EMQFORBIDDEN: the key's role may not do this"
 //	@Produce		json
 //	@Success		200	{object}	CompleteBatchResponse
+//	@Header			200	{string}	Preference-Applied	"return=minimal when the answer is minimal"
 //	@Router			/queues/{queue}/complete [post]
 func (s *server) handleCompleteBatch(w http.ResponseWriter, r *http.Request) {
 	queue, err := queueParam(r)
@@ -232,7 +236,7 @@ func (s *server) handleCompleteBatch(w http.ResponseWriter, r *http.Request) {
 	}
 	s.transition(queue, "completed", completedN)
 	s.transition(queue, "claimed", len(next))
-	writeCompleteBatch(w, r.URL.Path, outcomes, next, req.Claim != nil)
+	writeCompleteBatch(w, r.URL.Path, outcomes, finishedView(w, r), next, req.Claim != nil)
 }
 
 // FailRequest reports a failed attempt.
@@ -249,7 +253,7 @@ type FailRequest struct {
 // handleFail godoc
 //
 //	@Summary		Fail a job
-//	@Description	Reports that the attempt held under token failed. The job becomes cancelled when a cancel was requested; dead when fatal or out of attempts; otherwise delayed by retry_in_ms or its backoff (pending when the delay is 0). Repeating a fail that succeeded answers 200 with the job as it is.
+//	@Description	Reports that the attempt held under token failed. The job becomes cancelled when a cancel was requested; dead when fatal or out of attempts; otherwise delayed by retry_in_ms or its backoff (pending when the delay is 0). Repeating a fail that succeeded answers 200 with the job as it is. With Prefer: return=minimal (RFC 7240) the job is answered without payload and result, and Preference-Applied says so.
 //	@ID				failJob
 //	@Tags			worker
 //	@Security		BearerAuth
@@ -258,6 +262,7 @@ type FailRequest struct {
 //	@Param			queue	path	string		true	"queue name: 1 to 100 of A-Z a-z 0-9 . _ -, not only dots"	minlength(1)	maxlength(100)
 //	@Param			id		path	string		true	"job id: 1 to 128 of A-Z a-z 0-9 . _ : -, not only dots"	minlength(1)	maxlength(128)
 //	@Param			fail	body	FailRequest	true	"token and error"
+//	@Param			Prefer	header	string		false	"RFC 7240 preferences: return=minimal answers the job without payload and result"
 //	@Produce		application/problem+json
 //	@Failure		400	{object}	Problem	"EMQINVALID"
 //	@Failure		403	{object}	Problem	"EMQFORBIDDEN: the key's role may not do this"
@@ -265,6 +270,7 @@ type FailRequest struct {
 //	@Failure		409	{object}	Problem	"EMQSTALE"
 //	@Produce		json
 //	@Success		200	{object}	Job
+//	@Header			200	{string}	Preference-Applied	"return=minimal when the answer is minimal"
 //	@Router			/queues/{queue}/jobs/{id}/fail [post]
 func (s *server) handleFail(w http.ResponseWriter, r *http.Request) {
 	queue, id, err := jobParams(r)
@@ -289,7 +295,7 @@ func (s *server) handleFail(w http.ResponseWriter, r *http.Request) {
 	if kind, ok := lease.FailTransition(j.State); ok {
 		s.transition(queue, kind, 1)
 	}
-	writeJob(w, http.StatusOK, j)
+	writeJobAs(w, http.StatusOK, j, finishedView(w, r))
 }
 
 // SnoozeRequest puts a held job back for later, its attempt not spent.

@@ -360,7 +360,7 @@ func TestCORS(t *testing.T) {
 		req := httptest.NewRequest("OPTIONS", "/queues/q/jobs", nil)
 		req.Header.Set("Origin", origin)
 		req.Header.Set("Access-Control-Request-Method", "POST")
-		req.Header.Set("Access-Control-Request-Headers", "Content-Type, Authorization")
+		req.Header.Set("Access-Control-Request-Headers", "Content-Type, Authorization, Prefer")
 		rec := httptest.NewRecorder()
 		h.handler.ServeHTTP(rec, req)
 		return rec.Header()
@@ -382,9 +382,18 @@ func TestCORS(t *testing.T) {
 			if got := hd.Get("Access-Control-Allow-Methods"); !strings.Contains(got, "POST") {
 				t.Errorf("preflight Access-Control-Allow-Methods = %q, want POST in it", got)
 			}
+			if !listHas(hd, "Access-Control-Allow-Headers", "Prefer") {
+				t.Errorf("preflight Access-Control-Allow-Headers = %q, want Prefer in it", hd.Values("Access-Control-Allow-Headers"))
+			}
 			status, hd := get(h, "https://dash.example")
 			if status != http.StatusOK || hd.Get("Access-Control-Allow-Origin") != "https://dash.example" {
 				t.Errorf("GET from the dashboard: %d, Access-Control-Allow-Origin %q", status, hd.Get("Access-Control-Allow-Origin"))
+			}
+			for _, name := range []string{"Preference-Applied", "Retry-After"} {
+				if !listHas(hd, "Access-Control-Expose-Headers", name) {
+					t.Errorf("GET from the dashboard: Access-Control-Expose-Headers = %q, want %s in it",
+						hd.Values("Access-Control-Expose-Headers"), name)
+				}
 			}
 		}, withCORS("https://dash.example"))
 	})

@@ -213,4 +213,4 @@ func (s *server) handlePushDelete(w http.ResponseWriter, r *http.Request) {
 
 // PushBody is job j as a push delivery carries it: as a claim answers it,
 // its token included (internal/push's Config.Encode).
-func PushBody(j job.Job) []byte { return appendJob(nil, j, true) }
+func PushBody(j job.Job) []byte { return appendJob(nil, j, claimed) }

@@ -239,8 +239,8 @@ func (s *server) routes() http.Handler {
 		r.Use(cors.Handler(cors.Options{
 			AllowedOrigins: s.cfg.CORSOrigins,
 			AllowedMethods: []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodDelete},
-			AllowedHeaders: []string{"Authorization", "Content-Type", "Last-Event-ID", "traceparent", "tracestate"},
-			ExposedHeaders: []string{"Retry-After"},
+			AllowedHeaders: []string{"Authorization", "Content-Type", "Last-Event-ID", "Prefer", "traceparent", "tracestate"},
+			ExposedHeaders: []string{"Preference-Applied", "Retry-After"},
 			MaxAge:         600,
 		}))
 	}

@@ -219,7 +219,7 @@ export interface paths {
         put?: never;
         /**
          * Complete many jobs
-         * @description Completes up to 1000 jobs in one atomic step, each fenced by its own token, and optionally claims the next jobs. One job's refusal does not stop the others: each result is the job, or a problem with its code (EMQSTALE, EMQGONE).
+         * @description Completes up to 1000 jobs in one atomic step, each fenced by its own token, and optionally claims the next jobs. One job's refusal does not stop the others: each result is the job, or a problem with its code (EMQSTALE, EMQGONE). With Prefer: return=minimal (RFC 7240) each completed job is answered without payload and result, and Preference-Applied says so; the next jobs are answered whole.
          */
         post: operations["completeJobs"];
         delete?: never;
@@ -427,7 +427,7 @@ export interface paths {
         put?: never;
         /**
          * Complete a job
-         * @description Finishes the job held under token, storing result. With claim, also claims the worker's next jobs in the same step (next: [] when the queue is paused or empty). Repeating a complete that succeeded answers 200 with the job again.
+         * @description Finishes the job held under token, storing result. With claim, also claims the worker's next jobs in the same step (next: [] when the queue is paused or empty). Repeating a complete that succeeded answers 200 with the job again. With Prefer: return=minimal (RFC 7240) the completed job is answered without payload and result, and Preference-Applied says so; the next jobs are answered whole.
          */
         post: operations["completeJob"];
         delete?: never;
@@ -447,7 +447,7 @@ export interface paths {
         put?: never;
         /**
          * Fail a job
-         * @description Reports that the attempt held under token failed. The job becomes cancelled when a cancel was requested; dead when fatal or out of attempts; otherwise delayed by retry_in_ms or its backoff (pending when the delay is 0). Repeating a fail that succeeded answers 200 with the job as it is.
+         * @description Reports that the attempt held under token failed. The job becomes cancelled when a cancel was requested; dead when fatal or out of attempts; otherwise delayed by retry_in_ms or its backoff (pending when the delay is 0). Repeating a fail that succeeded answers 200 with the job as it is. With Prefer: return=minimal (RFC 7240) the job is answered without payload and result, and Preference-Applied says so.
          */
         post: operations["failJob"];
         delete?: never;
@@ -1391,11 +1391,14 @@ export interface components {
             /**
              * @description Any JSON value, given back as it was sent (digit for digit,
              *     insignificant whitespace removed), as result and progress are.
+             *     Null for none; left out, as result is, of the jobs a complete, fail
+             *     or batch complete finished when it was sent with Prefer:
+             *     return=minimal.
              * @example {
              *       "to": "ada@example.com"
              *     }
              */
-            payload: unknown;
+            payload?: unknown;
             /** @example 0 */
             priority: number;
             /**
@@ -3080,6 +3083,8 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
+                /** @description RFC 7240 preferences: return=minimal answers the completed jobs without payload and result */
+                Prefer?: string;
                 /** @description With X-EMQ-Signature, instead of a bearer key: the Unix time in seconds at which the request was signed, within 5 minutes of the service's clock. */
                 "X-EMQ-Timestamp"?: components["parameters"]["SignatureTimestamp"];
                 /** @description Instead of a bearer key: sha256= and the hex HMAC-SHA256, under a key of EMQ_API_KEYS, of "<X-EMQ-Timestamp>.<METHOD>.<path and query>.<body>". Each signature is accepted once: a sender that retries signs again. */
@@ -3114,6 +3119,8 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    /** @description return=minimal when the answer is minimal */
+                    "Preference-Applied"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4504,6 +4511,8 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
+                /** @description RFC 7240 preferences: return=minimal answers the completed job without payload and result */
+                Prefer?: string;
                 /** @description With X-EMQ-Signature, instead of a bearer key: the Unix time in seconds at which the request was signed, within 5 minutes of the service's clock. */
                 "X-EMQ-Timestamp"?: components["parameters"]["SignatureTimestamp"];
                 /** @description Instead of a bearer key: sha256= and the hex HMAC-SHA256, under a key of EMQ_API_KEYS, of "<X-EMQ-Timestamp>.<METHOD>.<path and query>.<body>". Each signature is accepted once: a sender that retries signs again. */
@@ -4535,6 +4544,8 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    /** @description return=minimal when the answer is minimal */
+                    "Preference-Applied"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4665,6 +4676,8 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
+                /** @description RFC 7240 preferences: return=minimal answers the job without payload and result */
+                Prefer?: string;
                 /** @description With X-EMQ-Signature, instead of a bearer key: the Unix time in seconds at which the request was signed, within 5 minutes of the service's clock. */
                 "X-EMQ-Timestamp"?: components["parameters"]["SignatureTimestamp"];
                 /** @description Instead of a bearer key: sha256= and the hex HMAC-SHA256, under a key of EMQ_API_KEYS, of "<X-EMQ-Timestamp>.<METHOD>.<path and query>.<body>". Each signature is accepted once: a sender that retries signs again. */
@@ -4695,6 +4708,8 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    /** @description return=minimal when the answer is minimal */
+                    "Preference-Applied"?: string;
                     [name: string]: unknown;
                 };
                 content: {
