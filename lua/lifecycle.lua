@@ -167,12 +167,12 @@ end
 local function plan_claim(delayed, now, count)
   local plan = { delayed = delayed, rows = {} }
   plan.due, plan.due_in = plan_due_first(delayed, now)
-  local meta = redis.call('HMGET', META, 'paused', 'flow', 'grouped')
-  plan.paused = meta[1]
-  if meta[2] or meta[3] then
+  local meta = QUEUE_STATE -- bind read it, before any write of this call
+  plan.paused = meta[2]
+  if meta[3] or meta[4] then
     -- Flow control (flow.lua): the jobs are chosen as the claim goes.
     flow_here()
-    plan.flow, plan.grouped = settings_of(meta[2]) or {}, meta[3]
+    plan.flow, plan.grouped = settings_of(meta[3]) or {}, meta[4]
   end
   if count == 0 or plan.paused or plan.flow then
     return plan

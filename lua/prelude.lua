@@ -75,7 +75,10 @@ local LAYOUT = 1
 
 -- QUEUE_LAYOUT is the queue's layout version as bind read it (false when
 -- its meta holds none), for enqueue to stamp a queue that has none.
-local QUEUE_LAYOUT
+-- QUEUE_STATE is what a claim reads of meta (lifecycle.lua's plan_claim),
+-- read by bind in the same call: {paused, flow, grouped}, false for each
+-- absent.
+local QUEUE_LAYOUT, QUEUE_STATE
 
 -- LIBRARY is true when the scripts run as a Functions library, whose Lua
 -- state lives on between calls (lua.go sets it); false under EVAL.
@@ -112,9 +115,10 @@ local function bind(keys, argv, roles)
     end
   end
   BASE, WAKE, ARGV = argv[1], argv[2], argv
-  QUEUE_LAYOUT = nil
+  QUEUE_LAYOUT, QUEUE_STATE = nil, nil
   if META then
-    QUEUE_LAYOUT = redis.call('HGET', META, 'layout')
+    QUEUE_STATE = redis.call('HMGET', META, 'layout', 'paused', 'flow', 'grouped')
+    QUEUE_LAYOUT = QUEUE_STATE[1]
     if QUEUE_LAYOUT and (tonumber(QUEUE_LAYOUT) or LAYOUT + 1) > LAYOUT then
       return redis.error_reply('EMQLAYOUT ' .. QUEUE_LAYOUT .. ' the queue\'s layout is version ' .. QUEUE_LAYOUT ..
         ', newer than this service knows (' .. LAYOUT .. '): upgrade the service')

@@ -13,7 +13,13 @@
 // takes the Cluster's seed URLs, comma-separated.
 //
 // -summary FILE also writes each run's figures there, machine-readable:
-// shape, via, jobs/s and Redis's CPU µs per job, tab-separated, unrounded.
+// shape, via, jobs/s, Redis's CPU µs per job and the service's CPU µs per
+// HTTP request, tab-separated, unrounded.
+//
+// With -service-pid, each run through HTTP also reports the service's CPU
+// (user + system, from /proc) per HTTP request it answered, over the whole
+// run as Redis's CPU per job is: what the service spends on a request
+// besides Redis, to read against bench/minimal's floor (bench/run).
 //
 // bench/run starts a redis-server and the service on free ports and runs it
 // (and BullMQ on a redis-server of its own, to print the ratios from the
@@ -72,8 +78,8 @@ func parseFlags(args []string) (options, error) {
 	fs.Float64Var(&o.extend.rate, "extend-rate", 5000, "extends per second in the extend shape")
 	fs.IntVar(&o.extend.jobs, "extend-jobs", 1000, "leases held and renewed in the extend shape")
 	fs.IntVar(&o.extend.goroutines, "extend-goroutines", 50, "renewing goroutines in the extend shape")
-	fs.IntVar(&o.servicePID, "service-pid", 0, "the service's pid, to report its memory (Linux)")
-	fs.StringVar(&o.summary, "summary", "", "also write each run's figures to this file once every run is done: a header, then shape, via, jobs/s, redis cpu µs/job, tab-separated (\"-\": none)")
+	fs.IntVar(&o.servicePID, "service-pid", 0, "the service's pid, to report its memory and its CPU per HTTP request (Linux)")
+	fs.StringVar(&o.summary, "summary", "", "also write each run's figures to this file once every run is done: a header, then shape, via, jobs/s, redis cpu µs/job, service cpu µs/req, tab-separated (\"-\": none)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -141,7 +147,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	fmt.Fprintln(stdout)
 	table := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(table, "shape\tvia\tjobs/s\tredis cpu µs/job\troute\tcalls/s\tp50 ms\tp99 ms\terrors\t")
+	fmt.Fprintln(table, "shape\tvia\tjobs/s\tredis cpu µs/job\tservice cpu µs/req\troute\tcalls/s\tp50 ms\tp99 ms\terrors\t")
 	var spreads []string
 	summary := []string{summaryHeader}
 	for _, name := range strings.Split(o.shapes, ",") {
@@ -152,11 +158,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 			if err := putSettings(ctx, v.d, queues, o.flowSettings); err != nil {
 				return err
 			}
-			busy := redisCPU(ctx, rdb)
-			out, err := runOne(ctx, v.d, queues, name, o)
-			if before, after := busy, redisCPU(ctx, rdb); before >= 0 && after >= 0 && out.total > 0 {
-				out.redisPerJob = float64(after-before) / float64(out.total)
-			}
+			out, err := measure(ctx, v, queues, name, o, rdb)
 			if cerr := cleanup(v.d, queues); err == nil {
 				err = cerr
 			}
@@ -177,7 +179,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 			}
 		}
 		if http, direct := perVia["http"], perVia["direct"]; http > 0 && direct > 0 {
-			fmt.Fprintf(table, "%s\thttp/direct\t%.2f\t\t\t\t\t\t\t\n", name, http/direct)
+			fmt.Fprintf(table, "%s\thttp/direct\t%.2f\t\t\t\t\t\t\t\t\n", name, http/direct)
 		}
 		table.Flush()
 	}
@@ -192,6 +194,25 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		}
 	}
 	return nil
+}
+
+// measure runs one shape through one driver on fresh queues, and what the
+// whole run cost in CPU: Redis's per job completed (with rdb), and the
+// service's per HTTP request (through HTTP, with -service-pid).
+func measure(ctx context.Context, v via, queues []string, name string, o options, rdb redis.UniversalClient) (outcome, error) {
+	pid := 0
+	if v.name == "http" {
+		pid = o.servicePID
+	}
+	busy, served := redisCPU(ctx, rdb), procCPU(pid)
+	out, err := runOne(ctx, v.d, queues, name, o)
+	if after := redisCPU(ctx, rdb); busy >= 0 && after >= 0 && out.total > 0 {
+		out.redisPerJob = float64(after-busy) / float64(out.total)
+	}
+	if after := procCPU(pid); served >= 0 && after >= 0 && out.calls > 0 {
+		out.servicePerCall = float64(after-served) / float64(out.calls)
+	}
+	return out, err
 }
 
 // putSettings puts the flow control settings (JSON, "" for none) on
@@ -213,20 +234,25 @@ func putSettings(ctx context.Context, d driver, queues []string, settings string
 }
 
 // summaryHeader is the first line of a -summary file.
-const summaryHeader = "shape\tvia\tjobs/s\tredis cpu µs/job\n"
+const summaryHeader = "shape\tvia\tjobs/s\tredis cpu µs/job\tservice cpu µs/req\n"
 
 // summaryLine is one run's line of a -summary file: the figures of the
-// table's first four columns, unrounded, "-" where the table has none
-// (jobs/s of the extend shape, Redis's CPU when unknown).
+// table's first five columns, unrounded, "-" where the table has none
+// (jobs/s of the extend shape, a CPU figure when unknown).
 func summaryLine(name, via string, out outcome) string {
-	rate, busy := fmt.Sprintf("%.1f", out.jobsPerSec), "-"
+	rate := fmt.Sprintf("%.1f", out.jobsPerSec)
 	if name == "extend" {
 		rate = "-"
 	}
-	if out.redisPerJob > 0 {
-		busy = fmt.Sprintf("%.2f", out.redisPerJob)
+	return fmt.Sprintf("%s\t%s\t%s\t%s\t%s\n", name, via, rate, figure(out.redisPerJob, "%.2f"), figure(out.servicePerCall, "%.2f"))
+}
+
+// figure formats a CPU figure, "-" when it is unknown (0).
+func figure(v float64, format string) string {
+	if v <= 0 {
+		return "-"
 	}
-	return fmt.Sprintf("%s\t%s\t%s\t%s\n", name, via, rate, busy)
+	return fmt.Sprintf(format, v)
 }
 
 // queueNames names a run's fresh queues: bench-<shape>-<via>-<nanos>, and
@@ -281,16 +307,12 @@ func printOutcome(w io.Writer, name, via string, out outcome, window time.Durati
 	if name == "extend" {
 		rate = "-"
 	}
-	busy := "-"
-	if out.redisPerJob > 0 {
-		busy = fmt.Sprintf("%.1f", out.redisPerJob)
-	}
 	for i, r := range out.routes {
-		shown := [4]string{name, via, rate, busy}
+		shown := [5]string{name, via, rate, figure(out.redisPerJob, "%.1f"), figure(out.servicePerCall, "%.1f")}
 		if i > 0 {
-			shown = [4]string{}
+			shown = [5]string{}
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%.0f\t%.2f\t%.2f\t%d\t\n", shown[0], shown[1], shown[2], shown[3], r.route,
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%.0f\t%.2f\t%.2f\t%d\t\n", shown[0], shown[1], shown[2], shown[3], shown[4], r.route,
 			float64(r.calls)/window.Seconds(), ms(r.p50), ms(r.p99), out.errors)
 	}
 }

@@ -66,7 +66,7 @@ func TestRunMeasuresEveryShape(t *testing.T) {
 	shape := ""
 	for _, line := range strings.Split(out.String(), "\n") {
 		f := strings.Fields(line)
-		if len(f) < 9 || (f[1] != "http" && f[1] != "direct") {
+		if len(f) < 10 || (f[1] != "http" && f[1] != "direct") {
 			continue
 		}
 		shape = f[0]
@@ -97,14 +97,15 @@ func TestRunMeasuresEveryShape(t *testing.T) {
 // TestRunWritesSummary runs two shapes through both drivers with
 // -summary and checks that the file holds a header and one line per run,
 // with the table's figures unrounded: jobs/s for a shape that completes
-// jobs, "-" for extend's, and Redis's CPU per job for each.
+// jobs, "-" for extend's, Redis's CPU per job for each, and the service's
+// CPU per request through HTTP ("-" direct). The service is this process.
 func TestRunWritesSummary(t *testing.T) {
 	const prefix = "emqbench-summary"
 	file := filepath.Join(t.TempDir(), "summary.tsv")
 	var out bytes.Buffer
 	err := run(context.Background(), []string{
 		"-url", service(t, prefix), "-redis", "redis://" + redistest.Addr(), "-prefix", prefix,
-		"-shapes", "next,extend", "-summary", file, "-warmup", "100ms", "-duration", "400ms",
+		"-shapes", "next,extend", "-summary", file, "-warmup", "100ms", "-duration", "400ms", "-service-pid", strconv.Itoa(os.Getpid()),
 		"-producers", "2", "-workers", "4", "-extend-jobs", "8", "-extend-rate", "200", "-extend-goroutines", "4",
 	}, &out)
 	if err != nil {
@@ -115,20 +116,20 @@ func TestRunWritesSummary(t *testing.T) {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
-	if len(lines) != 5 || lines[0] != "shape\tvia\tjobs/s\tredis cpu µs/job" {
+	if len(lines) != 5 || lines[0] != "shape\tvia\tjobs/s\tredis cpu µs/job\tservice cpu µs/req" {
 		t.Fatalf("summary:\n%s", data)
 	}
-	table := map[string][]string{} // "<shape> <via>" to the table's jobs/s and redis cpu µs/job
+	table := map[string][]string{} // "<shape> <via>" to the table's jobs/s, redis cpu µs/job and service cpu µs/req
 	for _, line := range strings.Split(out.String(), "\n") {
-		if f := strings.Fields(line); len(f) >= 9 && (f[1] == "http" || f[1] == "direct") {
-			table[f[0]+" "+f[1]] = f[2:4]
+		if f := strings.Fields(line); len(f) >= 10 && (f[1] == "http" || f[1] == "direct") {
+			table[f[0]+" "+f[1]] = f[2:5]
 		}
 	}
 	var runs []string
 	for _, line := range lines[1:] {
 		f := strings.Split(line, "\t")
-		if len(f) != 4 {
-			t.Fatalf("summary line %q: %d fields, want 4", line, len(f))
+		if len(f) != 5 {
+			t.Fatalf("summary line %q: %d fields, want 5", line, len(f))
 		}
 		run := f[0] + " " + f[1]
 		runs = append(runs, run)
@@ -142,6 +143,13 @@ func TestRunWritesSummary(t *testing.T) {
 		}
 		if c, err := strconv.ParseFloat(f[3], 64); err != nil || c <= 0 || !near(c, shown, 1, 0.05+0.005) {
 			t.Errorf("%s: redis cpu µs/job %q, the table's %v", run, f[3], shown)
+		}
+		if f[1] == "direct" {
+			if f[4] != "-" || shown[2] != "-" {
+				t.Errorf("%s: service cpu µs/req %q, the table's %v, want -", run, f[4], shown)
+			}
+		} else if c, err := strconv.ParseFloat(f[4], 64); err != nil || c <= 0 || !near(c, shown, 2, 0.05+0.005) {
+			t.Errorf("%s: service cpu µs/req %q, the table's %v", run, f[4], shown)
 		}
 	}
 	if want := []string{"next http", "next direct", "extend http", "extend direct"}; !slices.Equal(runs, want) {

@@ -29,13 +29,15 @@ type settings struct {
 
 // outcome is what one run of one shape through one driver measured.
 type outcome struct {
-	jobsPerSec  float64
-	total       int64   // jobs completed (extends made) in the whole run, warm-up too
-	perQueue    []int64 // of total, each queue's part
-	redisPerJob float64 // Redis's CPU µs per job over the whole run (0: unknown)
-	routes      []routeStats
-	errors      int64
-	firstErr    error
+	jobsPerSec     float64
+	total          int64   // jobs completed (extends made) in the whole run, warm-up too
+	perQueue       []int64 // of total, each queue's part
+	calls          int64   // calls made in the whole run, warm-up and failed ones too
+	redisPerJob    float64 // Redis's CPU µs per job over the whole run (0: unknown)
+	servicePerCall float64 // the service's CPU µs per HTTP request over the whole run (0: unknown)
+	routes         []routeStats
+	errors         int64
+	firstErr       error
 }
 
 // load is one run in progress: producers and workers on its queues at once.
@@ -50,6 +52,7 @@ type load struct {
 	completed atomic.Int64   // every queue's together
 	measuring atomic.Bool
 	stopped   atomic.Bool // loops stop at their next call; calls in flight finish
+	calls     atomic.Int64
 	errs      atomic.Int64
 	firstErr  atomic.Pointer[error]
 	lat       merged
@@ -101,7 +104,7 @@ func runShape(ctx context.Context, d driver, queues []string, sh shape, set sett
 
 // outcome gathers what the finished run counted.
 func (l *load) outcome(rate float64) outcome {
-	out := outcome{jobsPerSec: rate, total: l.completed.Load(), routes: l.lat.stats(), errors: l.errs.Load()}
+	out := outcome{jobsPerSec: rate, total: l.completed.Load(), calls: l.calls.Load(), routes: l.lat.stats(), errors: l.errs.Load()}
 	for q := range l.done {
 		out.perQueue = append(out.perQueue, l.done[q].Load())
 	}
@@ -138,12 +141,13 @@ func (l *load) running(ctx context.Context) bool {
 	return !l.stopped.Load() && ctx.Err() == nil
 }
 
-// timed runs call, recording its latency under route while measuring; an
-// error (other than the run ending) is counted and slows the caller a
-// little, so a failing service is not hammered.
+// timed runs call, counting it and recording its latency under route while
+// measuring; an error (other than the run ending) is counted and slows the
+// caller a little, so a failing service is not hammered.
 func (l *load) timed(ctx context.Context, lat latencies, route string, call func() error) bool {
 	start := time.Now()
 	err := call()
+	l.calls.Add(1)
 	if l.measuring.Load() {
 		lat.add(route, time.Since(start))
 	}
