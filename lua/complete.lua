@@ -38,7 +38,7 @@ if code and code ~= 'repeat' then
   return error_reply(code, id)
 end
 flow_check(row)
-local count = code == 'repeat' and 0 or tonumber(ARGV[7])
+local count = code == 'repeat' and 0 or zero_or_number(ARGV[7])
 local delayed = BASE .. 'delayed'
 local plan = count > 0 and plan_claim(delayed, now, count)
 

@@ -64,8 +64,6 @@ local function read_report(id)
     elseif field == 'finished_at' then view.at_finished = i
     elseif field == 'group' or field == 'flow' or field == 'batch_id' or field == 'dependants'
       or field == 'dedupe_key' then
-      FLATS = FLATS or {}
-      FLATS[id] = flat
       return row_of(flat)
     end
   end

@@ -82,8 +82,6 @@ local function row_here(id)
   if not flat then
     return nil
   end
-  FLATS = FLATS or {}
-  FLATS[id] = flat
   return row_of(flat)
 end
 

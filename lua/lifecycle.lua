@@ -25,9 +25,6 @@ local function push_pending(id, row, front)
   end
   row.state, row.ready_at = 'pending', ready_at(row, NOW or now_ms())
   redis.call('HSET', job_key(id), 'state', 'pending', 'ready_at', row.ready_at)
-  if FLATS then
-    FLATS[id] = nil -- the row is no longer as read
-  end
   del_fields(id, row, { 'run_at' })
 end
 
@@ -183,8 +180,6 @@ local function plan_claim(delayed, now, count)
     if flat and plain_lease(flat) then
       plan.flats[id] = flat
     elseif flat then
-      FLATS = FLATS or {}
-      FLATS[id] = flat
       plan.rows[id] = row_of(flat)
     else
       plan.rows[id] = false
@@ -322,14 +317,10 @@ local function lease(list, step, rows, now, lease_ms, worker, first, extra, flat
       expire_claimed(id, row, now, extra)
       expiring = expiring + 1
     elseif row then
-      -- The reply: the row as read, then what changed (passed_reply).
-      local flat, changed = FLATS and FLATS[id], {}
       -- The last attempt's cancel request and worker go (a new worker name
       -- is written over the old one).
-      if row.cancel_requested or row.cancel_reason or row.worker then
-        del_fields(id, row, worker == '' and { 'cancel_requested', 'cancel_reason', 'worker' }
-          or { 'cancel_requested', 'cancel_reason' }, changed)
-      end
+      del_fields(id, row, worker == '' and { 'cancel_requested', 'cancel_reason', 'worker' }
+        or { 'cancel_requested', 'cancel_reason' })
       stat_wait(row, now)
       local ends = deadline
       if row.timeout_ms or row.expires_at then
@@ -352,11 +343,7 @@ local function lease(list, step, rows, now, lease_ms, worker, first, extra, flat
       set_fields(id, row, fields)
       leased[#leased + 1], leased[#leased + 2] = ends, id
       emit('claimed', id, 'active', 'worker', worker)
-      if flat then
-        jobs[#jobs + 1] = { id, flat, changed, fields }
-      else
-        jobs[#jobs + 1] = reply_of(id, row)
-      end
+      jobs[#jobs + 1] = reply_of(id, row)
       token = token + 1
     end
   end
@@ -541,19 +528,18 @@ local function complete_one(done, id, row, token, has_result, result, now)
   end
   local code = fence_row(row, token, 'complete')
   if code == 'repeat' then
-    return passed_reply(id, row), true
+    return reply_of(id, row), true
   elseif code then
     return nil, code
   end
   stat_run(row, now)
-  local flat, changed = FLATS and FLATS[id], {}
   local fields = { 'state', 'completed', 'finished_at', int(now),
     'outcomes', outcomes_after(row.outcomes, 'complete', token) }
   if has_result == '1' then
     fields[#fields + 1], fields[#fields + 2] = 'result', result
   end
   set_fields(id, row, fields)
-  del_fields(id, row, { 'lease_expires_at' }, changed)
+  del_fields(id, row, { 'lease_expires_at' })
   if row.dedupe_key then
     dedupe_released(id, row)
   end
@@ -564,9 +550,6 @@ local function complete_one(done, id, row, token, has_result, result, now)
   emit('completed', id, 'completed')
   job_ended(id, row, 'completed', now)
   done[#done + 1] = id
-  if flat then
-    return { id, flat, changed, fields }
-  end
   return reply_of(id, row)
 end
 

@@ -100,6 +100,11 @@ func (s *Script) Source() string { return s.eval.text }
 // Roles are the roles of the script's KEYS, in order, from its header.
 func (s *Script) Roles() []string { return s.roles }
 
+// claims reports whether the script claims jobs (calls lifecycle.lua's
+// plan_claim), so that bind reads the queue's state with its layout, in
+// one call (prelude.lua).
+func (s *Script) claims() bool { return strings.Contains(s.body, "plan_claim(") }
+
 // Name is the script's file name without ".lua".
 func (s *Script) Name() string { return s.name }
 
@@ -146,7 +151,7 @@ func newScript(name, text string) (*Script, error) {
 	b.line("local EVAL_KEYS, EVAL_ARGV = KEYS, ARGV")
 	b.shared()
 	b.wrapped(s)
-	b.line(fmt.Sprintf("local refused = bind(EVAL_KEYS, EVAL_ARGV, %s)", rolesTable(s.roles)))
+	b.line(fmt.Sprintf("local refused = bind(EVAL_KEYS, EVAL_ARGV, %s, %t)", rolesTable(s.roles), s.claims()))
 	b.line("if refused then return refused end")
 	b.line("return stats_flush(main(), true)") // an EVAL keeps nothing for the next call
 	s.eval = b.source()
@@ -165,7 +170,7 @@ func newLibrary(scripts []*Script) source {
 		b.line("do")
 		b.wrapped(s)
 		b.line(fmt.Sprintf("local roles = %s", rolesTable(s.roles)))
-		b.line(fmt.Sprintf("redis.register_function('%s', function(keys, argv) local refused = bind(keys, argv, roles) if refused then return refused end return stats_flush(main()) end)", "@FN_"+s.name))
+		b.line(fmt.Sprintf("redis.register_function('%s', function(keys, argv) local refused = bind(keys, argv, roles, %t) if refused then return refused end return stats_flush(main()) end)", "@FN_"+s.name, s.claims()))
 		b.line("end")
 	}
 	body := b.source()

@@ -155,7 +155,7 @@ local function enqueue_jobs(list, first, n, groups, options, traces, extra)
         new[i] = true
         created_n = created_n + 1
         seen[id] = true
-        if not p and not (deps and deps[i]) and (grouped or tonumber(list[at + 3]) <= 0) then
+        if not p and not (deps and deps[i]) and (grouped or list[at + 3] == '0' or tonumber(list[at + 3]) <= 0) then
           pending_n = pending_n + 1
         end
       end
@@ -167,7 +167,8 @@ local function enqueue_jobs(list, first, n, groups, options, traces, extra)
     -- A debounce within the batch may have moved an earlier job's delay:
     -- the pending ones are counted once the plan is made.
     for i = 0, n - 1 do
-      if new[i] and not (deps and deps[i]) and ((groups and groups[i]) or tonumber(list[first + i * 6 + 3]) <= 0) then
+      if new[i] and not (deps and deps[i]) and ((groups and groups[i]) or list[first + i * 6 + 3] == '0'
+        or tonumber(list[first + i * 6 + 3]) <= 0) then
         pending_n = pending_n + 1
       end
     end
@@ -212,7 +213,7 @@ local function enqueue_jobs(list, first, n, groups, options, traces, extra)
     if new[i] then
       local at = first + i * 6
       local id, payload, priority = list[at], list[at + 1], list[at + 2]
-      local delay_ms, max_attempts, backoff = tonumber(list[at + 3]), list[at + 4], list[at + 5]
+      local delay_ms, max_attempts, backoff = zero_or_number(list[at + 3]), list[at + 4], list[at + 5]
       local group = groups and groups[i]
       -- Only what differs from a default is stored (row.lua), so a small
       -- row stays one listpack; the row written is the reply.
@@ -257,12 +258,11 @@ local function enqueue_jobs(list, first, n, groups, options, traces, extra)
         group_ready(group)
       else
         seq = seq + 1
-        pending[#pending + 1], pending[#pending + 2] = int(tonumber(priority) * BAND + seq), id
+        pending[#pending + 1], pending[#pending + 2] = int(zero_or_number(priority) * BAND + seq), id
       end
       redis.call('HSET', job_key(id), unpack(row))
       emit('enqueued', id, state)
-      table.insert(row, 1, id)
-      rows[i] = row
+      rows[i] = { id, row } -- the reply form, the row as written (internal/job's Parse)
     end
   end
   each_chunk(pending, 2, 'ZADD', PENDING)

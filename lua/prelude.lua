@@ -58,13 +58,6 @@ local FLOW_HERE
 -- pending (batches.lua's batches.release), for a claim that follows.
 local ENDED, RELEASED
 
--- FLATS holds, by id, the HGETALL reply each row table of this call was
--- made from (row.lua's read_row, here.lua's row_here), while the row is as it was
--- read: a script that answers a job passes it through untouched, with
--- what it changed after it (row.lua's passed_reply), rather than build a reply from
--- the table. bind clears it.
-local FLATS
-
 -- LAYOUT is the version of the stored layout these scripts read and write
 -- (docs/design.md#layout): rows, sets, events and meta. A queue's meta
 -- holds the version that wrote it as "layout" from its first enqueue on;
@@ -76,8 +69,8 @@ local LAYOUT = 1
 -- QUEUE_LAYOUT is the queue's layout version as bind read it (false when
 -- its meta holds none), for enqueue to stamp a queue that has none.
 -- QUEUE_STATE is what a claim reads of meta (lifecycle.lua's plan_claim),
--- read by bind in the same call: {paused, flow, grouped}, false for each
--- absent.
+-- read by bind with the layout for a script that claims: {layout, paused,
+-- flow, grouped}, false for each absent.
 local QUEUE_LAYOUT, QUEUE_STATE
 
 -- LIBRARY is true when the scripts run as a Functions library, whose Lua
@@ -86,15 +79,15 @@ local LIBRARY = false
 
 -- bind names this call's KEYS by the roles of its script's header and
 -- takes its ARGV. It returns the call's refusal when the queue's layout is
--- newer than LAYOUT (the script does not run), else nothing. Library functions run with the keys and arguments as
+-- newer than LAYOUT (the script does not run), else nothing. claims is
+-- true for a script that claims (QUEUE_STATE). Library functions run with the keys and arguments as
 -- parameters, EVAL with them as globals: both come through here. It makes
 -- no table: it runs on every call.
-local function bind(keys, argv, roles)
+local function bind(keys, argv, roles, claims)
   META, PENDING, ACTIVE, DELAYED, COMPLETED, DEAD, CANCELLED = nil, nil, nil, nil, nil, nil, nil
   SET, EVENTS, JOB, REAPER = nil, nil, nil, nil
   SCHEDULES, SCHEDULE_NAMES, SCHEDULE_DUE, STATS = nil, nil, nil, nil
   FLOW_HERE, NOW, STATS_N, ENDED, RELEASED = nil, nil, nil, nil, nil
-  FLATS = nil
   for i = 1, #roles do
     local role, key = roles[i], keys[i]
     if role == 'job' then JOB = key
@@ -117,8 +110,12 @@ local function bind(keys, argv, roles)
   BASE, WAKE, ARGV = argv[1], argv[2], argv
   QUEUE_LAYOUT, QUEUE_STATE = nil, nil
   if META then
-    QUEUE_STATE = redis.call('HMGET', META, 'layout', 'paused', 'flow', 'grouped')
-    QUEUE_LAYOUT = QUEUE_STATE[1]
+    if claims then
+      QUEUE_STATE = redis.call('HMGET', META, 'layout', 'paused', 'flow', 'grouped')
+      QUEUE_LAYOUT = QUEUE_STATE[1]
+    else
+      QUEUE_LAYOUT = redis.call('HGET', META, 'layout')
+    end
     if QUEUE_LAYOUT and (tonumber(QUEUE_LAYOUT) or LAYOUT + 1) > LAYOUT then
       return redis.error_reply('EMQLAYOUT ' .. QUEUE_LAYOUT .. ' the queue\'s layout is version ' .. QUEUE_LAYOUT ..
         ', newer than this service knows (' .. LAYOUT .. '): upgrade the service')

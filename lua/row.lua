@@ -42,6 +42,16 @@ local function int(n)
   return int_text
 end
 
+-- zero_or_number reads a number argument that is most often "0" (a delay,
+-- a priority, a count) without the parse, which costs more than the rest
+-- of what a script does with it.
+local function zero_or_number(text)
+  if text == '0' then
+    return 0
+  end
+  return tonumber(text)
+end
+
 -- now_ms is the Redis server's clock in milliseconds: the only clock that
 -- leases, delays and finish times are measured on.
 local function now_ms()
@@ -65,12 +75,9 @@ end
 
 -- read_row reads a declared job row (JOB, or one of rows) as a table,
 -- empty when there is no such job. Scripts read a row once, change the
--- table as they change the row, and answer it (passed_reply, reply_of).
+-- table as they change the row, and answer reply_of it.
 local function read_row(id)
-  local flat = redis.call('HGETALL', job_key(id))
-  FLATS = FLATS or {}
-  FLATS[id] = flat
-  return row_of(flat)
+  return row_of(redis.call('HGETALL', job_key(id)))
 end
 
 -- reply_of is the reply form of one job: its id, then its row's field and
@@ -84,21 +91,8 @@ local function reply_of(id, row)
   return reply
 end
 
--- passed_reply is the reply form of job id (internal/job's Parse) when
--- the script still holds the row as it read it (FLATS): that reply
--- untouched, then changed, the field and value pairs the script wrote
--- since ("" for a field it deleted). Else reply_of row, the table the
--- script kept. Passing the row through costs a fraction of rebuilding it
--- (docs/design.md#scripts, "What a call costs").
-local function passed_reply(id, row, changed)
-  local flat = FLATS and FLATS[id]
-  if flat then
-    return { id, flat, changed }
-  end
-  return reply_of(id, row)
-end
-
--- job_reply is reply_of a declared row read now.
+-- job_reply is the reply form of a declared row read now: the row as
+-- HGETALL answers it, passed through (internal/job's Parse).
 local function job_reply(id)
   return { id, redis.call('HGETALL', job_key(id)) }
 end
@@ -109,31 +103,20 @@ local function set_fields(id, row, fields)
   for i = 1, #fields, 2 do
     row[fields[i]] = fields[i + 1]
   end
-  if FLATS then
-    FLATS[id] = nil -- the row is no longer as read
-  end
   redis.call('HSET', job_key(id), unpack(fields))
 end
 
 -- del_fields deletes those of names that row has, from the row and the
--- table, in one HDEL (none when it has none), and adds each to changed
--- (when given) with "" for its value: passed_reply's form of a deleted
--- field.
-local function del_fields(id, row, names, changed)
+-- table, in one HDEL (none when it has none).
+local function del_fields(id, row, names)
   local present = {}
   for _, name in ipairs(names) do
     if row[name] then
       row[name] = nil
       present[#present + 1] = name
-      if changed then
-        changed[#changed + 1], changed[#changed + 2] = name, ''
-      end
     end
   end
   if #present > 0 then
-    if FLATS then
-      FLATS[id] = nil
-    end
     redis.call('HDEL', job_key(id), unpack(present))
   end
 end
