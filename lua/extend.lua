@@ -38,12 +38,13 @@ if f[4] then
   end
   deadline = math.min(deadline, ends)
 end
+-- The lease is the job's score in the active set, and only that
+-- (docs/design.md#fencing): a row claimed before kept a copy, which
+-- readers take the score over.
 redis.call('ZADD', ACTIVE, int(deadline), id)
 if ARGV[6] == '1' then
-  redis.call('HSET', JOB, 'lease_expires_at', int(deadline), 'progress', ARGV[7])
+  redis.call('HSET', JOB, 'progress', ARGV[7])
   emit('progress', id, 'active')
-else
-  redis.call('HSET', JOB, 'lease_expires_at', int(deadline))
 end
 if f[3] then
   return { deadline, 1, redis.call('HGET', JOB, 'cancel_reason') or '' }

@@ -247,10 +247,10 @@ local function lease_plain(id, flat, now, deadline, started, worker, token, firs
   -- The last attempt's cancel request and worker go (a new worker name
   -- is written over the old one).
   if at_worker and worker == '' then
-    redis.call('HDEL', job_key(id), 'cancel_requested', 'cancel_reason', 'worker')
+    redis.call('HDEL', job_key(id), 'cancel_requested', 'cancel_reason', 'worker', 'lease_expires_at')
     flat[at_worker] = ''
-  elseif cancel then
-    redis.call('HDEL', job_key(id), 'cancel_requested', 'cancel_reason')
+  elseif cancel or at_lease then -- at_lease: a lease a row kept before it was the score alone
+    redis.call('HDEL', job_key(id), 'cancel_requested', 'cancel_reason', 'lease_expires_at')
   end
   stat_add(STAT_WAIT, math.max(now - tonumber(ready or run_at or created or now), 0))
   if held or outcomes then -- claimed before: past what its row knows
@@ -262,10 +262,10 @@ local function lease_plain(id, flat, now, deadline, started, worker, token, firs
   local attempts = string.format('%d', (at_attempts and tonumber(flat[at_attempts]) or 0) + 1)
   if worker ~= '' then
     redis.call('HSET', job_key(id), 'state', 'active', 'token', text, 'started_at', started,
-      'lease_expires_at', deadline, 'attempts', attempts, 'worker', worker)
+      'attempts', attempts, 'worker', worker)
   else
     redis.call('HSET', job_key(id), 'state', 'active', 'token', text, 'started_at', started,
-      'lease_expires_at', deadline, 'attempts', attempts)
+      'attempts', attempts)
   end
   set_in(flat, at_state, 'state', 'active')
   set_in(flat, at_token, 'token', text)
@@ -319,8 +319,8 @@ local function lease(list, step, rows, now, lease_ms, worker, first, extra, flat
     elseif row then
       -- The last attempt's cancel request and worker go (a new worker name
       -- is written over the old one).
-      del_fields(id, row, worker == '' and { 'cancel_requested', 'cancel_reason', 'worker' }
-        or { 'cancel_requested', 'cancel_reason' })
+      del_fields(id, row, worker == '' and { 'cancel_requested', 'cancel_reason', 'worker', 'lease_expires_at' }
+        or { 'cancel_requested', 'cancel_reason', 'lease_expires_at' })
       stat_wait(row, now)
       local ends = deadline
       if row.timeout_ms or row.expires_at then
@@ -333,7 +333,7 @@ local function lease(list, step, rows, now, lease_ms, worker, first, extra, flat
         token = unheld(row, token)
       end
       local fields = { 'state', 'active', 'token', int(token), 'started_at', started,
-        'lease_expires_at', ends, 'attempts', string.format('%d', (tonumber(row.attempts) or 0) + 1) }
+        'attempts', string.format('%d', (tonumber(row.attempts) or 0) + 1) }
       if worker ~= '' then
         fields[#fields + 1], fields[#fields + 2] = 'worker', worker
       end
@@ -341,6 +341,7 @@ local function lease(list, step, rows, now, lease_ms, worker, first, extra, flat
         fields[#fields + 1], fields[#fields + 2] = extra, '1'
       end
       set_fields(id, row, fields)
+      row.lease_expires_at = ends -- answered, not stored: the lease is the job's active score
       leased[#leased + 1], leased[#leased + 2] = ends, id
       emit('claimed', id, 'active', 'worker', worker)
       jobs[#jobs + 1] = reply_of(id, row)

@@ -50,10 +50,15 @@ else
   end
 end
 
+-- An active job's lease is its score (docs/design.md#fencing).
+local leases = set == BASE .. 'active'
 local jobs = {}
 for i = 1, #page, 2 do
   local row = row_here(page[i])
   if row then
+    if leases then
+      row.lease_expires_at = page[i + 1]
+    end
     jobs[#jobs + 1] = reply_of(page[i], row)
   end
 end

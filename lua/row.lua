@@ -92,9 +92,23 @@ local function reply_of(id, row)
 end
 
 -- job_reply is the reply form of a declared row read now: the row as
--- HGETALL answers it, passed through (internal/job's Parse).
+-- HGETALL answers it, passed through (internal/job's Parse), and for an
+-- active job its lease, the job's score in the active set (which the
+-- script need not declare: it reads it only when it is here).
 local function job_reply(id)
-  return { id, redis.call('HGETALL', job_key(id)) }
+  local flat = redis.call('HGETALL', job_key(id))
+  for i = 1, #flat, 2 do
+    if flat[i] == 'state' then
+      if flat[i + 1] == 'active' then
+        local lease = redis.pcall('ZSCORE', ACTIVE or BASE .. 'active', id)
+        if type(lease) == 'string' then
+          return { id, flat, { 'lease_expires_at', lease } }
+        end
+      end
+      break
+    end
+  end
+  return { id, flat }
 end
 
 -- set_fields writes fields (field, value, ...) to job id's row in one HSET

@@ -3,25 +3,44 @@ package admin
 import (
 	"context"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/echo-mq/echo_mq/internal/job"
 	"github.com/echo-mq/echo_mq/internal/keyspace"
 	"github.com/echo-mq/echo_mq/lua"
 )
 
-// Get returns job id of queue, or job.ErrGone.
+// Get returns job id of queue, or job.ErrGone. An active job's lease is
+// its score in the active set, read with the row (docs/design.md#fencing).
 func (s *Service) Get(ctx context.Context, queue, id string) (job.Job, error) {
-	row, err := s.rdb.HGetAll(ctx, keyspace.NewQueue(s.prefix, queue).Job(id)).Result()
-	if err != nil {
+	q := keyspace.NewQueue(s.prefix, queue)
+	var hash *redis.MapStringStringCmd
+	var lease *redis.FloatCmd
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		hash = p.HGetAll(ctx, q.Job(id))
+		lease = p.ZScore(ctx, q.Set(job.StateActive), id)
+		return nil
+	})
+	row, herr := hash.Result()
+	if herr != nil {
+		return job.Job{}, herr
+	}
+	if err != nil && !errors.Is(err, redis.Nil) {
 		return job.Job{}, err
 	}
 	if len(row) == 0 {
 		return job.Job{}, fmt.Errorf("%w: %s", job.ErrGone, id)
 	}
-	return job.FromHash(queue, id, row)
+	j, err := job.FromHash(queue, id, row)
+	if ms, lerr := lease.Result(); lerr == nil && j.State == job.StateActive {
+		j.LeaseExpiresAt = job.Millis(int64(ms))
+	}
+	return j, err
 }
 
 // Remove deletes job id of queue. An active job is removed only with force;

@@ -691,8 +691,11 @@ func (m *smMachine) checkClaimed(w int, what string, before smSnapshot, count in
 		if j.State != job.StateActive || row["state"] != job.StateActive || smNum(row, "token") != j.Token {
 			m.fatalf("%s gave %s as %s token %d; its row says %s token %s", what, j.ID, j.State, j.Token, row["state"], row["token"])
 		}
-		if row["timeout_ms"] != "" && smNum(row, "lease_expires_at") > smNum(row, "started_at")+smNum(row, "timeout_ms") {
-			m.fatalf("%s leased %s to %s, past its start %s + timeout %s", what, j.ID, row["lease_expires_at"], row["started_at"], row["timeout_ms"])
+		if leased := int64(after.sets[job.StateActive][j.ID]); j.LeaseExpiresAt.UnixMilli() != leased {
+			m.fatalf("%s answered %s leased to %v; its active score is %d", what, j.ID, j.LeaseExpiresAt, leased)
+		}
+		if row["timeout_ms"] != "" && j.LeaseExpiresAt.UnixMilli() > smNum(row, "started_at")+smNum(row, "timeout_ms") {
+			m.fatalf("%s leased %s to %v, past its start %s + timeout %s", what, j.ID, j.LeaseExpiresAt, row["started_at"], row["timeout_ms"])
 		}
 		if smNum(row, "attempts") != smNum(prev, "attempts")+1 || row["cancel_requested"] != "" {
 			m.fatalf("%s: %s has attempts %s (was %s), cancel_requested %q: want one more attempt and no cancel", what, j.ID, row["attempts"], prev["attempts"], row["cancel_requested"])
@@ -729,7 +732,7 @@ func (m *smMachine) extend(w int, id string, v int) {
 	}
 	after, _ := m.after().row(id)
 	deadline := ext.LeaseExpiresAt.UnixMilli()
-	if after["state"] != job.StateActive || smNum(after, "lease_expires_at") != deadline ||
+	if after["state"] != job.StateActive || after["lease_expires_at"] != "" ||
 		m.last.sets[job.StateActive][id] != float64(deadline) {
 		m.fatalf("%s: row %v, active score %v; want active with lease %d", what, after, m.last.sets[job.StateActive][id], deadline)
 	}
@@ -1470,9 +1473,9 @@ func (m *smMachine) checkInvariants(s smSnapshot) {
 		if len(in) != 1 || in[0] != st {
 			m.fatalf("%s is %q but in the sets %v, want exactly its state's", id, st, in)
 		}
-		_, lease := row["lease_expires_at"]
-		if (st == job.StateActive) != lease {
-			m.fatalf("%s is %s with lease_expires_at %q: active iff it has a lease", id, st, row["lease_expires_at"])
+		// The lease is the job's active score alone (docs/design.md#fencing).
+		if lease, has := row["lease_expires_at"]; has {
+			m.fatalf("%s is %s with lease_expires_at %q in its row: the lease is its active score", id, st, lease)
 		}
 		if _, runAt := row["run_at"]; (st == job.StateDelayed) != runAt && st != job.StateWaiting {
 			m.fatalf("%s is %s with run_at %q: run_at iff delayed (or waiting, until it is released)", id, st, row["run_at"])
