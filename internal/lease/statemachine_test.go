@@ -1547,6 +1547,15 @@ func smProgram(ops ...[4]int) []byte {
 
 // smSeeds are hand-written programs, one per story docs/design.md tells.
 var smSeeds = [][]byte{
+	// The two paths of the hot path (docs/design.md#the-hot-path): j0 is
+	// claimed plain, then j1 comes to depend on it while it runs, so its
+	// complete takes the full path and claims j1 next; meanwhile the queue
+	// gets flow control settings, so the claims after take the full path
+	// too, and j2, enqueued plain, is completed on it.
+	smProgram(
+		[4]int{smOpEnqueue, 0, 0, 0}, [4]int{smOpEnqueue, 0, 2, 0}, [4]int{smOpClaim, 0, 0, 0},
+		[4]int{smOpEnqueue, 0, 1, 40}, [4]int{smOpMisc, 0, 0, 2}, [4]int{smOpComplete, 0, 0, 8},
+		[4]int{smOpClaim, 1, 0, 0}, [4]int{smOpComplete, 1, 2, 0}, [4]int{smOpCompleteBatch, 0, 0, 1}),
 	// Dependencies: j1 waits for j0, j2 for j1 and runs anyway; j0 dies,
 	// which cancels j1, which releases j2; j3 then waits for j2, which
 	// completes and releases it.
