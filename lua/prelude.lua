@@ -6,12 +6,14 @@
 -- function of its own, whose reply goes through history.lua's stats_flush.
 --
 -- A script's header names its KEYS by role, one per line:
---   meta       HASH  seq (pending order), paused, enqueued, completed and
---                    failed totals; a queue that claimed before tokens were
---                    random also keeps token, the counter they came from:
---                    no script reads or writes it (docs/design.md#fencing)
+--   meta       HASH  layout (LAYOUT below), seq (pending order), paused,
+--                    failed total; a queue written by earlier releases
+--                    may also keep token (tokens' old counter), enqueued
+--                    and completed: no script reads or writes them
+--                    (docs/design.md#layout)
 --   pending    ZSET  score = priority * BAND +/- seq (claim order)
---   active     ZSET  score = lease deadline, ms, server clock
+--   active     ZSET  score = lease deadline, ms, server clock: the lease
+--                    itself, which no row keeps (docs/design.md#fencing)
 --   delayed    ZSET  score = run-at, ms
 --   completed, dead, cancelled
 --              ZSET  score = finished-at, ms
