@@ -175,7 +175,9 @@ local function plan_claim(delayed, now, count)
     return plan
   end
   plan.flats = {}
-  for _, id in ipairs(redis.call('ZRANGE', PENDING, '0', count - 1)) do
+  local ids = redis.call('ZRANGE', PENDING, '0', count - 1)
+  plan.pending = #ids > 0
+  for _, id in ipairs(ids) do
     local flat = flat_here(id)
     if flat and plain_lease(flat) then
       plan.flats[id] = flat
@@ -393,6 +395,9 @@ local function claim(plan, now, count, lease_ms, worker, first)
     for id, row in pairs(RELEASED) do
       plan.rows[id] = row
     end
+  end
+  if not plan.pending and #plan.due == 0 and not RELEASED then
+    return {} -- plan_claim read nothing pending, and nothing came since: no pop
   end
   local popped = redis.call('ZPOPMIN', PENDING, count)
   if #popped == 0 then
