@@ -31,11 +31,14 @@
 -- "group_paused"); -1 and "" when none did.
 -- Errors: TRYAGAIN (here.lua).
 
-local now = now_ms()
 local count, delayed = tonumber(ARGV[3]), BASE .. 'delayed'
 if ARGV[7] then
   count = math.max(0, math.min(count, tonumber(ARGV[7]) - redis.call('ZCARD', ACTIVE)))
 end
-local plan = plan_claim(delayed, now, count)
+local plan = plan_claim(delayed, count)
+if not (plan.flow or plan.pending or #plan.due > 0) then
+  return { plan.due_in, {} } -- nothing to take: answered without reading the time
+end
+local now = NOW or now_ms()
 local jobs = claim(plan, now, count, tonumber(ARGV[4]), ARGV[5], ARGV[6])
 return flow_reply({ plan.due_in or due_in(delayed, now), jobs }, plan)

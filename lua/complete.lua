@@ -40,7 +40,7 @@ end
 flow_check(row)
 local count = code == 'repeat' and 0 or zero_or_number(ARGV[7])
 local delayed = BASE .. 'delayed'
-local plan = count > 0 and plan_claim(delayed, now, count)
+local plan = count > 0 and plan_claim(delayed, count)
 
 local done = {}
 local job = complete_one(done, id, row, token, ARGV[5], ARGV[6], now)

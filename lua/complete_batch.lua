@@ -46,7 +46,7 @@ for i = 0, n - 1 do
   flow_check(rows[id])
 end
 local delayed = BASE .. 'delayed'
-local plan = count > 0 and not repeated and plan_claim(delayed, now, count)
+local plan = count > 0 and not repeated and plan_claim(delayed, count)
 
 local results, done = {}, {}
 for i = 0, n - 1 do

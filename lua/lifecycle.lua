@@ -69,14 +69,15 @@ end
 -- plan_due_first is plan_due for a claim, which also answers due_in: it
 -- reads the earliest delayed job first, and the due ones only when it is
 -- due, so that a queue with nothing due pays one read of the set, not
--- two. Returns the plan and due_in's answer when no job is due (nil
+-- two, and one with nothing delayed does not read the time for it.
+-- Returns the plan and due_in's answer when no job is due (nil
 -- otherwise: the promotion changes it).
-local function plan_due_first(delayed, now)
+local function plan_due_first(delayed)
   local first = call_here('ZRANGE', delayed, '0', '0', 'WITHSCORES')
   if not first or #first == 0 then
     return {}, -1
   end
-  local at = tonumber(first[2])
+  local at, now = tonumber(first[2]), NOW or now_ms()
   if at > now then
     return {}, at - now
   end
@@ -161,9 +162,9 @@ end
 -- first and putting the jobs back when a row is away cannot work: a pop
 -- that empties the set deletes it, and a node handing its slot over
 -- cannot make it again.)
-local function plan_claim(delayed, now, count)
+local function plan_claim(delayed, count)
   local plan = { delayed = delayed, rows = {} }
-  plan.due, plan.due_in = plan_due_first(delayed, now)
+  plan.due, plan.due_in = plan_due_first(delayed)
   local meta = QUEUE_STATE -- bind read it, before any write of this call
   plan.paused = meta[2]
   if meta[3] or meta[4] then
@@ -191,7 +192,7 @@ local function plan_claim(delayed, now, count)
     plan.rows[due[1]] = due[2] or false
   end
   for _, row in pairs(plan.rows) do
-    if row and row.expires_at and expired(row, now) then
+    if row and row.expires_at and expired(row, NOW or now_ms()) then
       flow_here() -- expire_claimed writes the undeclared cancelled set
       break
     end
