@@ -381,12 +381,10 @@ local function flow_claim(plan, now, count, lease_ms, worker, first)
   return jobs
 end
 
--- claim promotes the due jobs of plan, then leases up to count pending
--- jobs for lease_ms (lease), their tokens from first (text) on. A paused
--- queue claims nothing. Returns the claimed job replies.
-local function claim(plan, now, count, lease_ms, worker, first)
-  promote(plan.delayed, plan.due)
-  if plan.paused or count == 0 then
+-- claim_pending is claim's lease of up to count pending jobs, once the due
+-- ones are promoted: under flow control those the limits let start.
+local function claim_pending(plan, now, count, lease_ms, worker, first)
+  if count == 0 then
     return {}
   end
   if plan.flow then
@@ -406,6 +404,24 @@ local function claim(plan, now, count, lease_ms, worker, first)
   end
   return lease(popped, 2, plan.rows, now, lease_ms, worker, first, nil, plan.flats)
 end
+
+-- claim promotes the due jobs of plan, then leases up to count pending
+-- jobs for lease_ms (lease), their tokens from first (text) on. A paused
+-- queue claims nothing. The due jobs it moved and did not take wake other
+-- claimers (a long poll trusts a queue it found empty until a wake,
+-- docs/design.md#long-polls). Returns the claimed job replies.
+local function claim(plan, now, count, lease_ms, worker, first)
+  local promoted = promote(plan.delayed, plan.due)
+  if plan.paused then
+    return {} -- its resume wakes the claimers
+  end
+  local jobs = claim_pending(plan, now, count, lease_ms, worker, first)
+  if promoted > #jobs then
+    wake(promoted - #jobs) -- the due jobs this claim moved and did not take are for others
+  end
+  return jobs
+end
+
 
 -- flow_reply is what claim.lua adds to its reply under flow control: how
 -- many ms until a claim could go on (-1: no limit cut it short) and the

@@ -94,52 +94,76 @@ func (s *server) handleClaim(w http.ResponseWriter, r *http.Request) {
 	writeClaimed(w, claimed)
 }
 
-// minRecheck is the shortest a long poll sleeps before it looks again;
-// errorRecheck is how long it waits to look again when Redis, back from an
-// outage, still refuses (go-redis retries a refused pool about once a
-// second).
-const (
-	minRecheck   = 5 * time.Millisecond
-	errorRecheck = 250 * time.Millisecond
-)
+// errorRecheck is how long a long poll waits to look again when Redis,
+// back from an outage, still refuses (go-redis retries a refused pool about
+// once a second).
+const errorRecheck = 250 * time.Millisecond
 
-// claimWaiting claims, and when nothing is there waits up to wait for a
-// wake from the queue's wake channel (a job came, or a slot freed), for the
-// earliest delayed job to come due, or for the time a flow control limit
-// named, and claims again. Waiting holds no Redis connection. It answers
-// empty when wait passes, the client goes away or the service stops.
+// claimWaiting claims, and when nothing is there waits up to wait for the
+// wake hub to send it to claim again: a wake from the queue's wake channel
+// (a job came, or a slot freed), or the end of what the hub knew (a delayed
+// job comes due, a flow control limit lets a claim on, or the hub's trust
+// in its knowledge runs out, see wake.TrustFor). A poll that comes to a
+// queue the hub knows to be empty waits without a claim, and one whose
+// wait passes answers without one. Waiting holds no Redis connection. It
+// answers empty when wait passes, the client goes away or the service
+// stops.
 func (s *server) claimWaiting(r *http.Request, queue string, p lease.ClaimParams, wait time.Duration) (lease.Claimed, error) {
 	deadline := time.Now().Add(wait)
-	for first := true; ; first = false {
-		waiter := s.waiters.Register(queue)
-		claimed, err := s.leases.Claim(r.Context(), queue, p)
-		if err != nil && !first && rediserr.Unavailable(err) && time.Now().Add(errorRecheck).Before(deadline) {
-			// The poll was waiting when Redis went away: it waits on
-			// until Redis is back, rather than fail.
-			waiter.Done()
-			if !s.sleep(r, nil, time.Now().Add(errorRecheck)) {
-				return lease.Claimed{}, nil
+	waiter := s.waiters.Poll(queue)
+	defer waiter.Done()
+	// A claim that will not wait looks at the queue whatever the hub
+	// knows: the wake of a job enqueued a moment ago may still be on
+	// its way.
+	look, recheck := wait <= 0, time.Time{}
+	if !look {
+		look, recheck = waiter.Look()
+	}
+	for slept := false; ; look, recheck = waiter.Look() {
+		if look {
+			claimed, err := s.leases.Claim(r.Context(), queue, p)
+			if err != nil && slept && rediserr.Unavailable(err) && time.Now().Add(errorRecheck).Before(deadline) {
+				// The poll was waiting when Redis went away: it waits on
+				// until Redis is back, rather than fail.
+				if !s.sleep(r, nil, time.Now().Add(errorRecheck)) {
+					return lease.Claimed{}, nil
+				}
+				continue
 			}
-			continue
-		}
-		if err != nil || len(claimed.Jobs) > 0 || !time.Now().Before(deadline) {
-			waiter.Done()
-			return claimed, err
-		}
-		wakeAt := deadline
-		for _, in := range []time.Duration{claimed.DueIn, claimed.RetryAfter} {
-			// At least a few ms: a due job that a claim could not move yet
-			// (a very long delayed backlog) must not make the loop spin.
-			if at := time.Now().Add(max(in, minRecheck)); in >= 0 && at.Before(wakeAt) {
-				wakeAt = at
+			if err != nil {
+				return claimed, err
 			}
+			waiter.Found(len(claimed.Jobs) >= max(p.Count, 1), holds(claimed))
+			if len(claimed.Jobs) > 0 || !time.Now().Before(deadline) {
+				return claimed, nil
+			}
+			continue // asleep at the next Look, or claims again for a wake that came meanwhile
 		}
-		awake := s.sleep(r, waiter.C, wakeAt)
-		waiter.Done()
-		if !awake {
+		if !time.Now().Before(deadline) {
 			return lease.Claimed{}, nil
 		}
+		wakeAt := deadline
+		if !recheck.IsZero() && recheck.Before(deadline) {
+			wakeAt = recheck
+		}
+		if !s.sleep(r, waiter.C, wakeAt) {
+			return lease.Claimed{}, nil
+		}
+		slept = true
 	}
+}
+
+// holds is how long a claim's finding nothing (more) stays true at most as
+// time goes: until the earliest delayed job comes due, or a flow control
+// limit lets a claim on; -1 when neither is known.
+func holds(c lease.Claimed) time.Duration {
+	d := time.Duration(-1)
+	for _, in := range []time.Duration{c.DueIn, c.RetryAfter} {
+		if in >= 0 && (d < 0 || in < d) {
+			d = in
+		}
+	}
+	return d
 }
 
 // sleep waits until woken (nil: never) or wakeAt comes, and reports false

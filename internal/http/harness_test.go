@@ -150,6 +150,7 @@ type harness struct {
 	rdb      redis.UniversalClient // the first replica's client
 	clients  []redis.UniversalClient
 	replicas []http.Handler
+	hubs     []*wake.Hub // each replica's
 	prefix   string
 	handler  http.Handler
 	stopping chan struct{}
@@ -188,6 +189,15 @@ func (h *harness) only(i int) *harness {
 	return &one
 }
 
+// sleeping is how many long polls of q sleep on every replica.
+func (h *harness) sleeping(q string) int {
+	n := 0
+	for _, hub := range h.hubs {
+		n += hub.Sleeping(q)
+	}
+	return n
+}
+
 // poolStats adds up the connection pools of every replica's client.
 func (h *harness) poolStats() redis.PoolStats {
 	var sum redis.PoolStats
@@ -205,6 +215,7 @@ func (h *harness) poolStats() redis.PoolStats {
 func (h *harness) replica(tb testing.TB, rdb redis.UniversalClient, opts []option) http.Handler {
 	logger := slog.New(slog.DiscardHandler)
 	hub := wake.NewHub(rdb, h.prefix, logger)
+	h.hubs = append(h.hubs, hub)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); hub.Run(ctx) }()

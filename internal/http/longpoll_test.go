@@ -219,8 +219,9 @@ func TestLongPollManyWaiters(t *testing.T) {
 				answers <- answer{reply: r, took: time.Since(start)}
 			}()
 		}
-		// Wait until every waiter has made its first claim and the
-		// connections have gone back, with nobody answered.
+		// Wait until every waiter sleeps (after a claim of its own, or at
+		// once when its replica knew the queue empty) and the connections
+		// have gone back, with nobody answered.
 		deadline := time.Now().Add(20 * time.Second)
 		for {
 			s := h.poolStats()
@@ -228,12 +229,12 @@ func TestLongPollManyWaiters(t *testing.T) {
 			if len(answers) > 0 {
 				t.Fatalf("a claim answered %s with no job there", (<-answers).reply)
 			}
-			if gets >= waiters && s.TotalConns <= maxConns {
+			if asleep := h.sleeping(q); asleep == waiters && gets > 0 && s.TotalConns <= maxConns {
 				break
 			}
 			if time.Now().After(deadline) {
-				t.Fatalf("%d waiters: %d claims made, %d connections open; want %d claims on <= %d connections",
-					waiters, gets, s.TotalConns, waiters, maxConns)
+				t.Fatalf("%d waiters: %d asleep, %d claims made, %d connections open; want all asleep on <= %d connections",
+					waiters, h.sleeping(q), gets, s.TotalConns, maxConns)
 			}
 			time.Sleep(20 * time.Millisecond)
 		}

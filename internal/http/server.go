@@ -119,7 +119,7 @@ type sweeper interface {
 
 // waiters lets long-polling claimers sleep until jobs come (*wake.Hub).
 type waiters interface {
-	Register(queue string) *wake.Waiter
+	Poll(queue string) *wake.Waiter
 }
 
 // observer records what the service does, for /metrics

@@ -1,117 +1,114 @@
 // Package wake lets long-polling claimers sleep without holding a Redis
-// connection each.
+// connection each, and without asking Redis when nothing can have changed.
 //
-// The scripts that make jobs pending publish how many on the queue's wake
-// channel. A Hub keeps one pattern subscription per process for every queue,
-// and wakes that many of the queue's waiters, first come first served; a
-// woken waiter claims, and registers again if another got there first.
-// Because the wake goes through Redis, an enqueue on any service replica
-// wakes claimers waiting on every replica.
+// The scripts that make jobs claimable publish how many on the queue's wake
+// channel. A Hub keeps one pattern subscription per process for every
+// queue, and sends that many of the queue's sleeping waiters to claim,
+// oldest first; a wake that finds no sleeper is kept for the next waiter
+// that comes. Because the wake goes through Redis, an enqueue on any
+// service replica wakes claimers waiting on every replica (each replica
+// sends at most n of its own for a wake of n).
+//
+// A Hub also remembers, per queue, that a claim found nothing: until a wake
+// comes, a new long poll of that queue sleeps at once, without a claim.
+// Pub/sub is at most once (a message published while the subscription is
+// down is lost), so that knowledge is trusted for TrustFor at most, and
+// never past the time the claim said a delayed job comes due or a flow
+// control limit lets a claim on. When it runs out, one sleeper claims
+// (refresh): a lost wake delays a job by TrustFor at most.
 package wake
 
 import (
-	"container/list"
 	"context"
 	"log/slog"
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/echo-mq/echo_mq/internal/keyspace"
 )
 
-// Hub wakes the waiters of a queue when its jobs become pending.
+// TrustFor is how long a Hub trusts that a queue a claim found empty stays
+// so while no wake comes: the longest a lost wake message delays a job, and
+// how often a queue with polls waiting is claimed while nothing happens (as
+// BullMQ's workers look again after their drain delay, 5 s by default).
+const TrustFor = 5 * time.Second
+
+// minHold is the shortest a claim's answer is trusted for: a due job that
+// a claim could not move yet (a very long delayed backlog) must not make
+// the waiters claim in a loop.
+const minHold = 5 * time.Millisecond
+
+// Hub wakes the waiters of a queue when its jobs become claimable.
 type Hub struct {
-	rdb     redis.UniversalClient
-	prefix  string
-	log     *slog.Logger
-	mu      sync.Mutex
-	waiters map[string]*list.List // queue -> FIFO of *Waiter
+	rdb    redis.UniversalClient
+	prefix string
+	log    *slog.Logger
+	mu     sync.Mutex
+	queues map[string]*queue // the queues with waiters or knowledge
+	live   bool              // subscribed: wakes arrive
+	gen    uint64            // counts the subscriptions: wakes before one may be lost
 }
 
-// NewHub returns a Hub for the queues under prefix. Call Run to start it.
+// NewHub returns a Hub for the queues under prefix. Call Run to start it;
+// until it has subscribed, waiters sleep until their own deadlines or the
+// times their claims named, as no wake can be heard.
 func NewHub(rdb redis.UniversalClient, prefix string, log *slog.Logger) *Hub {
-	return &Hub{rdb: rdb, prefix: prefix, log: log, waiters: make(map[string]*list.List)}
+	return &Hub{rdb: rdb, prefix: prefix, log: log, queues: make(map[string]*queue)}
 }
 
-// Waiter is one claimer waiting for jobs of one queue.
-type Waiter struct {
-	// C receives a value when the waiter is woken.
-	C     <-chan struct{}
-	c     chan struct{}
-	hub   *Hub
-	queue string
-	elem  *list.Element
-}
-
-// Register makes a waiter for queue. Register before looking at the queue,
-// so that a job made pending in between still wakes it; call Done after.
-func (h *Hub) Register(queue string) *Waiter {
-	c := make(chan struct{}, 1)
-	w := &Waiter{C: c, c: c, hub: h, queue: queue}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	l := h.waiters[queue]
-	if l == nil {
-		l = list.New()
-		h.waiters[queue] = l
-	}
-	w.elem = l.PushBack(w)
-	return w
-}
-
-// Done unregisters the waiter. A wake it received but did not take from C
-// (its client went away, or it found jobs anyway) is passed on to the next
-// waiter of the queue, so that no wake is lost.
-func (w *Waiter) Done() {
-	h := w.hub
-	h.mu.Lock()
-	if w.elem != nil {
-		l := h.waiters[w.queue]
-		l.Remove(w.elem)
-		w.elem = nil
-		if l.Len() == 0 {
-			delete(h.waiters, w.queue)
-		}
-	}
-	h.mu.Unlock()
-	select {
-	case <-w.c:
-		h.Wake(w.queue, 1)
-	default:
-	}
-}
-
-// Wake wakes up to n waiters of queue, oldest first; n < 0 wakes them all.
+// Wake sends up to n sleeping waiters of queue to claim, oldest first: n
+// jobs became claimable (n < 0: wake them all, and forget what the Hub
+// knew of the queue). What n leaves over is kept for the waiters to come.
 func (h *Hub) Wake(queue string, n int) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	l := h.waiters[queue]
-	for l != nil && l.Len() > 0 && n != 0 {
-		w := l.Remove(l.Front()).(*Waiter)
-		w.elem = nil
-		w.c <- struct{}{}
-		n--
+	q := h.queues[queue]
+	if q == nil {
+		return // nobody waits, and nothing is known
 	}
-	if l != nil && l.Len() == 0 {
-		delete(h.waiters, queue)
+	if n < 0 {
+		q.known = false
+		h.send(q, -1)
+		return
+	}
+	q.seq += uint64(n)
+	q.unsent += n - h.send(q, n)
+}
+
+// Sleeping is how many waiters of queue sleep now.
+func (h *Hub) Sleeping(queue string) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if q := h.queues[queue]; q != nil {
+		return q.sleepers.Len()
+	}
+	return 0
+}
+
+// subscribed is told that the subscription is (again) in place: wakes
+// published while it was not are lost, so every sleeper claims, and
+// nothing the Hub knew is trusted, nor any claim's answer sent before.
+func (h *Hub) subscribed() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.live = true
+	h.gen++
+	for _, q := range h.queues {
+		q.known = false
+		h.send(q, -1)
 	}
 }
 
-// wakeAll wakes every waiter of every queue: after a (re)subscription,
-// when wake messages may have been missed.
-func (h *Hub) wakeAll() {
+// unsubscribed is told that no wake will come any more.
+func (h *Hub) unsubscribed() {
 	h.mu.Lock()
-	queues := make([]string, 0, len(h.waiters))
-	for q := range h.waiters {
-		queues = append(queues, q)
-	}
-	h.mu.Unlock()
-	for _, q := range queues {
-		h.Wake(q, -1)
-	}
+	defer h.mu.Unlock()
+	h.live = false
+	h.gen++
 }
 
 // Run subscribes to every queue's wake channel and wakes waiters until ctx
@@ -120,6 +117,7 @@ func (h *Hub) Run(ctx context.Context) {
 	chanPrefix := keyspace.WakeChannelPrefix(h.prefix)
 	ps := h.rdb.PSubscribe(ctx, chanPrefix+"*")
 	defer ps.Close()
+	defer h.unsubscribed()
 	messages := ps.ChannelWithSubscriptions()
 	for {
 		select {
@@ -128,7 +126,9 @@ func (h *Hub) Run(ctx context.Context) {
 		case msg := <-messages:
 			switch m := msg.(type) {
 			case *redis.Subscription:
-				h.wakeAll()
+				if m.Kind == "psubscribe" {
+					h.subscribed()
+				}
 			case *redis.Message:
 				n, err := strconv.Atoi(m.Payload)
 				if err != nil {
