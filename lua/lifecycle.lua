@@ -453,7 +453,7 @@ local function fenced_report(id, token, verb)
   local row = read_row(id)
   local code = fence_row(row, token, verb)
   if code == 'repeat' then
-    return nil, reply_of(id, row)
+    return nil, leased_reply(id, row)
   elseif code then
     return nil, error_reply(code, id)
   end
@@ -510,7 +510,8 @@ local function complete_plain(done, id, view, token, has_result, result, now)
   local flat = view.flat
   local code = fence_row(view, token, 'complete')
   if code == 'repeat' then
-    return { id, flat }, true
+    local lease = active_lease(id, view.state) -- claimed again since
+    return lease and { id, flat, { 'lease_expires_at', lease } } or { id, flat }, true
   elseif code then
     return nil, code
   end
@@ -551,7 +552,7 @@ local function complete_one(done, id, row, token, has_result, result, now)
   end
   local code = fence_row(row, token, 'complete')
   if code == 'repeat' then
-    return reply_of(id, row), true
+    return leased_reply(id, row), true
   elseif code then
     return nil, code
   end

@@ -16,7 +16,7 @@ local function enqueue_replies(list, first, n, rows, p)
     elseif type(same) == 'number' then
       replies[#replies + 1] = { 0, rows[same] }
     elseif same then
-      replies[#replies + 1] = { 0, reply_of(same[1], same[2]) }
+      replies[#replies + 1] = { 0, leased_reply(same[1], same[2]) }
     else
       replies[#replies + 1] = { 0, job_reply(list[first + i * 6]) }
     end

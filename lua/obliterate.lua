@@ -35,6 +35,7 @@ end
 local removed = delete_jobs(plan_delete({ PENDING, DELAYED, BASE .. 'waiting', COMPLETED, DEAD, CANCELLED, ACTIVE }, limit), true)
 if removed < limit and batches.deleted(limit) then
   redis.call('DEL', META, PENDING, ACTIVE, DELAYED, COMPLETED, DEAD, CANCELLED, EVENTS, REAPER)
+  COMPLETIONS[COMPLETED] = nil -- the library's count of its completions (lifecycle.lua)
   for _, name in ipairs(FLOW_KEYS) do
     redis.call('DEL', fkey(name))
   end

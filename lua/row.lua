@@ -93,19 +93,37 @@ local function reply_of(id, row)
   return reply
 end
 
+-- active_lease is the lease of job id when it is active: its score in the
+-- active set, which the script need not declare (it reads it only when it
+-- is here), as text; nil otherwise. The lease is that score alone
+-- (docs/design.md#fencing), so a reply about an active job adds it.
+local function active_lease(id, state)
+  if state ~= 'active' then
+    return nil
+  end
+  local lease = redis.pcall('ZSCORE', ACTIVE or BASE .. 'active', id)
+  if type(lease) == 'string' then
+    return lease
+  end
+  return nil
+end
+
+-- leased_reply is reply_of row, with its lease when it is active.
+local function leased_reply(id, row)
+  row.lease_expires_at = active_lease(id, row.state) or row.lease_expires_at
+  return reply_of(id, row)
+end
+
 -- job_reply is the reply form of a declared row read now: the row as
--- HGETALL answers it, passed through (internal/job's Parse), and for an
--- active job its lease, the job's score in the active set (which the
--- script need not declare: it reads it only when it is here).
+-- HGETALL answers it, passed through (internal/job's Parse), with its
+-- lease when it is active.
 local function job_reply(id)
   local flat = redis.call('HGETALL', job_key(id))
   for i = 1, #flat, 2 do
     if flat[i] == 'state' then
-      if flat[i + 1] == 'active' then
-        local lease = redis.pcall('ZSCORE', ACTIVE or BASE .. 'active', id)
-        if type(lease) == 'string' then
-          return { id, flat, { 'lease_expires_at', lease } }
-        end
+      local lease = active_lease(id, flat[i + 1])
+      if lease then
+        return { id, flat, { 'lease_expires_at', lease } }
       end
       break
     end

@@ -5,6 +5,7 @@
 -- KEYS[2] schedules
 -- KEYS[3] schedule_names
 -- KEYS[4] schedule_due
+-- KEYS[5] meta
 -- ARGV[3] name
 -- ARGV[4] actor, ARGV[5] role: who asked, for the "schedule_deleted" event
 --

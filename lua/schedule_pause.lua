@@ -3,6 +3,7 @@
 -- KEYS[1] events
 -- KEYS[2] schedules
 -- KEYS[3] schedule_due
+-- KEYS[4] meta
 -- ARGV[3] name
 -- ARGV[4] "1" pause, "0" resume
 -- ARGV[5] on resume: the next tick (ms), or "" for none (past its end)

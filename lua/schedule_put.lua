@@ -4,6 +4,7 @@
 -- KEYS[2] schedules
 -- KEYS[3] schedule_names
 -- KEYS[4] schedule_due
+-- KEYS[5] meta
 -- ARGV[3] name
 -- ARGV[4] the definition, as JSON
 -- ARGV[5] its next tick (ms since the epoch), or "" for none (paused, or

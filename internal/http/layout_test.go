@@ -35,6 +35,7 @@ func TestANewerLayoutIsLeftAlone(t *testing.T) {
 			{"POST", "/queues/" + q + "/jobs/a/fail", `{"token":` + token + `,"error":"x"}`},
 			{"POST", "/queues/" + q + "/jobs/a/cancel", `{}`},
 			{"DELETE", "/queues/" + q + "/jobs/a?force=true", ``},
+			{"PUT", "/queues/" + q + "/schedules/nightly", `{"cron":"* * * * *","job":{"payload":1}}`},
 		} {
 			r := h.do(t, call.method, call.path, call.body)
 			if r.Status != 503 || !strings.Contains(string(r.Body), "EMQUNAVAILABLE") || !strings.Contains(string(r.Body), "version 2") {

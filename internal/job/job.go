@@ -204,9 +204,10 @@ func (j *Job) set(field, value string) error {
 		ms, err = atoi(value)
 		j.Timeout = time.Duration(ms) * time.Millisecond
 	case "token":
-		var token int
-		token, err = atoi(value)
-		j.Token = int64(token)
+		j.Token = 0
+		if value != "" {
+			j.Token, err = strconv.ParseInt(value, 10, 64)
+		}
 	case "created_at":
 		j.CreatedAt, err = millis(value)
 	case "run_at":
