@@ -157,7 +157,9 @@ end
 -- plan_claim reads what a claim of count jobs needs: the due delayed jobs
 -- (plan_due on the set at delayed, which the script may not have
 -- declared), whether the queue is paused, and the first count pending
--- jobs with their rows. A claim takes its jobs from those and the due ones
+-- jobs with their rows: as HGETALL answered them (plan.flats) when they
+-- take the plain lease, else as tables (plan.rows); plan.pending says
+-- whether there were any. A claim takes its jobs from those and the due ones
 -- promoted ahead of them (the new first count are among both). (Popping
 -- first and putting the jobs back when a row is away cannot work: a pop
 -- that empties the set deletes it, and a node handing its slot over
@@ -257,9 +259,7 @@ local function lease_plain(id, flat, now, deadline, started, worker, token, firs
   end
   stat_add(STAT_WAIT, math.max(now - tonumber(ready or run_at or created or now), 0))
   if held or outcomes then -- claimed before: past what its row knows
-    while held == int(token) or (outcomes and string.find(outcomes, ':' .. int(token) .. ' ', 1, true)) do
-      token = token + 1
-    end
+    token = unheld({ token = held, outcomes = outcomes }, token)
   end
   local text = token == first and first_text or int(token)
   local attempts = string.format('%d', (at_attempts and tonumber(flat[at_attempts]) or 0) + 1)
