@@ -543,9 +543,10 @@ end
 -- the script read (row), storing result when has_result is '1', and adds
 -- its id to done, for finish_completed. Returns the job reply and whether
 -- the call was a repeat of a complete that succeeded (answered with the
--- job as it is), or nil and an error code. Per job it makes one HSET, one
--- HDEL and one event: the sets and counters are changed once per call, by
--- finish_completed.
+-- job as it is), or nil and an error code. Per job it makes one HSET and
+-- one event (and one HDEL for a row that kept a copy of its lease): the
+-- sets are changed once per call, by finish_completed. A plain job takes
+-- complete_plain.
 local function complete_one(done, id, row, token, has_result, result, now)
   if row.lean then
     return complete_plain(done, id, row, token, has_result, result, now)
