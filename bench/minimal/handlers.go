@@ -100,10 +100,7 @@ func (s *server) handleComplete(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out := completeAnswer{jobAnswer: completed(id, queue, stamp(now))}
-	if req.Claim != nil {
-		n := s.stock.take(r.Context(), queue, req.Claim.Count, 0)
-		out.Next = s.claimed(queue, n, time.Duration(req.Claim.LeaseMs)*time.Millisecond)
-	}
+	out.Next = s.next(r, queue, req.Claim)
 	write(w, http.StatusOK, out)
 }
 
@@ -120,10 +117,7 @@ func (s *server) handleCompleteBatch(w http.ResponseWriter, r *http.Request) {
 	for i, c := range req.Jobs {
 		out.Results[i] = completed(c.ID, queue, now)
 	}
-	if req.Claim != nil {
-		n := s.stock.take(r.Context(), queue, req.Claim.Count, 0)
-		out.Next = s.claimed(queue, n, time.Duration(req.Claim.LeaseMs)*time.Millisecond)
-	}
+	out.Next = s.next(r, queue, req.Claim)
 	write(w, http.StatusOK, out)
 }
 
@@ -199,4 +193,14 @@ func write(w http.ResponseWriter, status int, v any) {
 func (s *server) problem(w http.ResponseWriter, status int, err error) {
 	s.log.Warn("Redis call failed", "err", err)
 	write(w, status, problem{Title: "redis unavailable"})
+}
+
+// next is what a complete's claim-next takes (nil when it asks for none),
+// as echo_mq answers it.
+func (s *server) next(r *http.Request, queue string, c *claimNext) []jobAnswer {
+	if c == nil {
+		return nil
+	}
+	n := s.stock.take(r.Context(), queue, c.Count, 0)
+	return s.claimed(queue, n, time.Duration(c.LeaseMs)*time.Millisecond)
 }

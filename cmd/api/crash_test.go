@@ -254,35 +254,11 @@ type serviceProc struct {
 // startBinary runs bin with env and waits until base/healthz answers.
 func startBinary(t *testing.T, bin string, env []string, base string) *serviceProc {
 	t.Helper()
-	logFile, err := os.CreateTemp(t.TempDir(), "emq-*.log")
+	p, err := launchBinary(t, bin, env, base)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("the service: %v", err)
 	}
-	defer logFile.Close()
-	cmd := exec.Command(bin)
-	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH")}, env...)
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.SysProcAttr = dieWithTest()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	p := &serviceProc{cmd: cmd, done: make(chan struct{}), log: logFile.Name()}
-	go func() { cmd.Wait(); close(p.done) }()
-	t.Cleanup(p.kill)
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		if a, err := call(context.Background(), "GET", base+"/healthz", ""); err == nil && a.Status == 200 {
-			return p
-		}
-		select {
-		case <-p.done:
-			t.Fatalf("the service exited before answering: %v\n%s", cmd.ProcessState, p.logText())
-		case <-time.After(20 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the service did not answer /healthz within 15 s\n%s", p.logText())
-		}
-	}
+	return p
 }
 
 // kill sends SIGKILL and waits for the process to be gone.

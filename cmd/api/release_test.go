@@ -122,8 +122,9 @@ func (p *serviceProc) terminate() error {
 	return nil
 }
 
-// launchBinary is startBinary that reports an error rather than failing
-// the test, for a start that may not work (a downgrade).
+// launchBinary runs bin with env and waits until base/healthz answers; an
+// error if it exits first or does not answer within 15 s, for a start that
+// may not work (a downgrade). startBinary fails the test instead.
 func launchBinary(t *testing.T, bin string, env []string, base string) (*serviceProc, error) {
 	t.Helper()
 	logFile, err := os.CreateTemp(t.TempDir(), "emq-*.log")
