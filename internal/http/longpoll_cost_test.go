@@ -70,7 +70,7 @@ func TestLongPollClaimsPerJob(t *testing.T) {
 				on := h.only(k % replicas) // each replica has waiters
 				wg.Go(func() {
 					for {
-						r := on.do(t, "POST", "/queues/"+q+"/claim", `{"wait_ms":10000,"lease_ms":60000}`)
+						r := on.do(t, "POST", "/queues/"+q+"/claim", `{"wait_ms":30000,"lease_ms":60000}`)
 						list := must[jobList](t, r, http.StatusOK).Jobs
 						if len(list) == 0 {
 							return // stopped
@@ -79,7 +79,11 @@ func TestLongPollClaimsPerJob(t *testing.T) {
 					}
 				})
 			}
-			time.Sleep(300 * time.Millisecond) // every worker has found nothing and waits
+			for deadline := time.Now().Add(20 * time.Second); h.sleeping(q) < workers; time.Sleep(10 * time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatalf("%d of %d workers asleep after 20s", h.sleeping(q), workers)
+				}
+			}
 			if err := admin.ConfigResetStat(context.Background()).Err(); err != nil {
 				t.Fatal(err)
 			}
@@ -87,8 +91,8 @@ func TestLongPollClaimsPerJob(t *testing.T) {
 				h.add(t, q, fmt.Sprint("j", i))
 				select {
 				case <-got:
-				case <-time.After(5 * time.Second):
-					t.Fatalf("job j%d was not claimed within 5s", i)
+				case <-time.After(20 * time.Second):
+					t.Fatalf("job j%d was not claimed within 20s", i)
 				}
 				time.Sleep(5 * time.Millisecond) // its worker polls again
 			}
@@ -148,7 +152,9 @@ type answered struct {
 // that bound and never only when the poll's wait ends.
 func TestALostWakeStrandsNoJob(t *testing.T) {
 	t.Parallel()
-	const slack = 700 * time.Millisecond
+	// The polls wait 30 s: a job claimed within TrustFor and a busy
+	// machine's slack was not left for a poll's wait to end.
+	const slack = 5 * time.Second
 	for _, tc := range []struct {
 		name string
 		lose func(t *testing.T, admin redis.UniversalClient) // before the enqueue through replica 1
@@ -177,7 +183,7 @@ func TestALostWakeStrandsNoJob(t *testing.T) {
 			answers := make(chan answered, 3)
 			for _, i := range []int{0, 0, 1} {
 				go func() {
-					r := h.only(i).do(t, "POST", "/queues/"+q+"/claim", `{"wait_ms":10000}`)
+					r := h.only(i).do(t, "POST", "/queues/"+q+"/claim", `{"wait_ms":30000}`)
 					answers <- answered{r, time.Now()}
 				}()
 			}
@@ -195,8 +201,8 @@ func TestALostWakeStrandsNoJob(t *testing.T) {
 			var a answered
 			select {
 			case a = <-answers:
-			case <-time.After(10 * time.Second):
-				t.Fatal("no poll answered within 10s")
+			case <-time.After(25 * time.Second):
+				t.Fatal("no poll answered within 25s")
 			}
 			if jobs := must[jobList](t, a.reply, http.StatusOK).Jobs; len(jobs) != 1 || jobs[0].ID != "j" {
 				t.Fatalf("the first poll to answer got %s, want j", a.reply)
