@@ -68,6 +68,10 @@ var (
 	// ErrInvalid: the request is malformed or fails validation (400
 	// EMQINVALID); Error.Fields says which fields.
 	ErrInvalid = errors.New("client: invalid request")
+	// ErrQuota: the call would make a new queue, and the service has
+	// EMQ_MAX_QUEUES queues already (409 EMQQUOTA); nothing was written.
+	// Error.Detail names the limit.
+	ErrQuota = errors.New("client: too many queues")
 	// ErrUnauthorized: no API key or a wrong one (401 EMQUNAUTHORIZED).
 	ErrUnauthorized = errors.New("client: unauthorized")
 	// ErrForbidden: the key's role may not do this (403 EMQFORBIDDEN).
@@ -83,6 +87,7 @@ var sentinelCodes = map[error]string{
 	ErrGone:         "EMQGONE",
 	ErrState:        "EMQSTATE",
 	ErrInvalid:      "EMQINVALID",
+	ErrQuota:        "EMQQUOTA",
 	ErrUnauthorized: "EMQUNAUTHORIZED",
 	ErrForbidden:    "EMQFORBIDDEN",
 }

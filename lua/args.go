@@ -15,6 +15,7 @@ type Call struct {
 	script *Script
 	keys   []string
 	args   []any
+	queue  keyspace.Queue
 }
 
 // Keys are the call's KEYS.
@@ -49,6 +50,8 @@ func (s *Script) call(q keyspace.Queue, id, state string, rows []string, args ..
 			keys = append(keys, q.ScheduleDue())
 		case "stats":
 			keys = append(keys, q.Stats())
+		case "due": // a Cluster's is its slot's (Runner.keysOf)
+			keys = append(keys, keyspace.DueKey(q.Prefix()))
 		case "set":
 			keys = append(keys, q.Set(state))
 		case "rows":
@@ -59,7 +62,7 @@ func (s *Script) call(q keyspace.Queue, id, state string, rows []string, args ..
 			keys = append(keys, q.Set(role))
 		}
 	}
-	return Call{script: s, keys: keys, args: append([]any{q.Base(), q.WakeChannel()}, args...)}
+	return Call{script: s, keys: keys, args: append([]any{q.Base(), q.WakeChannel()}, args...), queue: q}
 }
 
 // Actor is who asked for an operator's change, for its event.
@@ -113,6 +116,21 @@ func (j NewJob) hasOptions() bool {
 	return j.Dedupe.Key != "" || j.ExpiresInMS != 0 || j.TimeoutMS != 0
 }
 
+// later reports whether a job of the call makes work for the reaper (a
+// delay, an expiry, a dedupe window: lua/due.lua), so that the call
+// declares the due index (EnqueueLater).
+func (a EnqueueArgs) later() bool {
+	if a.NewQueue {
+		return true
+	}
+	for _, j := range a.Jobs {
+		if j.DelayMS > 0 || j.hasOptions() {
+			return true
+		}
+	}
+	return false
+}
+
 // blank is "" for zero, else n: an option's absent form in ARGV.
 func blank(n int64) any {
 	if n == 0 {
@@ -126,6 +144,10 @@ func blank(n int64) any {
 type EnqueueArgs struct {
 	Jobs  []NewJob
 	Batch *BatchJoin
+	// NewQueue says the queue is new to the service's registry: the call
+	// declares the due index (EnqueueLater), so that a queue it makes is
+	// settled a while later (lua/due.lua).
+	NewQueue bool
 }
 
 // Call is the call of enqueue.lua on q.
@@ -178,6 +200,9 @@ func (a EnqueueArgs) Call(q keyspace.Queue) Call {
 			mode = "new"
 		}
 		args = append(args, "b", b.ID, mode, flag(b.Open), b.Callback.Queue, b.Callback.Payload, b.Callback.When)
+	}
+	if a.later() {
+		return EnqueueLater.call(q, "", "", ids, args...)
 	}
 	return Enqueue.call(q, "", "", ids, args...)
 }
@@ -347,6 +372,16 @@ type PromoteDueArgs struct{ Limit int }
 // Call is the call of promote_due.lua on q.
 func (a PromoteDueArgs) Call(q keyspace.Queue) Call {
 	return PromoteDue.call(q, "", "", nil, a.Limit)
+}
+
+// SettleArgs are settle.lua's arguments.
+type SettleArgs struct {
+	MaxAgeMS int64 // events older are trimmed; an empty queue is forgotten this long after its last
+}
+
+// Call is the call of settle.lua on q.
+func (a SettleArgs) Call(q keyspace.Queue) Call {
+	return Settle.call(q, "", "", nil, a.MaxAgeMS)
 }
 
 // RemoveArgs are remove.lua's arguments.

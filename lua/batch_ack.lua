@@ -1,6 +1,7 @@
 -- batch_ack.lua: a batch's callback job is enqueued (batches.lua).
 --
 -- KEYS[1] meta
+-- KEYS[2] due
 -- ARGV[3] the batch's id
 -- ARGV[4] the callback job's id
 --

@@ -1,6 +1,7 @@
 -- batch_commit.lua: close an open batch (batches.lua).
 --
 -- KEYS[1] meta
+-- KEYS[2] due
 -- ARGV[3] the batch's id
 --
 -- An open batch is running from now on, and done as soon as no job of it

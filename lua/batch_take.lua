@@ -2,6 +2,7 @@
 -- while, so that one dispatcher enqueues each callback (batches.lua).
 --
 -- KEYS[1] meta
+-- KEYS[2] due
 -- ARGV[3] how long the dispatcher has each, in ms: until then no other
 --         takes it; after, another may (the first one stopped)
 -- ARGV[4] at most this many

@@ -69,6 +69,9 @@ function batches.finish(b, now)
   emit('batch_done', nil, nil, 'batch', b, 'reason', success and 'success' or 'not every job completed')
   if when == 'complete' or (when == 'success' and success) then
     redis.call('ZADD', BASE .. 'batches_due', int(now), b)
+    if due.key ~= nil then -- the reaper makes sure a dispatcher looks (settle.lua)
+      due.at(now)
+    end
   end
   redis.call('ZADD', BASE .. 'batches', int(now + batches.KEEP_MS), b)
   redis.call('PEXPIRE', key, batches.KEEP_MS)
@@ -128,6 +131,7 @@ function batches.release(id, row, now)
   del_fields(id, row, { 'deps_left' })
   if row.run_at and tonumber(row.run_at) > now then
     redis.call('ZADD', DELAYED, row.run_at, id)
+    due.at(tonumber(row.run_at))
     set_fields(id, row, { 'state', 'delayed' })
     emit('released', id, 'delayed')
   else

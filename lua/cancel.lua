@@ -7,6 +7,7 @@
 -- KEYS[5] job
 -- KEYS[6] stats
 -- KEYS[7] meta
+-- KEYS[8] due
 -- ARGV[3] id
 -- ARGV[4] token the cancel is pinned to, or "" for whichever attempt
 -- ARGV[5] reason, or ""

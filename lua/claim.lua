@@ -5,6 +5,7 @@
 -- KEYS[3] active
 -- KEYS[4] events
 -- KEYS[5] stats
+-- KEYS[6] due
 -- ARGV[3] count, 1-100
 -- ARGV[4] lease_ms
 -- ARGV[5] worker name, or ""

@@ -8,6 +8,7 @@
 -- KEYS[5] events
 -- KEYS[6] job
 -- KEYS[7] stats
+-- KEYS[8] due
 -- ARGV[3] id
 -- ARGV[4] token
 -- ARGV[5] "1" when ARGV[6] carries a result to store, else "0"
@@ -19,6 +20,7 @@
 --          ("" when ARGV[7] is 0)
 -- ARGV[11] how many completed jobs the queue keeps (0: all); the oldest
 --          beyond it are deleted, a few per call
+-- Claims when ARGV[7] > 0
 --
 -- The job goes to completed, whether or not a cancel was requested (the
 -- work got done). Repeating the call with the same token after it

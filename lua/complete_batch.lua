@@ -7,7 +7,8 @@
 -- KEYS[4] completed
 -- KEYS[5] events
 -- KEYS[6] stats
--- KEYS[7..] rows, one per job, in ARGV order
+-- KEYS[7] due
+-- KEYS[8..] rows, one per job, in ARGV order
 -- ARGV[3] n, the number of jobs; then 4 ARGV per job:
 --         id, token, "1"/"0" (has a result), result (JSON text)
 -- then    how many jobs to claim next (0 = none), lease_ms, worker, the

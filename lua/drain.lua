@@ -4,6 +4,7 @@
 -- KEYS[2] pending
 -- KEYS[3] delayed
 -- KEYS[4] events
+-- KEYS[5] due
 -- ARGV[3] limit: at most this many jobs per step
 -- ARGV[4] how many earlier steps of this drain removed, for the event
 -- ARGV[5] actor, ARGV[6] role: who asked, for the event
@@ -35,5 +36,6 @@ for g in pairs(touched or {}) do
 end
 if removed < limit then
   emit('drained', nil, nil, 'count', tonumber(ARGV[4]) + removed, 'actor', ARGV[5], 'role', ARGV[6])
+  due.at(now_ms()) -- the reaper looks whether the queue is left empty (settle.lua)
 end
 return removed

@@ -6,6 +6,8 @@
 -- KEYS[4] events
 -- KEYS[5] stats
 -- KEYS[6..] rows, one per job, in ARGV order
+-- (enqueue_later, lua.go, is this script with due declared before the rows:
+-- the service calls it for jobs that make work for the reaper, due.lua)
 -- ARGV[3] n, the number of jobs; then 6 ARGV per job:
 --         id, payload (JSON text), priority (0-9), delay_ms (0 = now),
 --         max_attempts ("" for DEFAULT_MAX_ATTEMPTS), backoff

@@ -9,6 +9,7 @@
 -- KEYS[4] events
 -- KEYS[5] stats
 -- KEYS[6] meta
+-- KEYS[7] due
 -- ARGV[3] limit: at most this many expiries, and this many throttle
 --         windows, per call
 --

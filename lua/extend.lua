@@ -5,6 +5,7 @@
 -- KEYS[2] events
 -- KEYS[3] job
 -- KEYS[4] meta
+-- KEYS[5] due
 -- ARGV[3] id
 -- ARGV[4] token
 -- ARGV[5] lease_ms
@@ -41,7 +42,12 @@ end
 -- The lease is the job's score in the active set, and only that
 -- (docs/design.md#fencing): a row claimed before kept a copy, which
 -- readers take the score over.
-redis.call('ZADD', ACTIVE, int(deadline), id)
+-- A lease moved later keeps its place in the due index (due.lua); one
+-- made shorter may need an earlier one.
+if redis.call('ZADD', ACTIVE, 'GT', 'CH', int(deadline), id) == 0 then
+  redis.call('ZADD', ACTIVE, int(deadline), id)
+  due.at(deadline)
+end
 if ARGV[6] == '1' then
   redis.call('HSET', JOB, 'progress', ARGV[7])
   emit('progress', id, 'active')

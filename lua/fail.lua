@@ -9,6 +9,7 @@
 -- KEYS[7] events
 -- KEYS[8] job
 -- KEYS[9] stats
+-- KEYS[10] due
 -- ARGV[3] id
 -- ARGV[4] token
 -- ARGV[5] error text (already truncated by the service)

@@ -307,6 +307,7 @@ local function lease(list, step, rows, now, lease_ms, worker, first, extra, flat
   local token = tonumber(first)
   local first_token = token
   local deadline, started = int(now + lease_ms), int(now)
+  local soonest = now + lease_ms -- the earliest lease's end (due.lua)
   for i = 1, #list, step do
     local id = list[i]
     local row, flat = rows[id], flats and flats[id]
@@ -328,6 +329,7 @@ local function lease(list, step, rows, now, lease_ms, worker, first, extra, flat
       local ends = deadline
       if row.timeout_ms or row.expires_at then
         ends = int(run_deadline(row, now, now + lease_ms))
+        soonest = math.min(soonest, tonumber(ends))
         if row.expires_at and not row.started_at then
           unexpiring(id)
         end
@@ -351,7 +353,10 @@ local function lease(list, step, rows, now, lease_ms, worker, first, extra, flat
       token = token + 1
     end
   end
-  each_chunk(leased, 2, 'ZADD', ACTIVE)
+  if #leased > 0 then
+    each_chunk(leased, 2, 'ZADD', ACTIVE)
+    due.at(soonest)
+  end
   if expiring > 0 then
     wake(expiring) -- a claimer cut short by them looks again
   end
@@ -493,6 +498,7 @@ local function requeue(id, row, fields, delay, now)
   else
     local run_at = int(now + delay)
     redis.call('ZADD', DELAYED, run_at, id)
+    due.at(now + delay)
     if row.group then
       group_count(row.group, 'd', 1)
     end

@@ -17,6 +17,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -25,12 +26,14 @@ import (
 var files embed.FS
 
 // shared are the files every script runs after, in this order.
-var shared = []string{"prelude.lua", "row.lua", "here.lua", "history.lua", "events.lua", "fence.lua", "flow.lua", "admission.lua", "lifecycle.lua", "batches.lua", "newjobs.lua", "schedules.lua", "push.lua"}
+var shared = []string{"prelude.lua", "row.lua", "due.lua", "here.lua", "history.lua", "events.lua", "fence.lua", "flow.lua", "admission.lua", "lifecycle.lua", "batches.lua", "newjobs.lua", "schedules.lua", "push.lua", "queues.lua"}
 
 // Script is one of echo_mq's scripts.
 type Script struct {
-	name  string   // the file's name without .lua
+	name  string   // the file's name without .lua (a variant's own: declaring)
+	file  string   // the file it comes from
 	roles []string // its KEYS by role, from its header ("rows" last: one KEYS per row)
+	due   int      // the place of its "due" KEYS, -1 for none
 	argc  int      // the highest ARGV its header names
 	body  string
 	eval  source // the EVAL form: the shared files, then the body
@@ -41,6 +44,7 @@ type Script struct {
 // with a Runner.
 var (
 	Enqueue        = mustScript("enqueue")
+	EnqueueLater   = Enqueue.declaring("enqueue_later", "due")
 	Claim          = mustScript("claim")
 	Extend         = mustScript("extend")
 	Cancellation   = mustScript("cancellation")
@@ -56,6 +60,7 @@ var (
 	Pause          = mustScript("pause")
 	Drain          = mustScript("drain")
 	Obliterate     = mustScript("obliterate")
+	Settle         = mustScript("settle")
 	Retry          = mustScript("retry")
 	Promote        = mustScript("promote")
 	List           = mustScript("list")
@@ -77,8 +82,8 @@ var (
 
 // All lists every script.
 var All = []*Script{
-	Enqueue, Claim, Extend, Cancellation, Complete, CompleteBatch,
-	Fail, Snooze, Cancel, Sweep, PromoteDue, Expire, Remove, Pause, Drain, Obliterate, Retry, Promote, List,
+	Enqueue, EnqueueLater, Claim, Extend, Cancellation, Complete, CompleteBatch,
+	Fail, Snooze, Cancel, Sweep, PromoteDue, Expire, Settle, Remove, Pause, Drain, Obliterate, Retry, Promote, List,
 	Settings, GroupPause, Groups,
 	SchedulePut, SchedulePause, ScheduleDelete, ScheduleDue, ScheduleFire, ScheduleList,
 	PushPut, Stats, BatchCommit, BatchTake, BatchAck,
@@ -100,10 +105,19 @@ func (s *Script) Source() string { return s.eval.text }
 // Roles are the roles of the script's KEYS, in order, from its header.
 func (s *Script) Roles() []string { return s.roles }
 
-// claims reports whether the script claims jobs (calls lifecycle.lua's
-// plan_claim), so that bind reads the queue's state with its layout, in
-// one call (prelude.lua).
-func (s *Script) claims() bool { return strings.Contains(s.body, "plan_claim(") }
+// claims says, as a Lua expression for bind (prelude.lua), whether a call
+// of the script claims jobs (calls lifecycle.lua's plan_claim), so that
+// bind reads the queue's state with its layout, in one call: "true" for
+// a script that may, "false" for one that never does, or the index of the
+// ARGV that says how many the call claims when its header names it
+// ("-- Claims when ARGV[n] > 0"): a complete that claims no next job then
+// reads the layout alone.
+func (s *Script) claims() string {
+	if m := claimsWhen.FindStringSubmatch(s.body); m != nil {
+		return m[1]
+	}
+	return strconv.FormatBool(strings.Contains(s.body, "plan_claim("))
+}
 
 // Name is the script's file name without ".lua".
 func (s *Script) Name() string { return s.name }
@@ -123,6 +137,9 @@ func mustScript(name string) *Script {
 var (
 	keysLine = regexp.MustCompile(`^-- KEYS\[(\d+)(\.\.)?\]\s+(\w+)`)
 	argvLine = regexp.MustCompile(`ARGV\[(\d+)\]`)
+	// claimsWhen is the header line of a script that claims only when one
+	// of its ARGV is above 0 (Script.claims).
+	claimsWhen = regexp.MustCompile(`(?m)^-- Claims when ARGV\[(\d+)\] > 0$`)
 )
 
 // newScript reads a script's header and builds its EVAL form.
@@ -147,15 +164,39 @@ func newScript(name, text string) (*Script, error) {
 			}
 		}
 	}
+	return newScriptWith(name, name+".lua", text, s.roles, s.argc)
+}
+
+// newScriptWith is the script name of body text, from file, with KEYS
+// roles and ARGV up to argc, its EVAL form built.
+func newScriptWith(name, file, text string, roles []string, argc int) (*Script, error) {
+	s := &Script{name: name, file: file, body: text, roles: roles, argc: argc}
 	var b builder
 	b.line("local EVAL_KEYS, EVAL_ARGV = KEYS, ARGV")
 	b.shared()
 	b.wrapped(s)
-	b.line(fmt.Sprintf("local refused = bind(EVAL_KEYS, EVAL_ARGV, %s, %t)", rolesTable(s.roles), s.claims()))
+	b.line(fmt.Sprintf("local refused = bind(EVAL_KEYS, EVAL_ARGV, %s, %s)", rolesTable(s.roles), s.claims()))
 	b.line("if refused then return refused end")
 	b.line("return stats_flush(main(), true)") // an EVAL keeps nothing for the next call
+	s.due = slices.Index(s.roles, "due")
 	s.eval = b.source()
 	return s, nil
+}
+
+// declaring is s under name with one more KEYS, role, before its rows:
+// the same body, for the calls that need that key (EnqueueLater), so that
+// the others do not pass it.
+func (s *Script) declaring(name, role string) *Script {
+	roles := slices.Clone(s.roles)
+	at := slices.Index(roles, "rows")
+	if at < 0 {
+		at = len(roles)
+	}
+	v, err := newScriptWith(name, s.file, s.body, slices.Insert(roles, at, role), s.argc)
+	if err != nil {
+		panic(err)
+	}
+	return v
 }
 
 // newLibrary builds the library of scripts: the shared files once, then
@@ -170,7 +211,7 @@ func newLibrary(scripts []*Script) source {
 		b.line("do")
 		b.wrapped(s)
 		b.line(fmt.Sprintf("local roles = %s", rolesTable(s.roles)))
-		b.line(fmt.Sprintf("redis.register_function('%s', function(keys, argv) local refused = bind(keys, argv, roles, %t) if refused then return refused end return stats_flush(main()) end)", "@FN_"+s.name, s.claims()))
+		b.line(fmt.Sprintf("redis.register_function('%s', function(keys, argv) local refused = bind(keys, argv, roles, %s) if refused then return refused end return stats_flush(main()) end)", "@FN_"+s.name, s.claims()))
 		b.line("end")
 	}
 	body := b.source()

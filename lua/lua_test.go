@@ -59,6 +59,7 @@ func TestBuildersMatchHeaders(t *testing.T) {
 		{PushPutArgs{}.Call(q), PushPut.argc},
 		{PushPutArgs{URL: "http://a"}.Call(q), PushPut.argc},
 		{StatsArgs{Minutes: 60}.Call(q), Stats.argc},
+		{SettleArgs{MaxAgeMS: 1}.Call(q), Settle.argc},
 		{BatchCommitArgs{ID: "x"}.Call(q), BatchCommit.argc},
 		{BatchTakeArgs{ForMS: 1, Limit: 1}.Call(q), BatchTake.argc},
 		{BatchAckArgs{ID: "x"}.Call(q), BatchAck.argc},
@@ -86,6 +87,8 @@ func TestBuildersMatchHeaders(t *testing.T) {
 				want = append(want, q.Events())
 			case "meta":
 				want = append(want, q.Meta())
+			case "due":
+				want = append(want, keyspace.DueKey(q.Prefix()))
 			default:
 				want = append(want, q.Set(role))
 			}

@@ -136,7 +136,7 @@ func TestScriptsStopWholeWhileTheirSlotMigrates(t *testing.T) {
 	refused("the row has left", "b")
 	unchanged(m.src, "source")
 
-	m.move(q.Meta(), q.Set("pending"), q.Set("active"), q.Events(), q.Stats(), q.Job("a"))
+	m.move(q.Meta(), q.Set("pending"), q.Set("active"), q.Events(), q.Stats(), q.Job("a"), keyspace.SlotDueKey(q.Prefix(), q.Name()))
 	refused("the sets have come, a row not yet", "c")
 	unchanged(m.dst, "destination")
 	// A user that may not read CLUSTER NODES gets the same: a row that is
@@ -191,7 +191,7 @@ func TestFlowControlStopsWholeWhileItsSlotMigrates(t *testing.T) {
 	}
 	snapshot := func() string {
 		var b strings.Builder
-		for _, key := range append(q.Keys(), q.Job("a"), q.Job("b")) {
+		for _, key := range append(q.Keys(), q.Job("a"), q.Job("b"), keyspace.SlotDueKey(q.Prefix(), q.Name())) {
 			dump, _ := rdb.Dump(ctx, key).Result()
 			b.WriteString(key + "=" + dump + ";")
 		}
@@ -216,7 +216,7 @@ func TestFlowControlStopsWholeWhileItsSlotMigrates(t *testing.T) {
 		t.Fatal("a refused call changed the queue's keys")
 	}
 	var keys []string
-	for _, key := range append(q.Keys(), q.Job("a"), q.Job("b")) {
+	for _, key := range append(q.Keys(), q.Job("a"), q.Job("b"), keyspace.SlotDueKey(q.Prefix(), q.Name())) {
 		if rdb.Exists(ctx, key).Val() == 1 {
 			keys = append(keys, key)
 		}

@@ -89,6 +89,7 @@ local function debounce_job(id, row, payload, priority, delay_ms, window, now)
     fields[#fields + 1], fields[#fields + 2] = 'ready_at', int(now)
   else
     redis.call('ZADD', DELAYED, int(run_at), id)
+    due.at(run_at)
     fields[#fields + 1], fields[#fields + 2] = 'run_at', int(run_at)
   end
   fields[#fields + 1], fields[#fields + 2] = 'state', state
@@ -107,6 +108,7 @@ local function admit(id, row, opt, now)
     redis.call('HSET', BASE .. 'dedupe', opt.key, id)
     if opt.mode == 'throttle' then
       redis.call('ZADD', BASE .. 'dedupe_ttl', int(now + opt.window), opt.key)
+      due.at(now + opt.window)
       throttles_ended(now, 10)
     end
   end
@@ -114,6 +116,7 @@ local function admit(id, row, opt, now)
     local at = int(now + opt.expires)
     put_field(row, 'expires_at', at)
     redis.call('ZADD', BASE .. 'expiring', at, id)
+    due.at(now + opt.expires)
   end
   put_field(row, 'timeout_ms', opt.timeout)
 end
@@ -249,6 +252,7 @@ local function enqueue_jobs(list, first, n, groups, options, traces, extra)
         local run_at = int(now + delay_ms)
         put_field(row, 'run_at', run_at)
         delayed[#delayed + 1], delayed[#delayed + 2] = run_at, id
+        due.at(now + delay_ms)
         if group then
           group_count(group, 'd', 1)
         end
@@ -285,11 +289,17 @@ local function enqueue_jobs(list, first, n, groups, options, traces, extra)
 
   -- A queue's first jobs stamp its layout (prelude.lua) and mark it for
   -- the service to list (a queue made by a pause alone, or written before
-  -- layouts were kept, is listed again: harmless).
+  -- layouts were kept, is listed again: harmless). A call that declares
+  -- the due index (the service's first enqueue of a queue new to its
+  -- registry does) has the reaper settle the queue a while later, which
+  -- compacts its events (due.lua's SETTLE_NEW_MS).
   local fresh = 0
   if created_n > 0 and not QUEUE_LAYOUT then
     redis.call('HSET', META, 'layout', LAYOUT)
     QUEUE_LAYOUT, fresh = LAYOUT, 1
+    if due.key ~= nil then
+      due.at(now + due.SETTLE_NEW_MS)
+    end
   end
   wake(woken)
   return { fresh, enqueue_replies(list, first, n, rows, p), batch and batches.reply(batch.id) }

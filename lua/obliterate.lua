@@ -9,6 +9,7 @@
 -- KEYS[7] cancelled
 -- KEYS[8] events
 -- KEYS[9] reaper
+-- KEYS[10] due
 -- ARGV[3] limit: at most this many jobs per step
 -- ARGV[4] "1" to go on although jobs are active (their holders' next
 --         calls are answered EMQGONE), else "0"
@@ -34,21 +35,7 @@ if ARGV[4] ~= '1' and redis.call('ZCARD', ACTIVE) > 0 then
 end
 local removed = delete_jobs(plan_delete({ PENDING, DELAYED, BASE .. 'waiting', COMPLETED, DEAD, CANCELLED, ACTIVE }, limit), true)
 if removed < limit and batches.deleted(limit) then
-  redis.call('DEL', META, PENDING, ACTIVE, DELAYED, COMPLETED, DEAD, CANCELLED, EVENTS, REAPER)
-  COMPLETIONS[COMPLETED] = nil -- the library's count of its completions (lifecycle.lua)
-  for _, name in ipairs(FLOW_KEYS) do
-    redis.call('DEL', fkey(name))
-  end
-  for _, name in ipairs(ADMISSION_KEYS) do
-    redis.call('DEL', fkey(name))
-  end
-  for _, name in ipairs(PUSH_KEYS) do
-    redis.call('DEL', fkey(name))
-  end
-  for _, name in ipairs(SCHEDULE_KEYS) do
-    redis.call('DEL', fkey(name))
-  end
-  redis.call('DEL', fkey('stats'))
+  queue_deleted()
   return { 1, removed }
 end
 return { 0, removed }

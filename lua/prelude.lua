@@ -1,8 +1,8 @@
 -- prelude.lua: the keys and arguments every echo_mq script runs with
 -- (docs/design.md#scripts). lua.go puts the shared files first, in this
--- order: prelude.lua, row.lua, here.lua, history.lua, events.lua, fence.lua, flow.lua,
+-- order: prelude.lua, row.lua, due.lua, here.lua, history.lua, events.lua, fence.lua, flow.lua,
 -- admission.lua, lifecycle.lua, batches.lua, newjobs.lua, schedules.lua,
--- push.lua; then each script, wrapped in a
+-- push.lua, queues.lua; then each script, wrapped in a
 -- function of its own, whose reply goes through history.lua's stats_flush.
 --
 -- A script's header names its KEYS by role, one per line:
@@ -26,6 +26,8 @@
 --              the queue's schedules (schedules.lua)
 --   stats      STRING the queue's last 24 hours, minute by minute
 --              (history.lua): declared by every script that counts
+--   due        ZSET  the due index of the queue's node or slot (due.lua):
+--              declared by every script that makes work for the reaper
 -- lua.go reads those lines: the Go side builds KEYS in that order from
 -- them, and bind below names this call's keys from them, so header, Go
 -- and script cannot disagree. A key a script does not declare stays nil
@@ -48,6 +50,12 @@ local BASE, WAKE, ARGV
 -- now_ms); STATS_N holds this call's counts once it counted a change
 -- (history.lua).
 local NOW, STATS_N
+
+-- due is the due index (due.lua): due.key its key when this call
+-- declares it (false when the service left it out: due.index); due.known the score it holds for this call's queue as far
+-- as this call knows, nil before it looked, false for none; due.scores
+-- the scores this node knows.
+local due = {}
 
 -- FLOW_HERE is true once this call has made sure it may touch the flow
 -- control keys (flow.lua's flow_here) and the other keys found through a
@@ -82,7 +90,9 @@ local LIBRARY = false
 -- bind names this call's KEYS by the roles of its script's header and
 -- takes its ARGV. It returns the call's refusal when the queue's layout is
 -- newer than LAYOUT (the script does not run), else nothing. claims is
--- true for a script that claims (QUEUE_STATE). Library functions run with the keys and arguments as
+-- true for a script that may claim (QUEUE_STATE), false for one that
+-- never does, or the index of the ARGV that says how many this call
+-- claims (lua.go's Script.claims). Library functions run with the keys and arguments as
 -- parameters, EVAL with them as globals: both come through here. It makes
 -- no table: it runs on every call.
 local function bind(keys, argv, roles, claims)
@@ -90,9 +100,11 @@ local function bind(keys, argv, roles, claims)
   SET, EVENTS, JOB, REAPER = nil, nil, nil, nil
   SCHEDULES, SCHEDULE_NAMES, SCHEDULE_DUE, STATS = nil, nil, nil, nil
   FLOW_HERE, NOW, STATS_N, ENDED, RELEASED = nil, nil, nil, nil, nil
+  due.key, due.known = nil, nil
   for i = 1, #roles do
     local role, key = roles[i], keys[i]
     if role == 'job' then JOB = key
+    elseif role == 'due' then due.key = key or false -- false: on one node, not passed (due.lua)
     elseif role == 'events' then EVENTS = key
     elseif role == 'meta' then META = key
     elseif role == 'stats' then STATS = key
@@ -112,7 +124,7 @@ local function bind(keys, argv, roles, claims)
   BASE, WAKE, ARGV = argv[1], argv[2], argv
   QUEUE_LAYOUT, QUEUE_STATE = nil, nil
   if META then
-    if claims then
+    if claims == true or (claims and (tonumber(argv[claims]) or 0) > 0) then
       QUEUE_STATE = redis.call('HMGET', META, 'layout', 'paused', 'flow', 'grouped')
       QUEUE_LAYOUT = QUEUE_STATE[1]
     else

@@ -5,6 +5,7 @@
 -- KEYS[3] delayed
 -- KEYS[4] events
 -- KEYS[5] job
+-- KEYS[6] due
 -- ARGV[3] id
 -- ARGV[4] actor, ARGV[5] role: who asked, for the event
 --

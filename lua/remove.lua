@@ -9,6 +9,7 @@
 -- KEYS[7] events
 -- KEYS[8] job
 -- KEYS[9] meta
+-- KEYS[10] due
 -- ARGV[3] id
 -- ARGV[4] "1" to remove an active job too (its holder's next call is
 --         answered EMQGONE), else "0"
@@ -52,4 +53,5 @@ if row and state ~= 'completed' and state ~= 'dead' and state ~= 'cancelled' the
   job_ended(id, row, 'removed', now_ms()) -- its batch counts it cancelled
 end
 emit('removed', id, nil, 'actor', ARGV[5], 'role', ARGV[6])
+due.at(now_ms()) -- the reaper looks whether the queue is left empty (settle.lua)
 return state

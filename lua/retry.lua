@@ -6,6 +6,7 @@
 -- KEYS[4] cancelled
 -- KEYS[5] events
 -- KEYS[6] job
+-- KEYS[7] due
 -- ARGV[3] id
 -- ARGV[4] actor, ARGV[5] role: who asked, for the event
 --

@@ -3,11 +3,14 @@ package lua
 import (
 	"context"
 	"errors"
+	"slices"
+	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/echo-mq/echo_mq/internal/keyspace"
 	"github.com/echo-mq/echo_mq/internal/rediserr"
 	"github.com/echo-mq/echo_mq/internal/telemetry"
 )
@@ -30,6 +33,7 @@ type Processor interface {
 // on; a call that Redis over maxmemory refuses as an FCALL runs by EVALSHA.
 type Runner struct {
 	rdb          Processor
+	cluster      bool      // the store is a Redis Cluster: one due index per slot
 	loader       Processor // what loads the library: rdb, unless LoadThrough says
 	lib          source
 	noFunctions  atomic.Bool
@@ -39,7 +43,8 @@ type Runner struct {
 
 // NewRunner returns a Runner of the scripts through rdb.
 func NewRunner(rdb Processor) *Runner {
-	return &Runner{rdb: rdb, loader: rdb, lib: library, loadInterval: time.Second}
+	_, cluster := rdb.(*redis.ClusterClient)
+	return &Runner{rdb: rdb, loader: rdb, lib: library, loadInterval: time.Second, cluster: cluster}
 }
 
 // LoadThrough has r load the library through c, and returns r: for a
@@ -48,7 +53,29 @@ func NewRunner(rdb Processor) *Runner {
 // client, which loads it on every master.
 func (r *Runner) LoadThrough(c Processor) *Runner {
 	r.loader = c
+	if _, cluster := c.(*redis.ClusterClient); cluster {
+		r.cluster = true
+	}
 	return r
+}
+
+// keysOf are c's KEYS as this Runner's store has them: on a Cluster the
+// due index is the one of the queue's slot (internal/keyspace's due.go);
+// on one node a script whose last KEYS is due goes without it, and finds
+// the node's index by its name when it writes it (lua/due.lua): a claim or
+// a complete, which rarely does, pays no argument for it.
+func (r *Runner) keysOf(c Call) []string {
+	switch {
+	case c.script.due < 0:
+		return c.keys
+	case !r.cluster && c.script.due == len(c.keys)-1:
+		return c.keys[:c.script.due]
+	case !r.cluster:
+		return c.keys
+	}
+	keys := slices.Clone(c.keys)
+	keys[c.script.due] = keyspace.SlotDueKey(c.queue.Prefix(), c.queue.Name())
+	return keys
 }
 
 // Run runs c and answers its reply. Neither form is resent by go-redis once
@@ -68,7 +95,7 @@ func (r *Runner) LoadThrough(c Processor) *Runner {
 // "emq.script <name>" (telemetry.StartScript), marked failed when the call
 // failed but not for a script's refusal; elsewhere it costs nothing.
 func (r *Runner) Run(ctx context.Context, c Call) *redis.Cmd {
-	ctx, end := telemetry.StartScript(ctx, c.script.name)
+	ctx, end := telemetry.StartScript(ctx, strings.TrimSuffix(c.script.file, ".lua")) // a variant as its file: enqueue
 	cmd := r.run(ctx, c)
 	if err := cmd.Err(); rediserr.Refused(err) {
 		end(nil) // a stale token, a job gone: the API's answer, not the script failing
@@ -80,8 +107,9 @@ func (r *Runner) Run(ctx context.Context, c Call) *redis.Cmd {
 
 // run runs c as an FCALL, or by EVALSHA (EVAL) where it must (see Runner).
 func (r *Runner) run(ctx context.Context, c Call) *redis.Cmd {
+	keys := r.keysOf(c)
 	if !r.noFunctions.Load() {
-		cmd := send(ctx, r.rdb, "fcall", c.script.fn, c.keys, c.args)
+		cmd := send(ctx, r.rdb, "fcall", c.script.fn, keys, c.args)
 		switch err := cmd.Err(); {
 		case rediserr.NoFunctions(err):
 			r.noFunctions.Store(true)
@@ -98,9 +126,9 @@ func (r *Runner) run(ctx context.Context, c Call) *redis.Cmd {
 			return located(cmd, r.lib)
 		}
 	}
-	cmd := send(ctx, r.rdb, "evalsha", c.script.Hash(), c.keys, c.args)
+	cmd := send(ctx, r.rdb, "evalsha", c.script.Hash(), keys, c.args)
 	if rediserr.NoScript(cmd.Err()) {
-		cmd = send(ctx, r.rdb, "eval", c.script.Source(), c.keys, c.args)
+		cmd = send(ctx, r.rdb, "eval", c.script.Source(), keys, c.args)
 	}
 	return located(cmd, c.script.eval)
 }

@@ -8,7 +8,8 @@
 -- KEYS[5] schedules
 -- KEYS[6] schedule_due
 -- KEYS[7] stats
--- KEYS[8..] rows: the row of every job id the fires name, in ARGV order
+-- KEYS[8] due
+-- KEYS[9..] rows: the row of every job id the fires name, in ARGV order
 -- ARGV[3] n, the number of fires; then 14 ARGV per fire:
 --         name; version, the schedule's version the fire was planned
 --         from; tick, the next tick it was planned for ("" for a run now,

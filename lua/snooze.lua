@@ -9,6 +9,7 @@
 -- KEYS[6] events
 -- KEYS[7] job
 -- KEYS[8] stats
+-- KEYS[9] due
 -- ARGV[3] id
 -- ARGV[4] token
 -- ARGV[5] delay_ms: the job is delayed until now + delay_ms (pending at

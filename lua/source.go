@@ -61,7 +61,7 @@ func (b *builder) shared() {
 // wrapped adds a script's body as the function main.
 func (b *builder) wrapped(s *Script) {
 	b.line("local function main()")
-	b.add(s.body, s.name+".lua")
+	b.add(s.body, s.file)
 	b.line("end")
 }
 

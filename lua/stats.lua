@@ -1,18 +1,19 @@
 -- stats.lua: a queue's history and its latency now (history.lua).
 --
 -- KEYS[1] meta (it routes the call to the queue's node; not read)
--- ARGV[3] n, the minutes of history to answer (0 to STATS_SLOTS; 0: the
---         latency alone)
+-- ARGV[3] n, the minutes of history to answer (0 to 1,440; 0: the latency
+--         alone)
 --
 -- Returns {now, oldest_ready, window, unwritten}: now the server's time in ms;
 -- oldest_ready when the claimable job that has waited longest became
 -- claimable (ms: a pending job's ready_at, or run_at or created_at for a
 -- row older than ready_at; a due delayed job's run_at), or -1 when none
--- is; window the n slots of the ring for the n minutes up to now's,
--- oldest first, STATS_SLOT_BITS / 8 bytes each (zeros where the ring has
--- none: a slot's stamp says which minute it holds); unwritten the counts
--- this node holds for the queue that are not in the ring yet
--- ({minute, counter 1, ..., counter 9}, history.lua's order; {} when none).
+-- is; window the stats key's records (history.lua's layout, 44 bytes each)
+-- from the first of the n minutes up to now's on, in minute order, one per
+-- minute (any ahead of now too: a record counts for the minute its stamp
+-- names); unwritten the counts this node holds for the queue that are not
+-- in the stats key yet ({minute, counter 1, ..., counter 9}, history.lua's
+-- order; {} when none).
 -- Reads only, through call_here: while the queue's slot migrates, what has
 -- left this node reads as empty.
 
@@ -82,20 +83,11 @@ local function due_delayed(now, oldest)
   return oldest
 end
 
--- window is the ring's slots for the n minutes up to now's, oldest first:
--- one GETRANGE, or two when they wrap past the ring's end.
+-- window is the queue's records from the first of the n minutes up to
+-- now's on.
 local function window(now, n)
-  local slot_bytes = STATS_SLOT_BITS / 8
-  local key, last = BASE .. 'stats', math.floor(now / 60000) % STATS_SLOTS
-  local first = (last - n + 1) % STATS_SLOTS
-  local function slots(from, to) -- slots from to to, padded should the ring be short
-    local part = call_here('GETRANGE', key, from * slot_bytes, (to + 1) * slot_bytes - 1) or ''
-    return part .. string.rep('\0', (to - from + 1) * slot_bytes - #part)
-  end
-  if first <= last then
-    return slots(first, last)
-  end
-  return slots(first, STATS_SLOTS - 1) .. slots(0, last)
+  local s = call_here('GET', BASE .. 'stats') or ''
+  return stats_window(s, math.floor(now / 60000) - n + 1)
 end
 
 local now = now_ms()

@@ -8,6 +8,7 @@
 -- KEYS[6] cancelled
 -- KEYS[7] events
 -- KEYS[8] stats
+-- KEYS[9] due
 -- ARGV[3] max_stalled, >= 1
 -- ARGV[4] limit: at most this many lapsed jobs per call
 --

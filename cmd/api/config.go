@@ -12,6 +12,7 @@ import (
 	emqhttp "github.com/echo-mq/echo_mq/internal/http"
 	"github.com/echo-mq/echo_mq/internal/keyspace"
 	"github.com/echo-mq/echo_mq/internal/lease"
+	"github.com/echo-mq/echo_mq/internal/metrics"
 	"github.com/echo-mq/echo_mq/internal/push"
 	"github.com/echo-mq/echo_mq/internal/stall"
 )
@@ -23,6 +24,7 @@ type config struct {
 	RedisCAFile     string        // EMQ_REDIS_CA_FILE: CAs to trust for rediss://
 	Prefix          string        // EMQ_PREFIX
 	SweepInterval   time.Duration // EMQ_SWEEP_INTERVAL
+	EventsMaxAge    time.Duration // EMQ_EVENTS_MAX_AGE: events kept, and an empty queue after its last
 	MaxStalled      int           // EMQ_MAX_STALLED
 	LogLevel        slog.Level    // EMQ_LOG_LEVEL
 	MaxValueBytes   int           // EMQ_MAX_VALUE_BYTES: payload, result, progress
@@ -42,14 +44,19 @@ type config struct {
 	MaxWaitersPerKey int
 	// EMQ_MAX_STREAMS: event streams one API key holds open at once.
 	MaxStreams int
+	// EMQ_MAX_QUEUES: queues there may be; 0: no limit.
+	MaxQueues int
+	// EMQ_METRICS_MAX_QUEUES: the queues the per-queue series name at most.
+	MetricsMaxQueues int
 }
 
 // variables are the environment variables the service reads.
 var variables = []string{
-	"EMQ_ADDR", "EMQ_REDIS_URL", "EMQ_PREFIX", "EMQ_SWEEP_INTERVAL", "EMQ_MAX_STALLED",
+	"EMQ_ADDR", "EMQ_REDIS_URL", "EMQ_PREFIX", "EMQ_SWEEP_INTERVAL", "EMQ_EVENTS_MAX_AGE", "EMQ_MAX_STALLED",
 	"EMQ_LOG_LEVEL", "EMQ_MAX_VALUE_BYTES", "EMQ_MAX_BODY_BYTES", "EMQ_SHUTDOWN_TIMEOUT", "EMQ_API_KEYS", "EMQ_HEADER_TIMEOUT",
 	"EMQ_KEEP_COMPLETED", "EMQ_CORS_ORIGINS", "EMQ_METRICS", "EMQ_MAX_WAITERS", "EMQ_REDIS_CA_FILE",
 	"EMQ_REDIS_AUTOPIPELINE", "EMQ_PUSH_ALLOW", "EMQ_MAX_WAITERS_PER_KEY", "EMQ_MAX_STREAMS",
+	"EMQ_MAX_QUEUES", "EMQ_METRICS_MAX_QUEUES",
 }
 
 var prefixRE = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,64}$`)
@@ -73,6 +80,9 @@ func loadConfig(getenv func(string) string) (config, error) {
 	var err error
 	if c.SweepInterval, err = positiveDuration(env("EMQ_SWEEP_INTERVAL", stall.DefaultInterval.String())); err != nil {
 		fail("EMQ_SWEEP_INTERVAL", err)
+	}
+	if c.EventsMaxAge, err = positiveDuration(env("EMQ_EVENTS_MAX_AGE", stall.DefaultMaxAge.String())); err != nil {
+		fail("EMQ_EVENTS_MAX_AGE", err)
 	}
 	if c.HeaderTimeout, err = positiveDuration(env("EMQ_HEADER_TIMEOUT", "10s")); err != nil {
 		fail("EMQ_HEADER_TIMEOUT", err)
@@ -98,8 +108,14 @@ func loadConfig(getenv func(string) string) (config, error) {
 	if c.MaxBodyBytes, err = positiveInt(env("EMQ_MAX_BODY_BYTES", strconv.Itoa(emqhttp.DefaultMaxBodyBytes))); err != nil {
 		fail("EMQ_MAX_BODY_BYTES", err)
 	}
+	if c.MaxQueues, err = strconv.Atoi(env("EMQ_MAX_QUEUES", strconv.Itoa(keyspace.DefaultMaxQueues))); err != nil || c.MaxQueues < 0 {
+		fail("EMQ_MAX_QUEUES", fmt.Errorf("%q must be a count, 0 for no limit", getenv("EMQ_MAX_QUEUES")))
+	}
 	if c.KeepCompleted, err = strconv.Atoi(env("EMQ_KEEP_COMPLETED", strconv.Itoa(lease.DefaultKeepCompleted))); err != nil || c.KeepCompleted < 0 {
 		fail("EMQ_KEEP_COMPLETED", fmt.Errorf("%q must be a count, 0 for all", getenv("EMQ_KEEP_COMPLETED")))
+	}
+	if c.MetricsMaxQueues, err = positiveInt(env("EMQ_METRICS_MAX_QUEUES", strconv.Itoa(metrics.DefaultMaxQueues))); err != nil {
+		fail("EMQ_METRICS_MAX_QUEUES", err)
 	}
 	if c.Metrics = env("EMQ_METRICS", "on"); c.Metrics != "on" && c.Metrics != "open" && c.Metrics != "off" {
 		fail("EMQ_METRICS", fmt.Errorf("%q must be on, open or off", c.Metrics))
@@ -176,6 +192,6 @@ func (c config) logAttrs() []any {
 		"max_value_bytes", c.MaxValueBytes, "max_body_bytes", c.MaxBodyBytes, "log_level", c.LogLevel,
 		"keep_completed", c.KeepCompleted, "cors_origins", c.CORSOrigins, "metrics", c.Metrics,
 		"api_keys", c.Keys.Names(), "max_waiters", c.MaxWaiters, "max_waiters_per_key", c.MaxWaitersPerKey,
-		"max_streams", c.MaxStreams, "redis_autopipeline", c.AutoPipeline,
+		"max_streams", c.MaxStreams, "max_queues", c.MaxQueues, "metrics_max_queues", c.MetricsMaxQueues, "redis_autopipeline", c.AutoPipeline,
 		"push_allow", c.PushAllowList}
 }

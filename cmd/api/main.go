@@ -81,6 +81,7 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 	bg, stopBackground := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopBackground()
 	svc := newServices(cfg, rdb, tel, log)
+	svc.migrateQueues(ctx, log)
 	hubDone := make(chan struct{})
 	go func() { defer close(hubDone); svc.hub.Run(bg) }()
 	reaper := svc.reaper(cfg, log)

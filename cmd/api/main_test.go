@@ -194,6 +194,8 @@ func TestLoadConfigRefusesBadValues(t *testing.T) {
 		"EMQ_REDIS_AUTOPIPELINE": "maybe",
 		"EMQ_PUSH_ALLOW":         "hooks.example.com,*",
 		"EMQ_MAX_STREAMS":        "0",
+		"EMQ_MAX_QUEUES":         "-1",
+		"EMQ_METRICS_MAX_QUEUES": "0",
 		// A share larger than the whole EMQ_MAX_WAITERS (10,000).
 		"EMQ_MAX_WAITERS_PER_KEY": "10001",
 	}
@@ -210,8 +212,8 @@ func TestLoadConfigRefusesBadValues(t *testing.T) {
 	}
 	c, err := loadConfig(func(string) string { return "" })
 	if err != nil || c.Addr != "127.0.0.1:8080" || c.Prefix != "emq" || c.SweepInterval != 5*time.Second || c.MaxStalled != 2 || !c.AutoPipeline ||
-		c.PushAllow.On() {
-		t.Fatalf("defaults %+v (%v), want 127.0.0.1:8080, emq, 5s, 2, autopipelining on, push off", c, err)
+		c.PushAllow.On() || c.MaxQueues != 100_000 || c.MetricsMaxQueues != 1000 {
+		t.Fatalf("defaults %+v (%v), want 127.0.0.1:8080, emq, 5s, 2, autopipelining on, push off, 100,000 queues, 1,000 in the metrics", c, err)
 	}
 }
 

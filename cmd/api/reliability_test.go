@@ -258,7 +258,7 @@ func exerciseScripts(t *testing.T, base string, rdb *redis.Client, q string, flu
 		}
 	}
 	steps := []scriptStep{
-		{"enqueue", "POST", "/jobs", fixed(`{"id":"a","payload":1}`), 201, lua.Enqueue, nil},
+		{"enqueue", "POST", "/jobs", fixed(`{"id":"a","payload":1}`), 201, lua.EnqueueLater, nil},
 		{"enqueue batch", "POST", "/jobs/batch", fixed(`{"jobs":[{"id":"b","payload":2},{"id":"c","payload":3},{"id":"d","payload":4},{"id":"e","payload":5},{"id":"f","payload":6}]}`), 200, lua.Enqueue, nil},
 		{"claim", "POST", "/claim", fixed(`{"count":4,"lease_ms":30000}`), 200, lua.Claim, func(t *testing.T, a answer) {
 			var got heldJobs
@@ -280,7 +280,7 @@ func exerciseScripts(t *testing.T, base string, rdb *redis.Client, q string, flu
 		}, 200, lua.Fail, wantState("dead")},
 		{"cancel", "POST", "/jobs/e/cancel", fixed(`{"reason":"no"}`), 200, lua.Cancel, wantState("cancelled")},
 		{"retry", "POST", "/jobs/c/retry", fixed(""), 200, lua.Retry, wantState("pending")},
-		{"enqueue delayed", "POST", "/jobs", fixed(`{"id":"g","payload":7,"delay_ms":600000}`), 201, lua.Enqueue, nil},
+		{"enqueue delayed", "POST", "/jobs", fixed(`{"id":"g","payload":7,"delay_ms":600000}`), 201, lua.EnqueueLater, nil},
 		{"promote", "POST", "/jobs/g/promote", fixed(""), 200, lua.Promote, wantState("pending")},
 		{"remove", "DELETE", "/jobs/f", nil, 200, lua.Remove, nil},
 		{"sweep", "POST", "/sweep", fixed(`{}`), 200, lua.Sweep, nil},

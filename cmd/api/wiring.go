@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/echo-mq/echo_mq/internal/events"
 	"github.com/echo-mq/echo_mq/internal/history"
 	emqhttp "github.com/echo-mq/echo_mq/internal/http"
+	"github.com/echo-mq/echo_mq/internal/keyspace"
 	"github.com/echo-mq/echo_mq/internal/lease"
 	"github.com/echo-mq/echo_mq/internal/metrics"
 	"github.com/echo-mq/echo_mq/internal/push"
@@ -33,22 +35,46 @@ type services struct {
 	pushes  *push.Store
 	history *history.Reader
 	tel     *telemetry.Telemetry // nil: tracing off
+	queues  *keyspace.Registry   // the services' one registry of queues, under EMQ_MAX_QUEUES
+	// activity is the index of the queues with traffic lately, which GET
+	// /events merges and the metrics read the depth of.
+	activity *keyspace.Activity
 }
 
 func newServices(cfg config, rdb redis.UniversalClient, tel *telemetry.Telemetry, log *slog.Logger) services {
-	adm := admin.NewService(rdb, cfg.Prefix)
+	reg := keyspace.NewRegistry(rdb, cfg.Prefix, keyspace.RegistryMax(cfg.MaxQueues))
+	adm := admin.NewService(rdb, cfg.Prefix, admin.Registry(reg))
 	hist := history.NewReader(rdb, cfg.Prefix)
-	m := metrics.New(depthOf(adm, hist))
+	act := keyspace.NewActivity(rdb, cfg.Prefix)
+	m := metrics.New(depthOf(adm, act, hist), metrics.MaxQueues(cfg.MetricsMaxQueues))
 	m.SetLogger(log)
-	return services{rdb: rdb, admin: adm, sweeper: stall.NewService(rdb, cfg.Prefix),
-		hub: wake.NewHub(rdb, cfg.Prefix, log), metrics: m, sched: scheduler.NewService(rdb, cfg.Prefix),
-		pushes: push.NewStore(rdb, cfg.Prefix), history: hist, tel: tel}
+	return services{rdb: rdb, admin: adm, sweeper: stall.NewService(rdb, cfg.Prefix, stall.Registry(reg)),
+		hub: wake.NewHub(rdb, cfg.Prefix, log), metrics: m, sched: scheduler.NewService(rdb, cfg.Prefix, scheduler.Registry(reg)),
+		pushes: push.NewStore(rdb, cfg.Prefix, push.Registry(reg)), history: hist, tel: tel, queues: reg,
+		activity: act}
+}
+
+// migrateQueues copies into the registry of queues the names that only
+// the previous release's set holds (keyspace.Registry.Migrate), once at
+// start-up; on an error the service starts anyway, and those queues are
+// listed once an enqueue or a later start adds them.
+func (s services) migrateQueues(ctx context.Context, log *slog.Logger) {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	n, err := s.queues.Migrate(ctx)
+	switch {
+	case err != nil:
+		log.Warn("The registry of queues was not brought up to date", "added", n, "error", err)
+	case n > 0:
+		log.Info("Registry of queues brought up to date from the previous release's set", "added", n)
+	}
 }
 
 // timer fires the schedules' ticks, feeding what it did to the metrics.
 func (s services) timer(log *slog.Logger) *scheduler.Timer {
 	return scheduler.NewTimer(s.sched, scheduler.TimerConfig{Logger: log,
 		OnTicks: func(queue string, t scheduler.Ticks) {
+			s.touch(queue)
 			s.metrics.ScheduleTicks(queue, t.Fired, t.Skipped, t.Missed, t.Lateness)
 			s.metrics.Transition(queue, "enqueued", t.Fired)
 		},
@@ -59,17 +85,28 @@ func (s services) timer(log *slog.Logger) *scheduler.Timer {
 // enqueue of its queue.
 func (s services) dispatcher(batches *batch.Service, log *slog.Logger) *batch.Dispatcher {
 	return batches.NewDispatcher(batch.DispatcherConfig{Encode: emqhttp.BatchCallbackBody, Logger: log,
-		OnCallback: func(queue string) { s.metrics.Transition(queue, "enqueued", 1) }})
+		OnCallback: func(queue string) {
+			s.touch(queue)
+			s.metrics.Transition(queue, "enqueued", 1)
+		}})
 }
 
 // reaper is the background sweep, feeding its counts to the metrics.
 func (s services) reaper(cfg config, log *slog.Logger) *stall.Reaper {
 	return stall.NewReaper(s.sweeper, stall.ReaperConfig{
-		Interval: cfg.SweepInterval, MaxStalled: cfg.MaxStalled, Logger: log,
+		Interval: cfg.SweepInterval, MaxStalled: cfg.MaxStalled, MaxAge: cfg.EventsMaxAge, Logger: log,
 		OnSwept: func(queue string, sw stall.Swept) {
+			s.touch(queue)
 			s.metrics.Swept(queue, len(sw.Recovered), len(sw.Dead), len(sw.Cancelled))
 			s.metrics.Reaped(queue, "timed_out", len(sw.Retried))
 			s.metrics.Reaped(queue, "expired", len(sw.Expired))
+		},
+		OnPromoted: func(queue string, _ int) { s.touch(queue) },
+		OnForgotten: func(queue string) {
+			s.metrics.ForgetQueue(queue)
+			if err := s.activity.Drop(context.Background(), queue); err != nil {
+				s.metrics.RedisError()
+			}
 		},
 	})
 }
@@ -88,14 +125,26 @@ func (s services) deliverer(ctx context.Context, cfg config, leases *lease.Servi
 	}
 	return push.NewDeliverer(push.Config{Store: s.pushes, Leases: leases, Waiters: s.hub, Allow: cfg.PushAllow,
 		Encode: emqhttp.PushBody, MaxResultBytes: cfg.MaxValueBytes, Drain: cfg.ShutdownTimeout, Logger: log,
-		OnDelivery: s.metrics.PushDelivery, Telemetry: s.tel})
+		OnDelivery: func(queue, outcome string, took time.Duration) {
+			s.touch(queue)
+			s.metrics.PushDelivery(queue, outcome, took)
+		}, Telemetry: s.tel})
+}
+
+// touch records that the background work changed queue (the activity
+// index), so that GET /events and the metrics' depth follow it; a touch
+// that fails is counted as a Redis error.
+func (s services) touch(queue string) {
+	if err := s.activity.Touch(context.Background(), queue); err != nil {
+		s.metrics.RedisError()
+	}
 }
 
 // leases is the worker plane's service, feeding its jobs' waits and runs
 // to the metrics.
 func (s services) leases(cfg config, log *slog.Logger) *lease.Service {
 	return lease.NewService(s.rdb, cfg.Prefix, lease.KeepCompleted(cfg.KeepCompleted),
-		lease.ScriptsVia(workerClient(cfg, s.rdb, log)), lease.Observe(s.metrics))
+		lease.ScriptsVia(workerClient(cfg, s.rdb, log)), lease.Observe(s.metrics), lease.Registry(s.queues))
 }
 
 // handler is the HTTP API over the services.
@@ -111,6 +160,7 @@ func (s services) handler(cfg config, leases *lease.Service, batches *batch.Serv
 		Events:      events.NewLog(s.rdb, cfg.Prefix),
 		Ready:       func(ctx context.Context) error { return s.rdb.Ping(ctx).Err() },
 		Metrics:     s.metrics,
+		Activity:    s.activity,
 		Telemetry:   s.tel,
 		Keys:        cfg.Keys,
 		Replays:     auth.NewRedisReplays(s.rdb),
@@ -130,16 +180,23 @@ func (s services) handler(cfg config, leases *lease.Service, batches *batch.Serv
 	return emqhttp.NewHandler(hc)
 }
 
-// depthOf reads queue depths for a metrics scrape: the first limit queues
-// of the queues set, and one more when there are more (the collector then
-// says the list was cut), and the latency of each of the first limit, one
-// stats script call per queue.
-func depthOf(adm *admin.Service, hist *history.Reader) metrics.DepthFunc {
+// depthOf reads queue depths for a metrics scrape: the limit most recently
+// active queues (the activity index, within keyspace.ActiveWindow), and
+// one entry more when there were more (the collector then says the list
+// was cut), and the latency of each, one stats script call per queue.
+func depthOf(adm *admin.Service, act *keyspace.Activity, hist *history.Reader) metrics.DepthFunc {
 	return metrics.WithLatency(func(ctx context.Context, limit int) ([]metrics.QueueDepth, error) {
-		infos, err := adm.FirstQueues(ctx, limit+1) // one more says the list was cut
-		out := make([]metrics.QueueDepth, len(infos))
+		names, more, err := act.Recent(ctx, limit)
+		if err != nil {
+			return nil, err
+		}
+		infos, err := adm.QueuesNamed(ctx, names)
+		out := make([]metrics.QueueDepth, len(infos), len(infos)+1)
 		for i, info := range infos {
 			out[i] = metrics.QueueDepth{Queue: info.Name, Paused: info.Paused, Counts: info.Counts}
+		}
+		if more {
+			out = append(out, metrics.QueueDepth{}) // one more says the list was cut
 		}
 		return out, err
 	}, hist.Latency)

@@ -24,9 +24,23 @@ type Service struct {
 	scripts *lua.Runner
 }
 
+// Option configures a Service.
+type Option func(*Service)
+
+// Registry makes the Service list and admit queues through reg (its
+// limit, shared with the other services); the default is a registry of
+// its own with no limit.
+func Registry(reg *keyspace.Registry) Option {
+	return func(s *Service) { s.queues = reg }
+}
+
 // NewService returns a Service for the keys under prefix.
-func NewService(rdb redis.UniversalClient, prefix string) *Service {
-	return &Service{rdb: rdb, prefix: prefix, queues: keyspace.NewRegistry(rdb, prefix), scripts: lua.NewRunner(rdb)}
+func NewService(rdb redis.UniversalClient, prefix string, opts ...Option) *Service {
+	s := &Service{rdb: rdb, prefix: prefix, queues: keyspace.NewRegistry(rdb, prefix), scripts: lua.NewRunner(rdb)}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
 }
 
 // Actor is who asks for an operator action, for the audit trail in the

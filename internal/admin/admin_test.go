@@ -232,15 +232,21 @@ func TestQueuesPaging(t *testing.T) {
 		}
 	}
 	seen := map[string]int{}
-	cursor, pages := "", 0
+	cursor, pages, last := "", 0, ""
 	for {
-		infos, next, err := f.admin.Queues(ctx, cursor, 100)
+		infos, next, err := f.admin.Queues(ctx, "", cursor, 100)
 		if err != nil {
 			t.Fatal(err)
 		}
 		pages++
 		if !slices.IsSortedFunc(infos, func(a, b admin.QueueInfo) int { return strings.Compare(a.Name, b.Name) }) {
 			t.Errorf("page %d is not sorted by name", pages)
+		}
+		if len(infos) > 0 && infos[0].Name <= last {
+			t.Errorf("page %d starts at %s, not after the last page's %s", pages, infos[0].Name, last)
+		}
+		if len(infos) > 0 {
+			last = infos[len(infos)-1].Name
 		}
 		for _, info := range infos {
 			seen[info.Name]++
@@ -266,8 +272,10 @@ func TestQueuesPaging(t *testing.T) {
 	if len(seen) != n || pages < 2 {
 		t.Errorf("listed %d queues in %d pages, want %d in several", len(seen), pages, n)
 	}
-	if _, _, err := f.admin.Queues(ctx, "x", 100); !errors.Is(err, admin.ErrCursor) {
-		t.Errorf("Queues with cursor x: got %v, want ErrCursor", err)
+	for _, cursor := range []string{"a b", "x:y", "..", strings.Repeat("q", 101)} {
+		if _, _, err := f.admin.Queues(ctx, "", cursor, 100); !errors.Is(err, admin.ErrCursor) {
+			t.Errorf("Queues with cursor %q: got %v, want ErrCursor", cursor, err)
+		}
 	}
 }
 

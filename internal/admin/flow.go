@@ -27,12 +27,15 @@ func (s *Service) Settings(ctx context.Context, queue string) (flow.Settings, er
 
 // SetSettings replaces a queue's flow control settings whole, and writes a
 // "settings" event with them (asJSON) and who asked. The groups a limit
-// held back are looked at again under the new settings.
+// held back are looked at again under the new settings. A queue that is
+// not known yet must have a place (keyspace.ErrQuota).
 func (s *Service) SetSettings(ctx context.Context, queue string, set flow.Settings, asJSON string, by Actor) error {
-	if err := s.queues.Remember(ctx, queue, true); err != nil {
+	added, err := s.queues.Admit(ctx, queue)
+	if err != nil {
 		return err
 	}
-	_, err := s.run(ctx, queue, lua.SettingsArgs{Encoded: set.Encode(), JSON: asJSON, By: by})
+	_, err = s.run(ctx, queue, lua.SettingsArgs{Encoded: set.Encode(), JSON: asJSON, By: by})
+	s.withdrawIf(ctx, queue, added, err)
 	return err
 }
 
@@ -59,13 +62,16 @@ func (s *Service) Groups(ctx context.Context, queue, cursor string, limit int) (
 }
 
 // SetGroupPaused pauses (or resumes) one group's claims and answers the
-// group. Pausing a group that has no jobs yet lists it.
+// group. Pausing a group that has no jobs yet lists it. A queue that is
+// not known yet must have a place (keyspace.ErrQuota).
 func (s *Service) SetGroupPaused(ctx context.Context, queue, group string, paused bool, by Actor) (flow.Group, error) {
-	if err := s.queues.Remember(ctx, queue, true); err != nil {
+	added, err := s.queues.Admit(ctx, queue)
+	if err != nil {
 		return flow.Group{}, err
 	}
 	reply, err := s.run(ctx, queue, lua.GroupPauseArgs{Group: group, Paused: paused, By: by})
 	if err != nil {
+		s.withdrawIf(ctx, queue, added, err)
 		return flow.Group{}, err
 	}
 	return groupOf(reply)

@@ -3,8 +3,6 @@ package admin
 import (
 	"context"
 	"fmt"
-	"sort"
-	"strconv"
 
 	"github.com/redis/go-redis/v9"
 
@@ -43,37 +41,34 @@ func (s *Service) Queue(ctx context.Context, queue string) (QueueInfo, error) {
 	return infos[0], nil
 }
 
-// Queues reads a page of the known queues, in the order of the queues set's
-// cursor (SSCAN): pass "" for the first page and the returned cursor for the
-// next; "" means there is none. A page has about limit queues, sorted by name.
-func (s *Service) Queues(ctx context.Context, cursor string, limit int) ([]QueueInfo, string, error) {
-	var at uint64
-	if cursor != "" {
-		var err error
-		if at, err = strconv.ParseUint(cursor, 10, 64); err != nil {
-			return nil, "", fmt.Errorf("%w: bad cursor %q", ErrCursor, cursor)
-		}
+// Queues reads a page of up to limit known queues whose names start with
+// prefix ("" for all), in name order, after cursor ("" for the first
+// page), and the cursor of the next page: "" on the last. The cursor is
+// the page's last name; one that no queue could have is refused with
+// ErrCursor. A page costs O(log N + limit), however many queues there are.
+func (s *Service) Queues(ctx context.Context, prefix, cursor string, limit int) ([]QueueInfo, string, error) {
+	if cursor != "" && !keyspace.ValidQueueName(cursor) {
+		return nil, "", fmt.Errorf("%w: %q", ErrCursor, cursor)
 	}
-	names, next, err := s.queues.Page(ctx, at, int64(limit))
+	names, more, err := s.queues.Page(ctx, prefix, cursor, limit)
 	if err != nil {
 		return nil, "", err
 	}
-	sort.Strings(names)
 	infos, err := s.queueInfos(ctx, names)
-	if err != nil || next == 0 {
+	if err != nil || !more {
 		return infos, "", err
 	}
-	return infos, strconv.FormatUint(next, 10), nil
+	return infos, names[len(names)-1], nil
 }
 
-// FirstQueues reads up to n known queues with their counts, page by page
-// through the queues set (fewer when there are fewer). Metrics use it to
+// FirstQueues reads up to n known queues with their counts, the first by
+// name, page by page (fewer when there are fewer). Metrics use it to
 // bound a scrape's cost.
 func (s *Service) FirstQueues(ctx context.Context, n int) ([]QueueInfo, error) {
 	var out []QueueInfo
 	cursor := ""
 	for len(out) < n {
-		infos, next, err := s.Queues(ctx, cursor, min(n-len(out), 1000))
+		infos, next, err := s.Queues(ctx, "", cursor, min(n-len(out), 1000))
 		if err != nil {
 			return nil, err
 		}
@@ -120,15 +115,27 @@ func (s *Service) queueInfos(ctx context.Context, names []string) ([]QueueInfo, 
 }
 
 // SetPaused pauses (or resumes) a queue's claims and answers its info.
-// Active jobs go on: they can still extend, complete and fail.
+// Active jobs go on: they can still extend, complete and fail. A queue
+// that is not known yet must have a place (keyspace.ErrQuota).
 func (s *Service) SetPaused(ctx context.Context, queue string, paused bool, by Actor) (QueueInfo, error) {
-	if err := s.queues.Remember(ctx, queue, true); err != nil {
+	added, err := s.queues.Admit(ctx, queue)
+	if err != nil {
 		return QueueInfo{}, err
 	}
 	if _, err := s.run(ctx, queue, lua.PauseArgs{Paused: paused, By: by}); err != nil {
+		s.withdrawIf(ctx, queue, added, err)
 		return QueueInfo{}, err
 	}
 	return s.Queue(ctx, queue)
+}
+
+// withdrawIf gives back the place in the registry Admit added queue for
+// (added) when the write it was for failed (err), so that a refused
+// request leaves nothing behind.
+func (s *Service) withdrawIf(ctx context.Context, queue string, added bool, err error) {
+	if added && err != nil {
+		_ = s.queues.Withdraw(context.WithoutCancel(ctx), queue)
+	}
 }
 
 // Drain removes a queue's pending and delayed jobs, in bounded steps, and

@@ -71,10 +71,13 @@ type notFound struct{}
 func (notFound) Error() string        { return "no such batch" }
 func (notFound) Is(target error) bool { return target == job.ErrGone }
 
-// Enqueuer enqueues jobs, and jobs into a batch (*lease.Service).
+// Enqueuer enqueues jobs, and jobs into a batch, and admits a queue to
+// the registry of queues (*lease.Service).
 type Enqueuer interface {
 	Enqueue(ctx context.Context, queue string, jobs []lease.NewJob) ([]lease.Enqueued, error)
 	EnqueueBatch(ctx context.Context, queue string, jobs []lease.NewJob, join lua.BatchJoin) ([]lease.Enqueued, lease.BatchReply, error)
+	Admit(ctx context.Context, queue string) (bool, error)
+	Withdraw(ctx context.Context, queue string) error
 }
 
 // Service manages the batches of every queue under one key prefix.
@@ -96,11 +99,25 @@ func (s *Service) queue(name string) keyspace.Queue { return keyspace.NewQueue(s
 // Create makes batch id of queue with jobs (each gets batch_id), open for
 // more when open, and returns it with the jobs as enqueued. A batch that
 // exists already is returned as it is, created false, and no job is added.
+// A queue it names that is new (the batch's, its callback's) must have a
+// place in the registry (keyspace.ErrQuota).
 func (s *Service) Create(ctx context.Context, queue, id string, jobs []lease.NewJob, open bool, cb Callback) (Batch, []lease.Enqueued, bool, error) {
 	join := lua.BatchJoin{ID: id, New: true, Open: open,
 		Callback: lua.BatchCallback{Queue: cb.Queue, Payload: string(cb.Payload), When: cb.When}}
+	added := false
+	if cb.Queue != "" && cb.Queue != queue {
+		// Its callback's queue takes its place now, not when the
+		// callback is due: then it could only be retried.
+		var err error
+		if added, err = s.leases.Admit(ctx, cb.Queue); err != nil {
+			return Batch{}, nil, false, err
+		}
+	}
 	out, reply, err := s.leases.EnqueueBatch(ctx, queue, jobs, join)
 	if err != nil {
+		if added { // a refused create leaves nothing behind
+			_ = s.leases.Withdraw(context.WithoutCancel(ctx), cb.Queue)
+		}
 		return Batch{}, nil, false, err
 	}
 	// The dispatchers look at the queue from now on. A callback owed

@@ -29,11 +29,6 @@ const (
 	DefaultHold = 30 * time.Second
 	// takeStep is how many owed callbacks one take reads.
 	takeStep = 100
-	// everyQueueEvery is how many rounds go by between two rounds that look
-	// at every known queue, not only those of <prefix>:batches: a create
-	// whose process died after its script but before it added its queue
-	// there still has its callback sent, within about 10 s.
-	everyQueueEvery = 40
 )
 
 // DispatcherConfig configures a Dispatcher; zero fields take the defaults.
@@ -60,7 +55,6 @@ type DispatcherConfig struct {
 type Dispatcher struct {
 	svc    *Service
 	config DispatcherConfig
-	rounds int // Run's rounds so far
 }
 
 // NewDispatcher returns a Dispatcher of svc's batches.
@@ -78,8 +72,7 @@ func (d *Dispatcher) Run(ctx context.Context) {
 	tick := time.NewTicker(d.config.Interval)
 	defer tick.Stop()
 	for {
-		d.rounds++
-		if _, err := d.once(ctx, d.rounds%everyQueueEvery == 1); err != nil && ctx.Err() == nil {
+		if _, err := d.Once(ctx); err != nil && ctx.Err() == nil {
 			d.config.Logger.Warn("Batch callbacks failed; trying again", "error", err)
 		}
 		select {
@@ -90,17 +83,13 @@ func (d *Dispatcher) Run(ctx context.Context) {
 	}
 }
 
-// Once enqueues the callbacks owed now, of every queue that has had a
-// batch, and returns how many it enqueued.
-func (d *Dispatcher) Once(ctx context.Context) (int, error) { return d.once(ctx, true) }
-
-// once is Once over the queues of <prefix>:batches, and every known queue
-// too when all.
-func (d *Dispatcher) once(ctx context.Context, all bool) (int, error) {
+// Once enqueues the callbacks owed now, of every queue of
+// <prefix>:batches, and returns how many it enqueued. A create whose
+// process stopped after its script but before it listed its queue there
+// is listed by the reaper once a callback of the queue is owed (the due
+// index: docs/design.md#the-sweep), so no round reads every queue.
+func (d *Dispatcher) Once(ctx context.Context) (int, error) {
 	key := keyspace.BatchesKey(d.svc.prefix)
-	if all {
-		key = keyspace.QueuesKey(d.svc.prefix)
-	}
 	queues, err := d.svc.rdb.SMembers(ctx, key).Result()
 	if err != nil || len(queues) == 0 {
 		return 0, err

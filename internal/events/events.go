@@ -1,6 +1,6 @@
 // Package events reads the queues' event streams, which the scripts write
 // in the same atomic step as each change (docs/design.md#events): one
-// queue's stream from a point on, and every known queue's at once, merged
+// queue's stream from a point on, and every active queue's at once, merged
 // in order (Merged). The HTTP layer writes what it reads as Server-Sent
 // Events; this package is the only one that reads the streams.
 package events
@@ -10,6 +10,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -74,16 +75,17 @@ func (id ID) Compare(other ID) int {
 }
 
 // Log reads the event streams under a key prefix,
-// "<prefix>:{<queue>}:events". It holds no connection between calls.
+// "<prefix>:{<queue>}:events", and which queues have them lately (the
+// activity index). It holds no connection between calls.
 type Log struct {
-	rdb    redis.UniversalClient
-	prefix string
-	queues *keyspace.Registry
+	rdb      redis.UniversalClient
+	prefix   string
+	activity *keyspace.Activity
 }
 
 // NewLog returns the Log of the queues under prefix.
 func NewLog(rdb redis.UniversalClient, prefix string) *Log {
-	return &Log{rdb: rdb, prefix: prefix, queues: keyspace.NewRegistry(rdb, prefix)}
+	return &Log{rdb: rdb, prefix: prefix, activity: keyspace.NewActivity(rdb, prefix)}
 }
 
 // Read returns up to count entries of queue's stream strictly after
@@ -109,17 +111,13 @@ func (l *Log) Now(ctx context.Context) (time.Time, error) {
 	return l.rdb.Time(ctx).Result()
 }
 
-// Queues returns the first limit names of the queue registry, sorted, and
-// whether it holds more.
-func (l *Log) Queues(ctx context.Context, limit int) ([]string, bool, error) {
-	names, err := l.queues.All(ctx)
-	if err != nil {
-		return nil, false, err
-	}
-	if len(names) <= limit {
-		return names, false, nil
-	}
-	return names[:limit], true, nil
+// Active returns the queues active since ms (the Redis server's clock) in
+// the activity index, the most recently active limit of them, sorted, and
+// whether there were more.
+func (l *Log) Active(ctx context.Context, ms int64, limit int) ([]string, bool, error) {
+	names, more, err := l.activity.Since(ctx, ms, limit)
+	slices.Sort(names)
+	return names, more, err
 }
 
 // LastIDs returns the id of each queue's last entry, "0-0" when its stream

@@ -41,14 +41,14 @@ func TestIDs(t *testing.T) {
 	}
 }
 
-// TestMergedReadsInOrder: the merged reading starts after each queue's
-// last entry, gives the entries of every queue in id order, takes in a
-// queue that joins from the opening on, and lets one that leaves go.
+// TestMergedReadsInOrder: the merged reading starts after each active
+// queue's last entry, gives the entries of every queue in id order, takes
+// in a queue that joins from the opening on, and lets one that leaves go.
 func TestMergedReadsInOrder(t *testing.T) {
 	ctx := context.Background()
 	rdb := redistest.Client(t)
 	prefix := "emqev-" + redistest.Queue(t)
-	reg := keyspace.NewRegistry(rdb, prefix)
+	reg := keyspace.NewActivity(rdb, prefix)
 	// Entries of two streams made in one ms have the same id, and come
 	// ordered by queue: a ms apart, they come in the order made.
 	add := func(queue, kind string) {
@@ -59,7 +59,7 @@ func TestMergedReadsInOrder(t *testing.T) {
 		}
 	}
 	for _, q := range []string{"b", "a"} {
-		if err := reg.Remember(ctx, q, true); err != nil {
+		if err := reg.Touch(ctx, q); err != nil {
 			t.Fatal(err)
 		}
 		add(q, "before") // older than the opening: never read
@@ -76,11 +76,11 @@ func TestMergedReadsInOrder(t *testing.T) {
 	if want := []string{"b:b1", "a:a1", "b:b2"}; !slices.Equal(got, want) {
 		t.Fatalf("read %v, want %v", got, want)
 	}
-	add("c", "c1") // before c joins the registry, after the opening: read once it joins
-	if err := reg.Remember(ctx, "c", true); err != nil {
+	add("c", "c1") // before c is active, after the opening: read once it joins
+	if err := reg.Touch(ctx, "c"); err != nil {
 		t.Fatal(err)
 	}
-	if err := reg.Forget(ctx, "a"); err != nil {
+	if err := reg.Drop(ctx, "a"); err != nil {
 		t.Fatal(err)
 	}
 	add("a", "a2")
@@ -103,4 +103,87 @@ func read(t *testing.T, m *Merged) []string {
 		out = append(out, e.Queue+":"+e.Field("kind"))
 	}
 	return out
+}
+
+// xadd adds an entry with the given id ms to queue's stream.
+func xadd(tb testing.TB, rdb redis.UniversalClient, prefix, queue string, ms int64, kind string) {
+	tb.Helper()
+	err := rdb.XAdd(context.Background(), &redis.XAddArgs{Stream: keyspace.NewQueue(prefix, queue).Events(),
+		ID: ID{MS: uint64(ms)}.String(), Values: []string{"kind", kind}}).Err()
+	if err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// TestMergedJoinFrom: a queue that joins is read from the opening when the
+// index was not read since, else from Slack before its last read: the
+// entries it made before its activity was written are not missed, and
+// what came before it could be active is not read.
+func TestMergedJoinFrom(t *testing.T) {
+	ctx := context.Background()
+	rdb := redistest.Client(t)
+	prefix := "emqev-" + redistest.Queue(t)
+	act := keyspace.NewActivity(rdb, prefix)
+	m, err := OpenMerged(ctx, NewLog(rdb, prefix), 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// As if the reading had opened 5 minutes ago.
+	const back = 5 * time.Minute
+	m.openMS -= back.Milliseconds()
+	m.openedAt = m.openedAt.Add(-back)
+	m.opened = ID{MS: uint64(m.openMS)}.Before()
+	m.checked = m.openMS
+	now := m.serverNow()
+	xadd(t, rdb, prefix, "early", m.openMS-1000, "before-open")
+	xadd(t, rdb, prefix, "early", m.openMS+1000, "after-open") // long before its touch
+	if err := act.Touch(ctx, "early"); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Refresh(ctx); err != nil { // the first read since the opening
+		t.Fatal(err)
+	}
+	if got, want := read(t, m), []string{"early:after-open"}; !slices.Equal(got, want) {
+		t.Fatalf("read %v, want %v", got, want)
+	}
+	xadd(t, rdb, prefix, "late", now-Slack.Milliseconds()-60_000, "inactive") // it was not active then
+	xadd(t, rdb, prefix, "late", now-Slack.Milliseconds()/2, "first")         // its touch lands later
+	if err := act.Touch(ctx, "late"); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := read(t, m), []string{"late:first"}; !slices.Equal(got, want) {
+		t.Fatalf("read %v, want %v", got, want)
+	}
+}
+
+// TestMergedCapsTheQueues: with more queues active than the limit, the
+// most recently active are merged, and Cut says so.
+func TestMergedCapsTheQueues(t *testing.T) {
+	ctx := context.Background()
+	rdb := redistest.Client(t)
+	prefix := "emqev-" + redistest.Queue(t)
+	act := keyspace.NewActivity(rdb, prefix)
+	now := act.Now(ctx)
+	for i, q := range []string{"a", "b", "c", "d"} {
+		rdb.ZAdd(ctx, keyspace.ActiveKey(prefix), redis.Z{Score: float64(now - 4000 + int64(i)*1000), Member: q})
+	}
+	m, err := OpenMerged(ctx, NewLog(rdb, prefix), 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !m.Cut() || !slices.Equal(m.names, []string{"c", "d"}) {
+		t.Fatalf("merged %q (cut %v), want [c d], cut", m.names, m.Cut())
+	}
+	if err := act.Touch(ctx, "a"); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !m.Cut() || !slices.Equal(m.names, []string{"a", "d"}) {
+		t.Fatalf("merged %q (cut %v) after a's traffic, want [a d], cut", m.names, m.Cut())
+	}
 }

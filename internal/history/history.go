@@ -19,13 +19,13 @@ import (
 // MaxMinutes is how far back the history goes: 24 hours.
 const MaxMinutes = 1440
 
-// The ring's layout, as lua/history.lua writes it: MaxMinutes slots of
-// slotBytes, slot = minute % MaxMinutes, each a u32 stamp (the minute it
-// holds), seven u32 counters and two u48 sums, big-endian.
+// A record's layout, as lua/history.lua writes it: recordBytes, a u32
+// stamp (the minute it holds), seven u32 counters and two u48 sums,
+// big-endian; one record for each minute that had counts.
 const (
-	slotBytes  = 44
-	countersAt = 4
-	sumsAt     = 32
+	recordBytes = 44
+	countersAt  = 4
+	sumsAt      = 32
 )
 
 // Minute is what happened in a queue in one minute.
@@ -90,8 +90,8 @@ func (r *Reader) Latency(ctx context.Context, queue string) (time.Duration, erro
 }
 
 // statsReply is stats.lua's answer: the server's now and the oldest ready
-// time (ms, -1 none), the ring's slots of the minutes asked for, and the
-// counts the scripts hold that are not in the ring yet ({minute, counter
+// time (ms, -1 none), the records of the minutes asked for, and the counts
+// the scripts hold that are not in the stats key yet ({minute, counter
 // 1..9}, or none).
 type statsReply struct {
 	now, oldest int64
@@ -137,30 +137,39 @@ func age(now, oldest int64) time.Duration {
 }
 
 // Decode reads the n minutes up to the one of now (ms, the server's clock)
-// from window, the ring's slots for them as stats.lua answers them, oldest
-// first: a slot that holds another minute, or that window is too short to
-// have, reads as zeros.
-func Decode(window []byte, now int64, n int) []Minute {
-	current := now / 60000
+// from records, stats.lua's window: each record counts for the minute its
+// stamp names, wherever it lies, so a record of another minute (or a
+// trailing part of one) is left out, and two of one minute add up. A
+// minute without a record reads as zeros.
+func Decode(records []byte, now int64, n int) []Minute {
+	first := now/60000 - int64(n-1)
 	out := make([]Minute, n)
 	for i := range out {
-		out[i] = decodeSlot(window[min(i*slotBytes, len(window)):], current-int64(n-1-i))
+		out[i].At = time.UnixMilli((first + int64(i)) * 60000).UTC()
+	}
+	for ; len(records) >= recordBytes; records = records[recordBytes:] {
+		if i := int64(binary.BigEndian.Uint32(records)) - first; i >= 0 && i < int64(n) {
+			out[i].add(records)
+		}
+	}
+	for i := range out {
+		out[i].setMeans()
 	}
 	return out
 }
 
-// decodeSlot is minute's slot, the start of b, or zeros.
-func decodeSlot(b []byte, minute int64) Minute {
-	m := Minute{At: time.UnixMilli(minute * 60000).UTC()}
-	if len(b) < slotBytes || int64(binary.BigEndian.Uint32(b)) != minute {
-		return m
-	}
+// add adds the counts of record b to m's.
+func (m *Minute) add(b []byte) {
 	c := func(k int) int64 { return int64(binary.BigEndian.Uint32(b[countersAt+4*k:])) }
-	m.Enqueued, m.Started, m.Completed, m.Failed = c(0), c(1), c(2), c(3)
-	m.Dead, m.Cancelled, m.Runs = c(4), c(5), c(6)
-	m.WaitMS, m.RunMS = u48(b[sumsAt:]), u48(b[sumsAt+6:])
-	m.setMeans()
-	return m
+	m.Enqueued += c(0)
+	m.Started += c(1)
+	m.Completed += c(2)
+	m.Failed += c(3)
+	m.Dead += c(4)
+	m.Cancelled += c(5)
+	m.Runs += c(6)
+	m.WaitMS += u48(b[sumsAt:])
+	m.RunMS += u48(b[sumsAt+6:])
 }
 
 // setMeans sets m's means from its counts and sums.
@@ -175,7 +184,8 @@ func (m *Minute) setMeans() {
 }
 
 // addUnwritten adds to its minute of out the counts not written to the
-// ring yet ({minute, counter 1..9}, lua/history.lua's order; none: nothing).
+// stats key yet ({minute, counter 1..9}, lua/history.lua's order; none:
+// nothing).
 func addUnwritten(out []Minute, counts []int64) {
 	if len(counts) != 10 || len(out) == 0 {
 		return

@@ -201,6 +201,7 @@ func batchParams(r *http.Request) (string, string, error) {
 //	@Produce		application/problem+json
 //	@Failure		400	{object}	Problem	"EMQINVALID: invalid fields, an unknown dependency or a cycle"
 //	@Failure		403	{object}	Problem	"EMQFORBIDDEN: the key's role may not do this"
+//	@Failure		409	{object}	Problem	"EMQQUOTA: the queue is new and there are EMQ_MAX_QUEUES queues already"
 //	@Produce		json
 //	@Success		201	{object}	Batch	"a new batch, with its jobs"
 //	@Success		200	{object}	Batch	"the existing batch with that id; nothing was added"

@@ -10,19 +10,21 @@ import (
 	"github.com/echo-mq/echo_mq/internal/events"
 )
 
-// Timing and bounds of the merged stream, GET /events. Each poll costs one
-// XRANGE per merged queue, for each open stream: 1,000 queues and one open
-// dashboard are 2,000 XRANGEs a second, most of them answering nothing.
+// Timing and bounds of the merged stream, GET /events. It merges the
+// queues of the activity index (those with traffic since it opened), so
+// each poll costs one XRANGE per active queue, for each open stream, and
+// one read of the index: 1,000 active queues and one open dashboard are
+// 2,000 XRANGEs a second; idle queues cost nothing.
 const (
 	allEventsPoll   = 500 * time.Millisecond // the wait between polls that found nothing
-	registryRefresh = 2 * time.Second        // how often the queue registry is read again
-	maxMergedQueues = 1000                   // the queues merged, first by name
+	activityRefresh = allEventsPoll          // how often the activity index is read again
+	maxMergedQueues = 1000                   // the queues merged at most, the most recently active
 )
 
 // handleAllEvents godoc
 //
 //	@Summary		Stream every queue's events
-//	@Description	Server-Sent Events of the state changes of every queue in the queue registry (the queues of GET /queues), merged into one stream, so that a browser needs one connection for all of them. The wire format is the per-queue stream's without ids: `event: <kind>`, `data: <Event as one line of JSON>`; the Event's `queue` names the queue. Each queue's events come in the order Redis made them; a poll's events of several queues come in entry id order. It is a live tail, not resumable: it starts with the changes made after it opened and sends no `id:` lines, so an EventSource that reconnects sends no Last-Event-ID. A request with `from`, `last_event_id` or a Last-Event-ID header is answered 400 EMQINVALID: resume one queue with GET /queues/{queue}/events. The registry is read again every 2 s: a queue created later joins with its events from the time the stream opened (the Redis server's clock), and an obliterated queue leaves without an error. Up to 1,000 queues are merged, the first by name; the rest are left out (the service logs a warning). Each stream polls every merged queue every 0.5 s when idle, one XRANGE per queue per poll (one pipelined round trip). A `: ping` comment comes every 15 s. On a Redis error the stream sends an `error` event whose data is a Problem and ends; reconnect to go on (the events in between are not replayed). The stream also ends when the service shuts down. One API key holds at most EMQ_MAX_STREAMS (default 100) event streams open at once on a service replica, this route's and GET /queues/{queue}/events's together (with the API open, all callers together); past it a stream is refused 429 EMQBUSY, before it starts.
+//	@Description	Server-Sent Events of the state changes of every queue with traffic, merged into one stream, so that a browser needs one connection for all of them. The wire format is the per-queue stream's without ids: `event: <kind>`, `data: <Event as one line of JSON>`; the Event's `queue` names the queue. Each queue's events come in the order Redis made them; a poll's events of several queues come in entry id order. It is a live tail, not resumable: it starts with the changes made after it opened and sends no `id:` lines, so an EventSource that reconnects sends no Last-Event-ID. A request with `from`, `last_event_id` or a Last-Event-ID header is answered 400 EMQINVALID: resume one queue with GET /queues/{queue}/events. The stream merges the queues active since it opened: those a worker or admin request named and that request succeeded (an enqueue, a claim, a complete, an extend, a pause...), or that the service's background work changed (a sweep, a schedule's tick, a push delivery, a batch callback), within the last hour. It looks at which queues are active again every 0.5 s: a queue that becomes active later joins with its events from the time the stream opened (the Redis server's clock), or from 30 s before it last looked, whichever is later, so that no event after the opening is missed; an obliterated queue leaves without an error. Up to 1,000 queues are merged, the most recently active; the rest are left out (the service logs a warning). Each stream polls every merged queue every 0.5 s when idle, one XRANGE per queue per poll (one pipelined round trip). A `: ping` comment comes every 15 s. On a Redis error the stream sends an `error` event whose data is a Problem and ends; reconnect to go on (the events in between are not replayed). The stream also ends when the service shuts down. One API key holds at most EMQ_MAX_STREAMS (default 100) event streams open at once on a service replica, this route's and GET /queues/{queue}/events's together (with the API open, all callers together); past it a stream is refused 429 EMQBUSY, before it starts.
 //	@ID				streamAllEvents
 //	@Tags			operator
 //	@Security		BearerAuth
@@ -90,7 +92,7 @@ func refuseResume(r *http.Request) error {
 
 // pumpAllEvents sends every merged queue's entries as they come, until the
 // client goes away, the service stops or Redis fails; it reads the
-// registry again every registryRefresh.
+// activity index again every activityRefresh.
 func (s *server) pumpAllEvents(w http.ResponseWriter, rc *http.ResponseController, r *http.Request, m *events.Merged, t eventTiming, warned bool) {
 	ctx := r.Context()
 	pace := newPacer(t)
@@ -110,7 +112,7 @@ func (s *server) pumpAllEvents(w http.ResponseWriter, rc *http.ResponseControlle
 		if len(entries) > 0 && rc.Flush() != nil {
 			return
 		}
-		if time.Since(refreshed) >= registryRefresh {
+		if time.Since(refreshed) >= activityRefresh {
 			if err := m.Refresh(ctx); err != nil {
 				s.endAllEvents(w, rc, r, err)
 				return
@@ -137,11 +139,11 @@ func (s *server) endAllEvents(w http.ResponseWriter, rc *http.ResponseController
 	}
 }
 
-// warnIfCut logs, once per stream (warned: it has), that the registry
-// holds more queues than a stream merges, and reports whether it has.
+// warnIfCut logs, once per stream (warned: it has), that more queues are
+// active than a stream merges, and reports whether it has.
 func (s *server) warnIfCut(r *http.Request, m *events.Merged, warned bool) bool {
 	if m.Cut() && !warned {
-		s.log.Warn("More queues than one event stream merges; the rest are left out",
+		s.log.Warn("More active queues than one event stream merges; the least recently active are left out",
 			"merged", maxMergedQueues, "path", r.URL.Path, "request_id", middleware.GetReqID(r.Context()))
 		return true
 	}

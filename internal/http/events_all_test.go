@@ -4,8 +4,8 @@ package http_test
 // service's router on every backend while the test goes on: a liveRecorder
 // lets the test read what the handler has sent so far, and each stream's
 // whole answer is checked against api/openapi.yaml when it ends. The
-// stream runs at its production timing (a poll every 0.5 s, the registry
-// read every 2 s), so waits are bounded by allEventsWait, not slept out.
+// stream runs at its production timing (a poll and a read of the activity
+// index every 0.5 s), so waits are bounded by allEventsWait, not slept out.
 
 import (
 	"bufio"
@@ -13,7 +13,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -31,7 +30,7 @@ import (
 )
 
 // allEventsWait bounds every wait for something the merged stream should
-// do: a few registry reads (2 s each) and polls.
+// do: a few polls.
 const allEventsWait = 15 * time.Second
 
 // liveRecorder is an http.ResponseWriter that the test may read while the
@@ -271,8 +270,8 @@ func TestAllEventsMergesQueues(t *testing.T) {
 }
 
 // TestAllEventsNewQueueJoins: a queue created after the stream opened joins
-// at the next registry read with its events since the stream opened: its
-// first ones are not lost.
+// at the next read of the activity index with its events since the stream
+// opened: its first ones are not lost.
 func TestAllEventsNewQueueJoins(t *testing.T) {
 	t.Parallel()
 	forEachBackend(t, func(t *testing.T, h *harness) {
@@ -434,50 +433,6 @@ func TestAllEventsRedisFails(t *testing.T) {
 	if r.Header.Get("Retry-After") == "" {
 		t.Error("a 503 without Retry-After")
 	}
-}
-
-// TestAllEventsMergesTheFirstQueues: of more than 1,000 registered queues,
-// the stream merges the first 1,000 by name, and logs that once however
-// often it reads the registry.
-func TestAllEventsMergesTheFirstQueues(t *testing.T) {
-	t.Parallel()
-	const registered = 1001
-	logs := &lockedBuffer{}
-	logTo := withConfig(func(c *emqhttp.Config) {
-		c.Logger = slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	})
-	forEachBackend(t, func(t *testing.T, h *harness) {
-		names := make([]any, registered)
-		for i := range names {
-			names[i] = fmt.Sprintf("c%04d", i)
-		}
-		if err := h.rdb.SAdd(context.Background(), keyspace.QueuesKey(h.prefix), names...).Err(); err != nil {
-			t.Fatal(err)
-		}
-		first, left := names[0].(string), names[registered-1].(string)
-		st := openAllEvents(t, h, "", http.Header{"X-Request-Id": {h.prefix}})
-		st.wantOpen(t)
-		h.add(t, left, "x1")
-		h.add(t, first, "f1")
-		st.waitFor(t, "the first queue's event", hasJobEvents(first, 1))
-		time.Sleep(3 * time.Second) // past a registry read
-		h.add(t, left, "x2")
-		h.add(t, first, "f2")
-		evs := st.waitFor(t, "the first queue's second event", hasJobEvents(first, 2))
-		wantJobEvents(t, evs, first, "enqueued f1", "enqueued f2")
-		wantJobEvents(t, evs, left)
-		h.stop()
-		st.end(t)
-		warnings := 0
-		for _, rec := range logs.records(t) {
-			if rec["request_id"] == h.prefix && strings.Contains(fmt.Sprint(rec["msg"]), "More queues") {
-				warnings++
-			}
-		}
-		if warnings != 1 {
-			t.Errorf("the stream logged %d warnings that it merges only some queues, want one", warnings)
-		}
-	}, logTo)
 }
 
 // TestAllEventsABusyQueueHoldsNoOtherBack: while one queue's stream fills

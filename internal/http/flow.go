@@ -106,6 +106,7 @@ func (s *server) handleSettingsGet(w http.ResponseWriter, r *http.Request) {
 //	@Produce		application/problem+json
 //	@Failure		400	{object}	Problem	"EMQINVALID"
 //	@Failure		403	{object}	Problem	"EMQFORBIDDEN: the key's role may not do this"
+//	@Failure		409	{object}	Problem	"EMQQUOTA: the queue is new and there are EMQ_MAX_QUEUES queues already"
 //	@Produce		json
 //	@Success		200	{object}	QueueSettings
 //	@Router			/queues/{queue}/settings [put]
@@ -214,6 +215,7 @@ func (s *server) handleGroupList(w http.ResponseWriter, r *http.Request) {
 //	@Produce		application/problem+json
 //	@Failure		400	{object}	Problem	"EMQINVALID"
 //	@Failure		403	{object}	Problem	"EMQFORBIDDEN: the key's role may not do this"
+//	@Failure		409	{object}	Problem	"EMQQUOTA: the queue is new and there are EMQ_MAX_QUEUES queues already"
 //	@Produce		json
 //	@Success		200	{object}	Group
 //	@Router			/queues/{queue}/groups/{group}/pause [post]
@@ -234,6 +236,7 @@ func (s *server) handleGroupPause(w http.ResponseWriter, r *http.Request) {
 //	@Produce		application/problem+json
 //	@Failure		400	{object}	Problem	"EMQINVALID"
 //	@Failure		403	{object}	Problem	"EMQFORBIDDEN: the key's role may not do this"
+//	@Failure		409	{object}	Problem	"EMQQUOTA: the queue is new and there are EMQ_MAX_QUEUES queues already"
 //	@Produce		json
 //	@Success		200	{object}	Group
 //	@Router			/queues/{queue}/groups/{group}/resume [post]

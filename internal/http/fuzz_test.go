@@ -83,7 +83,7 @@ func newFuzzRig(f *testing.F) *fuzzRig {
 	h := newHarness(f, redistest.Client(f), withConfig(func(c *emqhttp.Config) { c.MaxValueBytes = fzValueBytes }))
 	h.stop() // long polls and event streams answer at once: no execution waits
 	return &fuzzRig{h: h, keyRE: regexp.MustCompile(`^` + regexp.QuoteMeta(h.prefix) +
-		`:(?:queues|batches|\{([^{}]*)\}:(?:meta|pending|active|delayed|waiting|completed|dead|cancelled|events|stats|` +
+		`:(?:queues|queue_names|batches|active|due|\{([^{}]*)\}:(?:meta|pending|active|delayed|waiting|completed|dead|cancelled|events|stats|` +
 		`batches|batches_due|job:(.*)|deps:(.*)|batch:(.*)|batch_jobs:(.*)))$`)}
 }
 

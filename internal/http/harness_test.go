@@ -25,6 +25,7 @@ import (
 	"github.com/echo-mq/echo_mq/internal/events"
 	"github.com/echo-mq/echo_mq/internal/history"
 	emqhttp "github.com/echo-mq/echo_mq/internal/http"
+	"github.com/echo-mq/echo_mq/internal/keyspace"
 	"github.com/echo-mq/echo_mq/internal/lease"
 	"github.com/echo-mq/echo_mq/internal/metrics"
 	"github.com/echo-mq/echo_mq/internal/push"
@@ -78,7 +79,11 @@ type option struct {
 	lease  []lease.Option
 	timers bool
 	push   string // EMQ_PUSH_ALLOW; not "": a push deliverer in each replica
+	queues int    // EMQ_MAX_QUEUES; 0: no limit
 }
+
+// withMaxQueues limits the queues there may be (EMQ_MAX_QUEUES).
+func withMaxQueues(n int) option { return option{queues: n} }
 
 // withPush allows push targets on the hosts of allow (EMQ_PUSH_ALLOW) and
 // runs a push deliverer in each replica, as cmd/api does.
@@ -95,23 +100,31 @@ func withConfig(f func(*emqhttp.Config)) option { return option{config: f} }
 func withLease(opts ...lease.Option) option { return option{lease: opts} }
 
 // withMetrics wires real metrics into the handler, as cmd/api does: request
-// and transition counters, and queue depth read through the harness's
-// admin service on each scrape, served at GET /metrics.
-func withMetrics() option {
+// and transition counters, and queue depth of the most recently active
+// queues read through the harness's admin service on each scrape, served
+// at GET /metrics.
+func withMetrics(opts ...metrics.Option) option {
 	return withConfig(func(c *emqhttp.Config) {
-		m := metrics.New(depthOver(c.Admin.(*admin.Service)))
+		m := metrics.New(depthOver(c.Admin.(*admin.Service), c.Activity.(*keyspace.Activity)), opts...)
 		c.Metrics, c.MetricsHandler = m, m.Handler()
 	})
 }
 
-// depthOver reads queue depth page by page from adm.Queues, stopping once
-// it has more than limit queues (cmd/api's depthOf).
-func depthOver(adm *admin.Service) metrics.DepthFunc {
+// depthOver reads the depth of the limit most recently active queues, and
+// one entry more when there were more (cmd/api's depthOf).
+func depthOver(adm *admin.Service, act *keyspace.Activity) metrics.DepthFunc {
 	return func(ctx context.Context, limit int) ([]metrics.QueueDepth, error) {
-		infos, err := adm.FirstQueues(ctx, limit+1) // one more says the list was cut
-		out := make([]metrics.QueueDepth, len(infos))
+		names, more, err := act.Recent(ctx, limit)
+		if err != nil {
+			return nil, err
+		}
+		infos, err := adm.QueuesNamed(ctx, names)
+		out := make([]metrics.QueueDepth, len(infos), len(infos)+1)
 		for i, info := range infos {
 			out[i] = metrics.QueueDepth{Queue: info.Name, Paused: info.Paused, Counts: info.Counts}
+		}
+		if more {
+			out = append(out, metrics.QueueDepth{}) // one more says the list was cut
 		}
 		return out, err
 	}
@@ -220,8 +233,14 @@ func (h *harness) replica(tb testing.TB, rdb redis.UniversalClient, opts []optio
 	done := make(chan struct{})
 	go func() { defer close(done); hub.Run(ctx) }()
 	tb.Cleanup(func() { cancel(); <-done })
-	var leaseOpts []lease.Option
 	var allow push.Allow
+	maxQueues := 0
+	for _, o := range opts {
+		maxQueues = max(maxQueues, o.queues)
+	}
+	// One registry of queues for the replica's services, as cmd/api has.
+	reg := keyspace.NewRegistry(rdb, h.prefix, keyspace.RegistryMax(maxQueues))
+	leaseOpts := []lease.Option{lease.Registry(reg)}
 	for _, o := range opts {
 		leaseOpts = append(leaseOpts, o.lease...)
 		if o.push != "" {
@@ -231,7 +250,7 @@ func (h *harness) replica(tb testing.TB, rdb redis.UniversalClient, opts []optio
 			}
 		}
 		if o.timers {
-			timer := scheduler.NewTimer(scheduler.NewService(rdb, h.prefix), scheduler.TimerConfig{Logger: logger})
+			timer := scheduler.NewTimer(scheduler.NewService(rdb, h.prefix, scheduler.Registry(reg)), scheduler.TimerConfig{Logger: logger})
 			timerDone := make(chan struct{})
 			go func() { defer close(timerDone); timer.Run(ctx) }()
 			tb.Cleanup(func() { cancel(); <-timerDone })
@@ -247,13 +266,14 @@ func (h *harness) replica(tb testing.TB, rdb redis.UniversalClient, opts []optio
 	cfg := emqhttp.Config{
 		Leases:    leases,
 		Batches:   batches,
-		Admin:     admin.NewService(rdb, h.prefix),
-		Schedules: scheduler.NewService(rdb, h.prefix),
-		Pushes:    push.NewStore(rdb, h.prefix), PushAllow: allow,
+		Admin:     admin.NewService(rdb, h.prefix, admin.Registry(reg)),
+		Schedules: scheduler.NewService(rdb, h.prefix, scheduler.Registry(reg)),
+		Pushes:    push.NewStore(rdb, h.prefix, push.Registry(reg)), PushAllow: allow,
 		History:  history.NewReader(rdb, h.prefix),
 		Sweeper:  stall.NewService(rdb, h.prefix),
 		Waiters:  hub,
 		Events:   events.NewLog(rdb, h.prefix),
+		Activity: keyspace.NewActivity(rdb, h.prefix),
 		Ready:    func(ctx context.Context) error { return rdb.Ping(ctx).Err() },
 		Stopping: h.stopping,
 		Logger:   logger,

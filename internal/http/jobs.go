@@ -265,6 +265,7 @@ func producerTrace(r *http.Request) string {
 //	@Produce		application/problem+json
 //	@Failure		400	{object}	Problem	"EMQINVALID"
 //	@Failure		403	{object}	Problem	"EMQFORBIDDEN: the key's role may not do this"
+//	@Failure		409	{object}	Problem	"EMQQUOTA: the queue is new and there are EMQ_MAX_QUEUES queues already"
 //	@Produce		json
 //	@Success		201	{object}	Job	"a new job"
 //	@Success		200	{object}	Job	"the existing job with that id"
@@ -315,6 +316,7 @@ func (s *server) handleEnqueue(w http.ResponseWriter, r *http.Request) {
 //	@Produce		application/problem+json
 //	@Failure		400	{object}	Problem	"EMQINVALID"
 //	@Failure		403	{object}	Problem	"EMQFORBIDDEN: the key's role may not do this"
+//	@Failure		409	{object}	Problem	"EMQQUOTA: the queue is new and there are EMQ_MAX_QUEUES queues already"
 //	@Produce		json
 //	@Success		200	{object}	JobList
 //	@Router			/queues/{queue}/jobs/batch [post]

@@ -338,7 +338,7 @@ func TestQueueListRefused(t *testing.T) {
 			p := wantProblem(t, h.do(t, "GET", "/queues?limit="+limit, nil), 400, "EMQINVALID")
 			wantField(t, p, "limit")
 		}
-		p := wantProblem(t, h.do(t, "GET", "/queues?cursor=abc", nil), 400, "EMQINVALID")
+		p := wantProblem(t, h.do(t, "GET", "/queues?cursor=a:b", nil), 400, "EMQINVALID")
 		wantField(t, p, "cursor")
 	})
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/echo-mq/echo_mq/internal/admin"
 	"github.com/echo-mq/echo_mq/internal/job"
+	"github.com/echo-mq/echo_mq/internal/keyspace"
 	"github.com/echo-mq/echo_mq/internal/rediserr"
 )
 
@@ -47,6 +48,7 @@ const (
 	CodeForbidden    = "EMQFORBIDDEN"
 	CodeUnavailable  = "EMQUNAVAILABLE"
 	CodeBusy         = "EMQBUSY"
+	CodeQuota        = "EMQQUOTA"
 	CodeNotFound     = "EMQNOTFOUND"
 	CodeMethod       = "EMQMETHOD"
 	CodeInternal     = "EMQINTERNAL"
@@ -70,6 +72,7 @@ var kinds = map[string]struct {
 	CodeForbidden:    {http.StatusForbidden, "Forbidden"},
 	CodeUnavailable:  {http.StatusServiceUnavailable, "Redis unavailable"},
 	CodeBusy:         {http.StatusServiceUnavailable, "Too busy"},
+	CodeQuota:        {http.StatusConflict, "Too many queues"},
 	CodeNotFound:     {http.StatusNotFound, "No such route"},
 	CodeMethod:       {http.StatusMethodNotAllowed, "Method not allowed"},
 	CodeInternal:     {http.StatusInternalServerError, "Internal error"},
@@ -104,6 +107,8 @@ func codeOf(err error) string {
 		return CodeGone
 	case errors.Is(err, job.ErrState):
 		return CodeState
+	case errors.Is(err, keyspace.ErrQuota):
+		return CodeQuota
 	case rediserr.Unavailable(err), newerLayout(err):
 		return CodeUnavailable
 	default:

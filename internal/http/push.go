@@ -115,7 +115,7 @@ func errNoTarget(queue string) error {
 //	@Produce		application/problem+json
 //	@Failure		400	{object}	Problem	"EMQINVALID: a field is wrong, or url's host is not in EMQ_PUSH_ALLOW"
 //	@Failure		403	{object}	Problem	"EMQFORBIDDEN: the key's role may not do this"
-//	@Failure		409	{object}	Problem	"EMQSTATE: EMQ_PUSH_ALLOW is not set: push delivery is off"
+//	@Failure		409	{object}	Problem	"EMQSTATE: EMQ_PUSH_ALLOW is not set: push delivery is off; EMQQUOTA: the queue is new and there are EMQ_MAX_QUEUES queues already"
 //	@Produce		json
 //	@Success		200	{object}	PushTarget
 //	@Router			/queues/{queue}/push [put]

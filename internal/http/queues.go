@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"github.com/echo-mq/echo_mq/internal/admin"
+	"github.com/echo-mq/echo_mq/internal/keyspace"
 )
 
 // Queue is a queue as the API shows it.
@@ -61,11 +62,12 @@ func intQuery(r *http.Request, name string, def, most int) (int, error) {
 // handleQueueList godoc
 //
 //	@Summary		List queues
-//	@Description	A page of the known queues with their paused flag and counts per state (each count O(1)). Pages follow the queues set's cursor: pass next_cursor back as cursor until it is null. A page holds about limit queues (the set's scan may give a few more or fewer), sorted by name within the page.
+//	@Description	A page of the known queues, in name order, with their paused flag and counts per state (each count O(1)); with prefix, only the queues whose names start with it. Pass next_cursor back as cursor (with the same prefix) until it is null. A page costs the same however many queues there are (up to EMQ_MAX_QUEUES), and no queue comes twice across the pages.
 //	@ID				listQueues
 //	@Tags			operator
 //	@Security		BearerAuth
 //	@Security		Signature
+//	@Param			prefix	query	string	false	"only the queues whose names start with this: 0 to 100 of A-Z a-z 0-9 . _ -"	maxlength(100)
 //	@Param			cursor	query	string	false	"next_cursor of the previous page"
 //	@Param			limit	query	int		false	"queues per page"	minimum(1)	maximum(1000)	default(100)
 //	@Produce		application/problem+json
@@ -75,11 +77,20 @@ func intQuery(r *http.Request, name string, def, most int) (int, error) {
 //	@Router			/queues [get]
 func (s *server) handleQueueList(w http.ResponseWriter, r *http.Request) {
 	limit, err := limitQuery(r, 100, 1000)
-	if err != nil {
-		s.writeProblem(w, r, err)
-		return
+	prefix, cursor := r.URL.Query().Get("prefix"), r.URL.Query().Get("cursor")
+	switch {
+	case err != nil:
+	case !keyspace.ValidQueuePrefix(prefix):
+		err = invalid("invalid query parameter",
+			FieldError{Field: "prefix", Message: "must be 0 to 100 of A-Z a-z 0-9 . _ -"})
+	case cursor != "" && !keyspace.ValidQueueName(cursor):
+		err = admin.ErrCursor
 	}
-	infos, next, err := s.admin.Queues(r.Context(), r.URL.Query().Get("cursor"), limit)
+	var infos []admin.QueueInfo
+	var next string
+	if err == nil {
+		infos, next, err = s.admin.Queues(r.Context(), prefix, cursor, limit)
+	}
 	if err != nil {
 		s.writeProblem(w, r, err)
 		return
@@ -130,6 +141,7 @@ func (s *server) handleQueueGet(w http.ResponseWriter, r *http.Request) {
 //	@Produce		application/problem+json
 //	@Failure		400	{object}	Problem	"EMQINVALID"
 //	@Failure		403	{object}	Problem	"EMQFORBIDDEN: the key's role may not do this"
+//	@Failure		409	{object}	Problem	"EMQQUOTA: the queue is new and there are EMQ_MAX_QUEUES queues already"
 //	@Produce		json
 //	@Success		200	{object}	Queue
 //	@Router			/queues/{queue}/pause [post]
@@ -149,6 +161,7 @@ func (s *server) handleQueuePause(w http.ResponseWriter, r *http.Request) {
 //	@Produce		application/problem+json
 //	@Failure		400	{object}	Problem	"EMQINVALID"
 //	@Failure		403	{object}	Problem	"EMQFORBIDDEN: the key's role may not do this"
+//	@Failure		409	{object}	Problem	"EMQQUOTA: the queue is new and there are EMQ_MAX_QUEUES queues already"
 //	@Produce		json
 //	@Success		200	{object}	Queue
 //	@Router			/queues/{queue}/resume [post]
@@ -233,5 +246,6 @@ func (s *server) handleQueueObliterate(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.audit(r, "obliterate", "queue", queue, "removed", n, "force", force)
+	s.forgetQueue(r, queue)
 	writeJSON(w, http.StatusOK, Removed{Removed: n})
 }

@@ -78,7 +78,11 @@ func (s *server) registerAPIRoutes(r chi.Router) {
 	// the dashboard's files every few seconds would each be a trace, and
 	// bury the requests' under them.
 	for _, rt := range s.apiRoutes() {
-		r.With(s.cfg.Telemetry.Middleware, s.authorize(rt.role)).MethodFunc(rt.method, rt.pattern, rt.handle)
+		mw := []func(http.Handler) http.Handler{s.cfg.Telemetry.Middleware, s.authorize(rt.role)}
+		if rt.touches() {
+			mw = append(mw, s.touchQueue)
+		}
+		r.With(mw...).MethodFunc(rt.method, rt.pattern, rt.handle)
 	}
 }
 

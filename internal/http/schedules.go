@@ -246,6 +246,7 @@ func scheduleParams(r *http.Request) (queue, name string, err error) {
 //	@Produce		application/problem+json
 //	@Failure		400	{object}	Problem	"EMQINVALID"
 //	@Failure		403	{object}	Problem	"EMQFORBIDDEN: the key's role may not do this"
+//	@Failure		409	{object}	Problem	"EMQQUOTA: the queue is new and there are EMQ_MAX_QUEUES queues already"
 //	@Produce		json
 //	@Success		201	{object}	Schedule	"a new schedule"
 //	@Success		200	{object}	Schedule	"the schedule, replaced"

@@ -102,7 +102,7 @@ type jobAdmin interface {
 	Promote(ctx context.Context, queue, id string, by admin.Actor) (job.Job, error)
 	List(ctx context.Context, queue, state, cursor string, limit int) (admin.Page, error)
 	Queue(ctx context.Context, queue string) (admin.QueueInfo, error)
-	Queues(ctx context.Context, cursor string, limit int) ([]admin.QueueInfo, string, error)
+	Queues(ctx context.Context, prefix, cursor string, limit int) ([]admin.QueueInfo, string, error)
 	SetPaused(ctx context.Context, queue string, paused bool, by admin.Actor) (admin.QueueInfo, error)
 	Drain(ctx context.Context, queue string, by admin.Actor) (int, error)
 	Obliterate(ctx context.Context, queue string, force bool) (int, error)
@@ -132,6 +132,14 @@ type observer interface {
 	Reaped(queue, outcome string, n int)
 	ClaimHeld(queue, reason string)
 	RedisError()
+	ForgetQueue(queue string)
+}
+
+// activity records which queues have traffic, for GET /events and the
+// metrics' depth (*keyspace.Activity).
+type activity interface {
+	Touch(ctx context.Context, queue string) error
+	Drop(ctx context.Context, queue string) error
 }
 
 // Config wires the handler to its services and sets its limits.
@@ -153,6 +161,10 @@ type Config struct {
 	History *history.Reader
 	// Metrics records requests and job transitions; nil records nothing.
 	Metrics observer
+	// Activity records the queue of each worker and admin request that
+	// succeeds, and lets an obliterated queue go; GET /events merges the
+	// queues it holds. nil records nothing.
+	Activity activity
 	// Telemetry traces each API request and the scripts it runs (not
 	// /healthz, /readyz, /metrics, the spec or the dashboard); nil (or off)
 	// traces nothing and costs nothing.

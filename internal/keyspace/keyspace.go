@@ -66,6 +66,9 @@ func NewQueue(prefix, name string) Queue {
 	return Queue{prefix: prefix, name: name, base: prefix + ":{" + name + "}:"}
 }
 
+// Prefix is the key prefix of the queue's keys.
+func (q Queue) Prefix() string { return q.prefix }
+
 // Name is the queue's name.
 func (q Queue) Name() string { return q.name }
 
@@ -166,8 +169,15 @@ func (q Queue) FlowKeys() []string {
 		q.base + "starts", q.Flow(), q.base + "held"}
 }
 
-// QueuesKey is the key of the set of known queue names. It has no hash tag:
-// it is touched outside any script.
+// QueueNamesKey is the key of the registry of known queue names, a sorted
+// set with every score 0 so that it pages by name (Registry). It has no
+// hash tag: it is touched alone, outside the queues' scripts.
+func QueueNamesKey(prefix string) string { return prefix + ":queue_names" }
+
+// QueuesKey is the key of the set of known queue names of the releases
+// before QueueNamesKey, still written beside it for their replicas during
+// a rolling upgrade (Registry). It has no hash tag: it is touched outside
+// any script.
 func QueuesKey(prefix string) string { return prefix + ":queues" }
 
 // PushKey is the key of the set of queues that have (or had) a push

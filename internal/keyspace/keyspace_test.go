@@ -42,3 +42,28 @@ func TestQueueKeysShareOneHashTag(t *testing.T) {
 		t.Errorf("WakeChannel() = %q", got)
 	}
 }
+
+// TestSlotDueKeysHashToTheirSlots checks each slot's due index against
+// the slots Redis's own examples give and against Slot itself.
+func TestSlotDueKeysHashToTheirSlots(t *testing.T) {
+	// Redis Cluster's specification: "123456789" hashes to 0x31C3.
+	if got := crc16("123456789"); got != 0x31C3 {
+		t.Fatalf("crc16 = %#x, want 0x31c3", got)
+	}
+	if got := Slot("foo"); got != 12182 { // CLUSTER KEYSLOT foo
+		t.Fatalf("Slot(foo) = %d, want 12182", got)
+	}
+	keys := SlotDueKeys("emq")
+	for slot, key := range keys {
+		tag := key[len("emq:{") : len(key)-len("}:due")]
+		if Slot(tag) != slot {
+			t.Fatalf("slot %d: key %s hashes to %d", slot, key, Slot(tag))
+		}
+	}
+	if SlotDueKey("emq", "foo") != keys[12182] {
+		t.Fatalf("SlotDueKey(foo) = %s, want %s", SlotDueKey("emq", "foo"), keys[12182])
+	}
+	if q, ok := QueueOfBase("emq", NewQueue("emq", "a.b-c").Base()); !ok || q != "a.b-c" {
+		t.Fatalf("QueueOfBase = %q, %v", q, ok)
+	}
+}

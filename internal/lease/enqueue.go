@@ -125,8 +125,19 @@ func (s *Service) enqueue(ctx context.Context, queue string, jobs []NewJob, join
 	for i, nj := range jobs {
 		args.Jobs[i] = ScriptJob(nj)
 	}
+	// The queue takes its place in the registry before anything of it is
+	// written: past the limit a new one is refused (keyspace.ErrQuota); a
+	// refused enqueue gives back the place it took.
+	added, err := s.queues.Admit(ctx, queue)
+	if err != nil {
+		return nil, BatchReply{}, err
+	}
+	args.NewQueue = added // settled a while later: its events compacted (lua/due.lua)
 	reply, err := s.run(ctx, queue, args)
 	if err != nil {
+		if added {
+			_ = s.queues.Withdraw(context.WithoutCancel(ctx), queue)
+		}
 		return nil, BatchReply{}, err
 	}
 	top, err := replyList(reply, -2)
@@ -144,8 +155,8 @@ func (s *Service) enqueue(ctx context.Context, queue string, jobs []NewJob, join
 			return nil, batch, nil
 		}
 	}
-	// A queue new to Redis is added to the queues set at once; a known
-	// one now and then, so that the set heals if it was lost.
+	// A queue new to Redis is added to the registry at once, even if
+	// Admit took it for known (another replica obliterated it meanwhile).
 	if err := s.queues.Remember(ctx, queue, top[0] == int64(1)); err != nil {
 		return nil, BatchReply{}, err
 	}
@@ -166,6 +177,20 @@ func (s *Service) enqueue(ctx context.Context, queue string, jobs []NewJob, join
 		out[i] = Enqueued{Job: j, Created: pair[0] == int64(1)}
 	}
 	return out, batch, nil
+}
+
+// Admit takes queue's place in the registry of queues before a write
+// that names it (a batch's callback queue), or refuses it with
+// keyspace.ErrQuota when it is new and the registry is full; it answers
+// whether it added queue, for Withdraw.
+func (s *Service) Admit(ctx context.Context, queue string) (bool, error) {
+	return s.queues.Admit(ctx, queue)
+}
+
+// Withdraw gives back the place Admit added queue for, when the write it
+// was for failed and the queue has no keys.
+func (s *Service) Withdraw(ctx context.Context, queue string) error {
+	return s.queues.Withdraw(ctx, queue)
 }
 
 // ScriptJob is nj as the scripts that enqueue take it (enqueue.lua, and

@@ -47,6 +47,13 @@ func ScriptsVia(p lua.Processor) Option {
 	return func(s *Service) { s.scripts = lua.NewRunner(p).LoadThrough(s.rdb) }
 }
 
+// Registry makes the Service admit new queues through reg (its limit, and
+// what this process has seen of it, shared with the other services); the
+// default is a registry of its own with no limit.
+func Registry(reg *keyspace.Registry) Option {
+	return func(s *Service) { s.queues = reg }
+}
+
 // NewService returns a Service for the keys under prefix.
 func NewService(rdb redis.UniversalClient, prefix string, opts ...Option) *Service {
 	s := &Service{rdb: rdb, prefix: prefix, keepCompleted: DefaultKeepCompleted,

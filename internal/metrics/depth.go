@@ -7,11 +7,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// MaxDepthQueues bounds the queues whose depth one scrape reads. Beyond it,
-// queues are left out of emq_queue_jobs, emq_queue_paused and
-// emq_queue_latency_seconds, and emq_queue_depth_truncated is 1.
-const MaxDepthQueues = 1000
-
 // depthTimeout bounds the time one scrape spends reading queue depth.
 const depthTimeout = 2 * time.Second
 
@@ -34,7 +29,8 @@ type QueueDepth struct {
 	NoLatency bool
 }
 
-// DepthFunc reads the depth of at most limit queues. To tell that there are
+// DepthFunc reads the depth of at most limit queues (the bound of MaxQueues;
+// cmd/api reads the most recently active). To tell that there are
 // more, it returns more than limit entries (limit+1 is enough; only the
 // presence of the extra entries counts, not their contents): the first limit
 // are exported and emq_queue_depth_truncated is 1. ctx carries the scrape's
@@ -45,6 +41,7 @@ type DepthFunc func(ctx context.Context, limit int) ([]QueueDepth, error)
 // depthCollector reads queue depth on each scrape.
 type depthCollector struct {
 	depth       DepthFunc
+	limit       int // the queues one scrape reads; beyond it, emq_queue_depth_truncated is 1
 	redisErrors prometheus.Counter
 	jobs        *prometheus.Desc
 	paused      *prometheus.Desc
@@ -53,9 +50,10 @@ type depthCollector struct {
 	latency     *prometheus.Desc
 }
 
-func newDepthCollector(depth DepthFunc, redisErrors prometheus.Counter) *depthCollector {
+func newDepthCollector(depth DepthFunc, limit int, redisErrors prometheus.Counter) *depthCollector {
 	return &depthCollector{
 		depth:       depth,
+		limit:       limit,
 		redisErrors: redisErrors,
 		jobs: prometheus.NewDesc("emq_queue_jobs",
 			"Jobs in a queue, by state, read at scrape time.", []string{"queue", "state"}, nil),
@@ -85,15 +83,15 @@ func (c *depthCollector) Describe(ch chan<- *prometheus.Desc) {
 func (c *depthCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), depthTimeout)
 	defer cancel()
-	queues, err := c.depth(ctx, MaxDepthQueues)
+	queues, err := c.depth(ctx, c.limit)
 	if err != nil {
 		c.redisErrors.Inc()
 		ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, 0)
 		return
 	}
-	truncated := len(queues) > MaxDepthQueues
+	truncated := len(queues) > c.limit
 	if truncated {
-		queues = queues[:MaxDepthQueues]
+		queues = queues[:c.limit]
 	}
 	ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, 1)
 	ch <- prometheus.MustNewConstMetric(c.truncated, prometheus.GaugeValue, boolValue(truncated))

@@ -70,8 +70,8 @@ func TestDepthGauges(t *testing.T) {
 
 	mu.Lock()
 	defer mu.Unlock()
-	if gotLimit != metrics.MaxDepthQueues {
-		t.Errorf("depth limit = %d, want %d", gotLimit, metrics.MaxDepthQueues)
+	if gotLimit != metrics.DefaultMaxQueues {
+		t.Errorf("depth limit = %d, want %d", gotLimit, metrics.DefaultMaxQueues)
 	}
 	if gotDeadline <= 0 || gotDeadline > 2*time.Second {
 		t.Errorf("depth ctx deadline in %v, want within (0, 2s]", gotDeadline)
@@ -80,7 +80,7 @@ func TestDepthGauges(t *testing.T) {
 
 func TestDepthTruncated(t *testing.T) {
 	t.Parallel()
-	queues := make([]metrics.QueueDepth, metrics.MaxDepthQueues+1)
+	queues := make([]metrics.QueueDepth, metrics.DefaultMaxQueues+1)
 	for i := range queues {
 		queues[i] = metrics.QueueDepth{Queue: fmt.Sprintf("q%04d", i), Counts: map[string]int64{"pending": 1}}
 	}
@@ -90,17 +90,17 @@ func TestDepthTruncated(t *testing.T) {
 	assertSeries(t, fams, "emq_queue_depth_truncated", map[string]float64{"": 1})
 	assertSeries(t, fams, "emq_queue_depth_up", map[string]float64{"": 1})
 	paused := series(t, fams, "emq_queue_paused")
-	if got, want := len(paused), metrics.MaxDepthQueues; got != want {
+	if got, want := len(paused), metrics.DefaultMaxQueues; got != want {
 		t.Errorf("emq_queue_paused has %d series, want %d", got, want)
 	}
-	last := fmt.Sprintf("queue=q%04d", metrics.MaxDepthQueues)
+	last := fmt.Sprintf("queue=q%04d", metrics.DefaultMaxQueues)
 	if _, ok := paused[last]; ok {
 		t.Errorf("emq_queue_paused has %s, the queue beyond the limit", last)
 	}
-	if got, want := len(series(t, fams, "emq_queue_latency_seconds")), metrics.MaxDepthQueues; got != want {
+	if got, want := len(series(t, fams, "emq_queue_latency_seconds")), metrics.DefaultMaxQueues; got != want {
 		t.Errorf("emq_queue_latency_seconds has %d series, want %d", got, want)
 	}
-	if got, want := len(series(t, fams, "emq_queue_jobs")), 7*metrics.MaxDepthQueues; got != want {
+	if got, want := len(series(t, fams, "emq_queue_jobs")), 7*metrics.DefaultMaxQueues; got != want {
 		t.Errorf("emq_queue_jobs has %d series, want %d", got, want)
 	}
 }

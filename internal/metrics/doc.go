@@ -31,10 +31,18 @@
 // HTTP methods or "OTHER"; status is a status code. Queue names are validated
 // upstream (1 to 100 of [A-Za-z0-9._-]) and kinds are a fixed set of words
 // chosen by the caller, so the per-queue series grow with the number of
-// queues and nothing else. Queue depth is read on each scrape for at most
-// MaxDepthQueues queues, under a timeout, so a scrape's cost on Redis is
-// bounded too: one pipeline for the counts, and with WithLatency one stats
-// script call per queue for the latency.
+// queues and nothing else, and that is bounded too: each per-queue family
+// names at most MaxQueues queues (DefaultMaxQueues; EMQ_METRICS_MAX_QUEUES).
+// The series the service keeps (the counters and histograms above) are
+// those of the queues updated last: a queue let in past the bound evicts
+// the least recently updated of a sample of the others, whose series are
+// deleted, and ForgetQueue deletes a queue's series (it was obliterated or
+// forgotten). A queue evicted and updated again starts its series from
+// zero, which Prometheus reads as a counter reset. Queue depth is read on
+// each scrape for at most MaxQueues queues (cmd/api: the most recently
+// active), under a timeout, so a scrape's cost on Redis is bounded too: one
+// pipeline for the counts, and with WithLatency one stats script call per
+// queue for the latency.
 //
 // # Job times
 //
@@ -46,7 +54,4 @@
 // after a delay its holder gave; a job retried after its own backoff keeps
 // no end of the attempt, and a lapsed lease has no report. A repeat of a
 // complete or fail (after a lost answer) may be observed twice.
-//
-// Counters of a queue that is deleted stay until the process restarts, as
-// counters do.
 package metrics

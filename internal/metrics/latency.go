@@ -12,7 +12,7 @@ import (
 type LatencyFunc func(ctx context.Context, queue string) (time.Duration, error)
 
 // latencyReaders bounds the latency reads one scrape has in flight. Each is
-// one script call; MaxDepthQueues of them one after another could take
+// one script call; MaxQueues of them one after another could take
 // most of the scrape's timeout on a distant Redis.
 const latencyReaders = 8
 

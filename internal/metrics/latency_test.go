@@ -162,7 +162,7 @@ func assertSum(t testing.TB, fams map[string]*dto.MetricFamily, name string, low
 
 func TestWithLatencyReadsTheFirstLimit(t *testing.T) {
 	t.Parallel()
-	queues := make([]metrics.QueueDepth, metrics.MaxDepthQueues+1)
+	queues := make([]metrics.QueueDepth, metrics.DefaultMaxQueues+1)
 	for i := range queues {
 		queues[i] = metrics.QueueDepth{Queue: fmt.Sprintf("q%04d", i)}
 	}
@@ -187,9 +187,9 @@ func TestWithLatencyReadsTheFirstLimit(t *testing.T) {
 	fams := scrape(t, m)
 	mu.Lock()
 	defer mu.Unlock()
-	if len(read) != metrics.MaxDepthQueues || read[queues[metrics.MaxDepthQueues].Queue] != 0 {
+	if len(read) != metrics.DefaultMaxQueues || read[queues[metrics.DefaultMaxQueues].Queue] != 0 {
 		t.Errorf("latency read for %d queues (the one beyond the limit %d times), want the first %d once each",
-			len(read), read[queues[metrics.MaxDepthQueues].Queue], metrics.MaxDepthQueues)
+			len(read), read[queues[metrics.DefaultMaxQueues].Queue], metrics.DefaultMaxQueues)
 	}
 	for q, n := range read {
 		if n != 1 {
@@ -200,9 +200,9 @@ func TestWithLatencyReadsTheFirstLimit(t *testing.T) {
 		t.Errorf("at most %d latency reads in flight, want 1 to 8", most)
 	}
 	got := series(t, fams, "emq_queue_latency_seconds")
-	if len(got) != metrics.MaxDepthQueues || got["queue=q0000"] != 2 || got[fmt.Sprintf("queue=q%04d", metrics.MaxDepthQueues-1)] != 2 {
+	if len(got) != metrics.DefaultMaxQueues || got["queue=q0000"] != 2 || got[fmt.Sprintf("queue=q%04d", metrics.DefaultMaxQueues-1)] != 2 {
 		t.Errorf("emq_queue_latency_seconds has %d series (first %v, last %v), want %d of 2",
-			len(got), got["queue=q0000"], got[fmt.Sprintf("queue=q%04d", metrics.MaxDepthQueues-1)], metrics.MaxDepthQueues)
+			len(got), got["queue=q0000"], got[fmt.Sprintf("queue=q%04d", metrics.DefaultMaxQueues-1)], metrics.DefaultMaxQueues)
 	}
 }
 

@@ -43,15 +43,24 @@ type Metrics struct {
 	delivering  *prometheus.HistogramVec
 	waits       *prometheus.HistogramVec
 	runs        *prometheus.HistogramVec
+	// maxQueues bounds the queues the per-queue series name (MaxQueues);
+	// queues holds them, and seen each per-queue vector's other label
+	// values.
+	maxQueues int
+	queues    *queueSet
+	seen      struct {
+		transitions, stale, swept, held, ticks, deliveries, delivering, waits, runs *family
+	}
 }
 
 // New returns Metrics on a fresh registry that also holds the Go and process
 // collectors. When depth is non-nil, each scrape reads queue depth through
 // it (see DepthFunc); when nil, no depth series are exported.
-func New(depth DepthFunc) *Metrics {
+func New(depth DepthFunc, opts ...Option) *Metrics {
 	m := &Metrics{
-		registry: prometheus.NewRegistry(),
-		log:      slog.New(slog.DiscardHandler),
+		registry:  prometheus.NewRegistry(),
+		log:       slog.New(slog.DiscardHandler),
+		maxQueues: DefaultMaxQueues,
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "emq_http_requests_total",
 			Help: "HTTP requests answered, by method, route pattern and status.",
@@ -110,6 +119,10 @@ func New(depth DepthFunc) *Metrics {
 			Buckets: jobBuckets,
 		}, []string{"queue"}),
 	}
+	for _, o := range opts {
+		o(m)
+	}
+	m.queues = m.perQueue()
 	m.registry.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
@@ -117,7 +130,7 @@ func New(depth DepthFunc) *Metrics {
 		m.deliveries, m.delivering, m.waits, m.runs,
 	)
 	if depth != nil {
-		m.registry.MustRegister(newDepthCollector(depth, m.redisErrors))
+		m.registry.MustRegister(newDepthCollector(depth, m.maxQueues, m.redisErrors))
 	}
 	return m
 }
@@ -162,13 +175,17 @@ func (m *Metrics) ObserveRequest(method, route string, status int, took time.Dur
 // "enqueued", "claimed", "completed"). kind must come from a fixed set of
 // words. n <= 0 records nothing.
 func (m *Metrics) Transition(queue, kind string, n int) {
-	if n > 0 {
-		m.transitions.WithLabelValues(queue, kind).Add(float64(n))
+	if n <= 0 {
+		return
 	}
+	defer m.queues.leave(m.queues.enter(queue))
+	m.seen.transitions.note(kind)
+	m.transitions.WithLabelValues(queue, kind).Add(float64(n))
 }
 
 // StaleRefusal counts one call on queue refused with EMQSTALE.
 func (m *Metrics) StaleRefusal(queue string) {
+	defer m.queues.leave(m.queues.enter(queue))
 	m.stale.WithLabelValues(queue).Inc()
 }
 
@@ -184,14 +201,19 @@ func (m *Metrics) Swept(queue string, recovered, dead, cancelled int) {
 // also "timed_out" (an attempt failed at its timeout and retried) and
 // "expired" (cancelled before it started). n <= 0 records nothing.
 func (m *Metrics) Reaped(queue, outcome string, n int) {
-	if n > 0 {
-		m.swept.WithLabelValues(queue, outcome).Add(float64(n))
+	if n <= 0 {
+		return
 	}
+	defer m.queues.leave(m.queues.enter(queue))
+	m.seen.swept.note(outcome)
+	m.swept.WithLabelValues(queue, outcome).Add(float64(n))
 }
 
 // PushDelivery counts one push delivery of queue with outcome (a push
 // outcome word), which took took.
 func (m *Metrics) PushDelivery(queue, outcome string, took time.Duration) {
+	defer m.queues.leave(m.queues.enter(queue))
+	m.seen.deliveries.note(outcome)
 	m.deliveries.WithLabelValues(queue, outcome).Inc()
 	m.delivering.WithLabelValues(queue).Observe(took.Seconds())
 }
@@ -199,35 +221,69 @@ func (m *Metrics) PushDelivery(queue, outcome string, took time.Duration) {
 // JobWait observes that a job of queue started after being claimable for
 // wait.
 func (m *Metrics) JobWait(queue string, wait time.Duration) {
+	defer m.queues.leave(m.queues.enter(queue))
 	m.waits.WithLabelValues(queue).Observe(wait.Seconds())
 }
 
 // JobRun observes that an attempt of a job of queue ran for run, from its
 // start to its holder's report.
 func (m *Metrics) JobRun(queue string, run time.Duration) {
+	defer m.queues.leave(m.queues.enter(queue))
 	m.runs.WithLabelValues(queue).Observe(run.Seconds())
 }
 
 // ClaimHeld counts one claim of queue that the flow control limit reason
 // (a flow.Held* word) cut short.
 func (m *Metrics) ClaimHeld(queue, reason string) {
+	defer m.queues.leave(m.queues.enter(queue))
+	m.seen.held.note(reason)
 	m.held.WithLabelValues(queue, reason).Inc()
 }
 
 // ScheduleTicks counts what one fire of queue's due ticks did, and how
 // late each fired tick was.
 func (m *Metrics) ScheduleTicks(queue string, fired, skipped, missed int, lateness []time.Duration) {
+	if fired+skipped+missed > 0 {
+		m.countTicks(queue, fired, skipped, missed)
+	}
+	for _, late := range lateness {
+		m.lateness.Observe(late.Seconds())
+	}
+}
+
+// countTicks counts one fire's ticks of queue by outcome.
+func (m *Metrics) countTicks(queue string, fired, skipped, missed int) {
+	defer m.queues.leave(m.queues.enter(queue))
 	for _, o := range []struct {
 		outcome string
 		n       int
 	}{{"fired", fired}, {"skipped", skipped}, {"missed", missed}} {
 		if o.n > 0 {
+			m.seen.ticks.note(o.outcome)
 			m.ticks.WithLabelValues(queue, o.outcome).Add(float64(o.n))
 		}
 	}
-	for _, late := range lateness {
-		m.lateness.Observe(late.Seconds())
+}
+
+// ForgetQueue deletes every series of queue the service keeps (its queue
+// was obliterated or forgotten); the next update of queue starts them
+// again from zero.
+func (m *Metrics) ForgetQueue(queue string) {
+	m.queues.drop(queue)
+}
+
+// perQueue is the set of queues with series over the per-queue vectors.
+func (m *Metrics) perQueue() *queueSet {
+	f := func(v *prometheus.MetricVec) *family { return &family{vec: v} }
+	seen := &m.seen
+	seen.transitions, seen.stale, seen.swept = f(m.transitions.MetricVec), f(m.stale.MetricVec), f(m.swept.MetricVec)
+	seen.held, seen.ticks, seen.deliveries = f(m.held.MetricVec), f(m.ticks.MetricVec), f(m.deliveries.MetricVec)
+	seen.delivering, seen.waits, seen.runs = f(m.delivering.MetricVec), f(m.waits.MetricVec), f(m.runs.MetricVec)
+	for _, one := range []*family{seen.stale, seen.delivering, seen.waits, seen.runs} {
+		one.note("") // the vectors with no label but queue
 	}
+	return newQueueSet(m.maxQueues, seen.transitions, seen.stale, seen.swept, seen.held, seen.ticks,
+		seen.deliveries, seen.delivering, seen.waits, seen.runs)
 }
 
 // RedisError counts one failed Redis call.

@@ -29,20 +29,39 @@ type Store struct {
 	scripts *lua.Runner
 }
 
+// StoreOption configures a Store.
+type StoreOption func(*Store)
+
+// Registry makes the Store admit queues through reg (its limit, shared
+// with the other services); the default is a registry of its own with no
+// limit.
+func Registry(reg *keyspace.Registry) StoreOption {
+	return func(s *Store) { s.queues = reg }
+}
+
 // NewStore returns the Store of the queues under prefix.
-func NewStore(rdb redis.UniversalClient, prefix string) *Store {
-	return &Store{rdb: rdb, prefix: prefix, queues: keyspace.NewRegistry(rdb, prefix), scripts: lua.NewRunner(rdb)}
+func NewStore(rdb redis.UniversalClient, prefix string, opts ...StoreOption) *Store {
+	s := &Store{rdb: rdb, prefix: prefix, queues: keyspace.NewRegistry(rdb, prefix), scripts: lua.NewRunner(rdb)}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
 }
 
 // Put sets queue's target (its defaults filled in, checked by Check) and
-// answers it as stored, and whether the queue had none before.
+// answers it as stored, and whether the queue had none before. A queue
+// that is not known yet must have a place (keyspace.ErrQuota).
 func (s *Store) Put(ctx context.Context, queue string, t Target, by Actor) (Target, bool, error) {
-	if err := s.queues.Remember(ctx, queue, true); err != nil {
+	added, err := s.queues.Admit(ctx, queue)
+	if err != nil {
 		return Target{}, false, err
 	}
 	reply, err := s.scripts.Reply(ctx, lua.PushPutArgs{URL: t.URL, TimeoutMS: t.Timeout.Milliseconds(),
 		Concurrency: t.Concurrency, LeaseMS: t.Lease.Milliseconds(), Secret: t.Secret, By: by}.Call(s.queue(queue)))
 	if err != nil {
+		if added { // a refused put leaves nothing behind
+			_ = s.queues.Withdraw(context.WithoutCancel(ctx), queue)
+		}
 		return Target{}, false, err
 	}
 	existed, updated, err := putReply(reply)

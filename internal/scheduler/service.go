@@ -30,9 +30,23 @@ type Service struct {
 	scripts *lua.Runner
 }
 
+// Option configures a Service.
+type Option func(*Service)
+
+// Registry makes the Service admit queues through reg (its limit, shared
+// with the other services); the default is a registry of its own with no
+// limit.
+func Registry(reg *keyspace.Registry) Option {
+	return func(s *Service) { s.queues = reg }
+}
+
 // NewService returns a Service for the keys under prefix.
-func NewService(rdb redis.UniversalClient, prefix string) *Service {
-	return &Service{rdb: rdb, prefix: prefix, queues: keyspace.NewRegistry(rdb, prefix), scripts: lua.NewRunner(rdb)}
+func NewService(rdb redis.UniversalClient, prefix string, opts ...Option) *Service {
+	s := &Service{rdb: rdb, prefix: prefix, queues: keyspace.NewRegistry(rdb, prefix), scripts: lua.NewRunner(rdb)}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
 }
 
 func (s *Service) run(ctx context.Context, queue string, c interface{ Call(keyspace.Queue) lua.Call }) (any, error) {
@@ -41,7 +55,8 @@ func (s *Service) run(ctx context.Context, queue string, c interface{ Call(keysp
 
 // Put creates (created true) or replaces schedule name of queue, paused or
 // not. Its first tick is the cadence's first after now within its window.
-// Errors: a definition whose cadence is invalid wraps schedule.ErrCadence.
+// Errors: a definition whose cadence is invalid wraps schedule.ErrCadence;
+// keyspace.ErrQuota when queue is new and the registry is full.
 func (s *Service) Put(ctx context.Context, queue, name string, d Definition, paused bool, by Actor) (Schedule, bool, error) {
 	cadence, err := d.Cadence()
 	if err != nil {
@@ -272,13 +287,14 @@ func (s *Service) now(ctx context.Context) (time.Time, error) {
 	return s.rdb.Time(ctx).Result()
 }
 
-// watch adds queue to the queues every replica's timer watches (and to
-// the known queues), before its first schedule is written.
+// watch adds queue to the known queues, refused with keyspace.ErrQuota
+// when it is new and there is no place for it, and then to the queues
+// every replica's timer watches, before its first schedule is written.
 func (s *Service) watch(ctx context.Context, queue string) error {
-	if err := s.rdb.SAdd(ctx, keyspace.SchedulesKey(s.prefix), queue).Err(); err != nil {
+	if _, err := s.queues.Admit(ctx, queue); err != nil {
 		return err
 	}
-	return s.queues.Remember(ctx, queue, true)
+	return s.rdb.SAdd(ctx, keyspace.SchedulesKey(s.prefix), queue).Err()
 }
 
 // changed tells every replica's timer that queue's schedules changed. It

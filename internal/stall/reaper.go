@@ -10,32 +10,58 @@ import (
 
 // Defaults of the reaper.
 const (
-	DefaultInterval  = 5 * time.Second
-	DefaultBatchSize = 1000
+	DefaultInterval   = 5 * time.Second
+	DefaultBatchSize  = 1000
+	DefaultAuditEvery = time.Hour
 )
+
+// maxRounds bounds how many batches of due queues one pass takes.
+const maxRounds = 100
 
 // ReaperConfig configures a Reaper; zero fields take the defaults.
 type ReaperConfig struct {
 	Interval   time.Duration // between passes; DefaultInterval
 	MaxStalled int           // DefaultMaxStalled
-	BatchSize  int           // jobs per script call; DefaultBatchSize
+	BatchSize  int           // jobs per script call, and queues per batch; DefaultBatchSize
+	// MaxAge is how long a queue's events are kept, and an empty queue
+	// after its last event; DefaultMaxAge.
+	MaxAge time.Duration
+	// AuditEvery is how often every known queue is visited besides the
+	// due index, BatchSize queues a pass; DefaultAuditEvery.
+	AuditEvery time.Duration
 	Logger     *slog.Logger
 	// OnSwept, when set, is told what each sweep of a queue moved (for
 	// metrics).
 	OnSwept func(queue string, swept Swept)
+	// OnPromoted, when set, is told how many due delayed jobs the reaper
+	// moved to pending in a queue.
+	OnPromoted func(queue string, n int)
+	// OnForgotten, when set, is told of each empty queue the reaper
+	// forgot (for metrics and the index of active queues).
+	OnForgotten func(queue string)
 }
 
-// Reaper sweeps every known queue and promotes its due delayed jobs, once per
-// interval, in batches until a batch comes back short. Several replicas may
-// run one each: every step is an atomic script, and a reaper passes over a
-// queue another replica's reaper took within half an interval (TakeTurn),
-// so a queue is swept once or twice per interval however many replicas
-// there are, and at least once while any replica runs.
+// Reaper does the queues' due work once per interval: it sweeps lapsed
+// leases, ends expired jobs and promotes due delayed ones, in batches
+// until a batch comes back short, of the queues whose time in the due
+// index has come (docs/design.md#the-sweep), never of every queue; then
+// settles each (Service.Settle), which forgets an empty one whose events
+// aged out. Besides, it audits the registry: from its start and every
+// AuditEvery it visits every known queue, BatchSize a pass, so that a
+// queue the index does not know (one a previous release wrote) gets its
+// place in it. Several replicas may run one each: every step is an atomic
+// script, and a reaper passes over a queue another replica's reaper took
+// within half an interval (TakeTurn), so a queue is visited once or twice
+// per interval however many replicas there are, and at least once while
+// any replica runs.
 type Reaper struct {
 	svc    *Service
 	config ReaperConfig
 	cancel context.CancelFunc
 	done   sync.WaitGroup
+
+	audit     []string  // the queues the audit under way has yet to visit
+	nextAudit time.Time // when the next audit starts
 }
 
 // NewReaper returns a Reaper over svc's queues.
@@ -43,6 +69,8 @@ func NewReaper(svc *Service, config ReaperConfig) *Reaper {
 	config.Interval = cmp.Or(config.Interval, DefaultInterval)
 	config.MaxStalled = cmp.Or(config.MaxStalled, DefaultMaxStalled)
 	config.BatchSize = cmp.Or(config.BatchSize, DefaultBatchSize)
+	config.MaxAge = cmp.Or(config.MaxAge, DefaultMaxAge)
+	config.AuditEvery = cmp.Or(config.AuditEvery, DefaultAuditEvery)
 	if config.Logger == nil {
 		config.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -88,29 +116,85 @@ func (r *Reaper) loop(ctx context.Context) {
 	}
 }
 
-// Pass makes one pass over every known queue now, as the loop does once per
-// interval, skipping the queues whose turn another replica has. It goes on
-// past a queue that fails and returns the first error.
+// Pass makes one pass now, as the loop does once per interval: the due
+// queues, batch after batch while batches come back full, then the next
+// BatchSize queues of the audit. It passes over the queues whose turn
+// another replica has, goes on past a queue that fails and returns the
+// first error. A Pass is not safe to run concurrently with another.
 func (r *Reaper) Pass(ctx context.Context) (Swept, error) {
 	var total Swept
-	// A registry read that fails part way still gives the queues read
-	// before it: they are swept, and the error is returned.
-	queues, firstErr := r.svc.queues.All(ctx)
-	for _, queue := range queues {
-		err := r.reapQueue(ctx, queue, &total)
+	var firstErr error
+	note := func(err error) {
 		if err != nil && firstErr == nil {
 			firstErr = err
 		}
 	}
+	for range maxRounds {
+		queues, err := r.svc.DueQueues(ctx, r.config.BatchSize)
+		note(err)
+		visited := 0
+		for _, queue := range queues {
+			mine, err := r.reapQueue(ctx, queue, &total)
+			note(err)
+			if mine && err == nil {
+				visited++
+			}
+		}
+		if len(queues) < r.config.BatchSize || visited == 0 {
+			break
+		}
+	}
+	queues, err := r.audited(ctx)
+	note(err)
+	for _, queue := range queues {
+		_, err := r.reapQueue(ctx, queue, &total)
+		note(err)
+	}
 	return total, firstErr
 }
 
-// reapQueue sweeps queue and promotes its due jobs, batch by batch, when
-// this reaper gets the queue's turn.
-func (r *Reaper) reapQueue(ctx context.Context, queue string, total *Swept) error {
-	if mine, err := r.svc.TakeTurn(ctx, queue, max(r.config.Interval/2, time.Millisecond)); err != nil || !mine {
-		return err
+// audited takes the next BatchSize queues of the audit, starting one when
+// its time has come: the names of the registry then.
+func (r *Reaper) audited(ctx context.Context) ([]string, error) {
+	var err error
+	if len(r.audit) == 0 && !time.Now().Before(r.nextAudit) {
+		r.nextAudit = time.Now().Add(r.config.AuditEvery)
+		// A registry read that fails part way still gives the names read
+		// before it.
+		r.audit, err = r.svc.queues.All(ctx)
 	}
+	n := min(len(r.audit), r.config.BatchSize)
+	batch := r.audit[:n]
+	r.audit = r.audit[n:]
+	return batch, err
+}
+
+// reapQueue does queue's due work, batch by batch, and settles it, when
+// this reaper gets the queue's turn (mine).
+func (r *Reaper) reapQueue(ctx context.Context, queue string, total *Swept) (mine bool, err error) {
+	if mine, err := r.svc.TakeTurn(ctx, queue, max(r.config.Interval/2, time.Millisecond)); err != nil || !mine {
+		return false, err
+	}
+	if err := r.dueWork(ctx, queue, total); err != nil {
+		return true, err
+	}
+	settled, err := r.svc.Settle(ctx, queue, r.config.MaxAge)
+	if err == nil && settled.Owes {
+		err = r.svc.owes(ctx, queue)
+	}
+	if err != nil || !settled.Forgotten {
+		return true, err
+	}
+	r.config.Logger.Debug("Reaper forgot an empty queue", "queue", queue)
+	if r.config.OnForgotten != nil {
+		r.config.OnForgotten(queue)
+	}
+	return true, r.svc.forget(ctx, queue)
+}
+
+// dueWork sweeps queue's lapsed leases, ends its expired jobs and promotes
+// its due delayed ones, batch by batch.
+func (r *Reaper) dueWork(ctx context.Context, queue string, total *Swept) error {
 	p := SweepParams{MaxStalled: r.config.MaxStalled, Limit: r.config.BatchSize}
 	for {
 		swept, err := r.svc.Sweep(ctx, queue, p)
@@ -141,6 +225,9 @@ func (r *Reaper) reapQueue(ctx context.Context, queue string, total *Swept) erro
 	}
 	for {
 		moved, err := r.svc.PromoteDue(ctx, queue, r.config.BatchSize)
+		if r.config.OnPromoted != nil && moved > 0 {
+			r.config.OnPromoted(queue, moved)
+		}
 		if err != nil || moved < r.config.BatchSize {
 			return err
 		}

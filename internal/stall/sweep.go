@@ -37,9 +37,22 @@ type Service struct {
 	queues  *keyspace.Registry
 }
 
+// Option configures a Service.
+type Option func(*Service)
+
+// Registry makes the Service read and forget queues through reg, the
+// registry the other services share; the default is one of its own.
+func Registry(reg *keyspace.Registry) Option {
+	return func(s *Service) { s.queues = reg }
+}
+
 // NewService returns a Service for the keys under prefix.
-func NewService(rdb redis.UniversalClient, prefix string) *Service {
-	return &Service{rdb: rdb, prefix: prefix, scripts: lua.NewRunner(rdb), queues: keyspace.NewRegistry(rdb, prefix)}
+func NewService(rdb redis.UniversalClient, prefix string, opts ...Option) *Service {
+	s := &Service{rdb: rdb, prefix: prefix, scripts: lua.NewRunner(rdb), queues: keyspace.NewRegistry(rdb, prefix)}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
 }
 
 // SweepParams bound one sweep call.

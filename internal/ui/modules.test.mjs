@@ -1,6 +1,6 @@
 // modules.test.mjs: unit tests of the dashboard modules' logic that needs
 // no page: the event-stream reader and throttle (live.js), the hash routes
-// (routes.js), the dead letters' grouping (deadletters.js), the job
+// and the search box's check (routes.js), the dead letters' grouping (deadletters.js), the job
 // page's countdown, actions and dependencies (job.js), a batch's counts and
 // callback in words (batch.js), the relative times (dom.js), the
 // schedules' cadence in words (schedules.js) and the charts' history in
@@ -16,7 +16,7 @@ import { duration, fromNow, plural } from "./static/dom.js";
 import { actionsFor, callbackOf, countdown, failedDependency, waitsFor } from "./static/job.js";
 import { EventFeed, readEvents, throttle } from "./static/live.js";
 import { loadRole } from "./static/role.js";
-import { batchHref, jobHref, parseRoute, queueHref, states } from "./static/routes.js";
+import { batchHref, jobHref, parseRoute, prefixProblem, queueHref, states } from "./static/routes.js";
 import { cadence, interval, noNextRun } from "./static/schedules.js";
 import { busyBuckets, columns, describe, latencyText, msText, sparkLabel, tableCaption, totals } from "./static/stats.js";
 
@@ -111,6 +111,15 @@ test("routes round-trip names with slashes, hashes and percents", () => {
   assert.deepEqual(parseRoute("#/queues/q/waiting"), { view: "queue", queue: "q", state: "waiting" });
   for (const hash of ["", "#/", "#/nope", "#/queues/q/flying", "#/queues/%E0%A4%A/dead", "#/queues/q/jobs", "#/queues/q/batches"]) {
     assert.deepEqual(parseRoute(hash), { view: "queues" }, hash);
+  }
+});
+
+test("a search prefix is what a queue's name may start with", () => {
+  for (const ok of ["", "a", "mail-", "._-", "A9", "q".repeat(100)]) {
+    assert.equal(prefixProblem(ok), "", ok);
+  }
+  for (const bad of ["a b", "a:b", "é", "a/b", "q".repeat(101)]) {
+    assert.notEqual(prefixProblem(bad), "", bad);
   }
 });
 

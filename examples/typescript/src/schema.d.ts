@@ -13,7 +13,7 @@ export interface paths {
         };
         /**
          * Stream every queue's events
-         * @description Server-Sent Events of the state changes of every queue in the queue registry (the queues of GET /queues), merged into one stream, so that a browser needs one connection for all of them. The wire format is the per-queue stream's without ids: `event: <kind>`, `data: <Event as one line of JSON>`; the Event's `queue` names the queue. Each queue's events come in the order Redis made them; a poll's events of several queues come in entry id order. It is a live tail, not resumable: it starts with the changes made after it opened and sends no `id:` lines, so an EventSource that reconnects sends no Last-Event-ID. A request with `from`, `last_event_id` or a Last-Event-ID header is answered 400 EMQINVALID: resume one queue with GET /queues/{queue}/events. The registry is read again every 2 s: a queue created later joins with its events from the time the stream opened (the Redis server's clock), and an obliterated queue leaves without an error. Up to 1,000 queues are merged, the first by name; the rest are left out (the service logs a warning). Each stream polls every merged queue every 0.5 s when idle, one XRANGE per queue per poll (one pipelined round trip). A `: ping` comment comes every 15 s. On a Redis error the stream sends an `error` event whose data is a Problem and ends; reconnect to go on (the events in between are not replayed). The stream also ends when the service shuts down. One API key holds at most EMQ_MAX_STREAMS (default 100) event streams open at once on a service replica, this route's and GET /queues/{queue}/events's together (with the API open, all callers together); past it a stream is refused 429 EMQBUSY, before it starts.
+         * @description Server-Sent Events of the state changes of every queue with traffic, merged into one stream, so that a browser needs one connection for all of them. The wire format is the per-queue stream's without ids: `event: <kind>`, `data: <Event as one line of JSON>`; the Event's `queue` names the queue. Each queue's events come in the order Redis made them; a poll's events of several queues come in entry id order. It is a live tail, not resumable: it starts with the changes made after it opened and sends no `id:` lines, so an EventSource that reconnects sends no Last-Event-ID. A request with `from`, `last_event_id` or a Last-Event-ID header is answered 400 EMQINVALID: resume one queue with GET /queues/{queue}/events. The stream merges the queues active since it opened: those a worker or admin request has named (an enqueue, a claim, a complete, an extend, a pause...) or the service's background work has changed (a sweep, a schedule's tick, a push delivery, a batch callback), within the last hour. It looks at which queues are active again every 0.5 s: a queue that becomes active later joins with its events from the time the stream opened (the Redis server's clock), or from 30 s before it last looked, whichever is later, so that no event after the opening is missed; an obliterated queue leaves without an error. Up to 1,000 queues are merged, the most recently active; the rest are left out (the service logs a warning). Each stream polls every merged queue every 0.5 s when idle, one XRANGE per queue per poll (one pipelined round trip). A `: ping` comment comes every 15 s. On a Redis error the stream sends an `error` event whose data is a Problem and ends; reconnect to go on (the events in between are not replayed). The stream also ends when the service shuts down. One API key holds at most EMQ_MAX_STREAMS (default 100) event streams open at once on a service replica, this route's and GET /queues/{queue}/events's together (with the API open, all callers together); past it a stream is refused 429 EMQBUSY, before it starts.
          */
         get: operations["streamAllEvents"];
         put?: never;
@@ -73,7 +73,7 @@ export interface paths {
         };
         /**
          * List queues
-         * @description A page of the known queues with their paused flag and counts per state (each count O(1)). Pages follow the queues set's cursor: pass next_cursor back as cursor until it is null. A page holds about limit queues (the set's scan may give a few more or fewer), sorted by name within the page.
+         * @description A page of the known queues, in name order, with their paused flag and counts per state (each count O(1)); with prefix, only the queues whose names start with it. Pass next_cursor back as cursor (with the same prefix) until it is null. A page costs the same however many queues there are (up to EMQ_MAX_QUEUES), and no queue comes twice across the pages.
          */
         get: operations["listQueues"];
         put?: never;
@@ -2113,6 +2113,8 @@ export interface operations {
     listQueues: {
         parameters: {
             query?: {
+                /** @description only the queues whose names start with this: 0 to 100 of A-Z a-z 0-9 . _ - */
+                prefix?: string;
                 /** @description next_cursor of the previous page */
                 cursor?: string;
                 /** @description queues per page */
@@ -2486,6 +2488,15 @@ export interface operations {
             };
             /** @description EMQFORBIDDEN: the key's role may not do this */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQQUOTA: the queue is new and there are EMQ_MAX_QUEUES queues already */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3567,6 +3578,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description EMQQUOTA: the queue is new and there are EMQ_MAX_QUEUES queues already */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description EMQINTERNAL: a bug, logged with the request id */
             500: {
                 headers: {
@@ -3650,6 +3670,15 @@ export interface operations {
             };
             /** @description EMQFORBIDDEN: the key's role may not do this */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQQUOTA: the queue is new and there are EMQ_MAX_QUEUES queues already */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3936,6 +3965,15 @@ export interface operations {
             };
             /** @description EMQFORBIDDEN: the key's role may not do this */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQQUOTA: the queue is new and there are EMQ_MAX_QUEUES queues already */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5508,6 +5546,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description EMQQUOTA: the queue is new and there are EMQ_MAX_QUEUES queues already */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description EMQTOOLARGE */
             413: {
                 headers: {
@@ -5604,6 +5651,15 @@ export interface operations {
             };
             /** @description EMQFORBIDDEN: the key's role may not do this */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQQUOTA: the queue is new and there are EMQ_MAX_QUEUES queues already */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5826,7 +5882,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description EMQSTATE: EMQ_PUSH_ALLOW is not set: push delivery is off */
+            /** @description EMQSTATE: EMQ_PUSH_ALLOW is not set: push delivery is off; EMQQUOTA: the queue is new and there are EMQ_MAX_QUEUES queues already */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -6022,6 +6078,15 @@ export interface operations {
             };
             /** @description EMQFORBIDDEN: the key's role may not do this */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQQUOTA: the queue is new and there are EMQ_MAX_QUEUES queues already */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6431,6 +6496,15 @@ export interface operations {
             };
             /** @description EMQFORBIDDEN: the key's role may not do this */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQQUOTA: the queue is new and there are EMQ_MAX_QUEUES queues already */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -7121,6 +7195,15 @@ export interface operations {
             };
             /** @description EMQFORBIDDEN: the key's role may not do this */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQQUOTA: the queue is new and there are EMQ_MAX_QUEUES queues already */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -488,6 +488,47 @@ async function seePushDelivery(page) {
     .waitFor();
 }
 
+/**
+ * The search box and the pages of queues: with more queues than a page
+ * holds, the table shows them 100 at a time by name, the page buttons turn
+ * the pages, and the search box keeps the queues whose names start with
+ * what it holds; a start no queue has, and one no name could have, say so.
+ */
+async function searchAndPageQueues(page) {
+  const names = Array.from({ length: 105 }, (_, i) => `paged-${String(i).padStart(3, "0")}`);
+  for (const name of names) {
+    await apiCall("POST", `/queues/${name}/jobs`, { payload: { n: name } });
+  }
+  await page.goto(`${base}/ui/`);
+  await until(`the row of queue ${queue}`, () => queueRow(page));
+  const table = page.getByRole("table", { name: /Queues/ });
+  const shown = async () => JSON.stringify((await table.getByRole("rowheader").allInnerTexts()).map((t) => t.trim()));
+  const showing = (what, want) => until(what, async () => (await shown()) === JSON.stringify(want));
+  const search = page.getByRole("searchbox", { name: "Show the queues whose names start with", exact: true });
+  const next = page.getByRole("button", { name: "Next page of queues", exact: true });
+  const previous = page.getByRole("button", { name: "Previous page of queues", exact: true });
+
+  await search.fill("paged-");
+  await showing("the first page of the paged- queues", names.slice(0, 100));
+  assert.match(await table.locator("caption").innerText(), /queues whose names start with paged-, by name, page 1 \(100 a page\)$/);
+  assert.equal(await previous.isDisabled(), true, "the first page has no page before it");
+  await next.click();
+  await showing("the second page of the paged- queues", names.slice(100));
+  assert.equal(await next.isDisabled(), true, "the last page has no page after it");
+  await accessible(page, "the queues page, searched and on its second page");
+  await previous.click();
+  await showing("the first page again", names.slice(0, 100));
+
+  await search.fill("paged-10");
+  await showing("the queues that start with paged-10", names.slice(100));
+  await search.fill("nope");
+  await page.getByText("No queue's name starts with nope.", { exact: true }).waitFor();
+  await search.fill("a b");
+  await page.getByText("A queue's name has only the letters A-Z and a-z, the digits, and . _ -", { exact: true }).waitFor();
+  await search.fill("");
+  await until(`the row of queue ${queue} with the search box empty`, () => queueRow(page));
+}
+
 /** The browser's console lines for the stream requests reconnects() refuses on purpose. */
 const refusedStream = [/^console error: Failed to load resource: net::ERR_CONNECTION_REFUSED/];
 
@@ -540,12 +581,13 @@ async function main() {
     await seePushDelivery(page);
     await seeBatches(page, { base, call: apiCall, rowOf, fitsAPhone });
     await seeCharts(page, { base, call: apiCall, shots, sizes });
+    await searchAndPageQueues(page);
     await reconnects(page);
   }, [...refusedStream, ...batchProblems]);
   console.log(`dashboard ok: queue ${queue} with ${pending} pending and ${dead} dead, paused and resumed; ` +
     `dead job ${deadID} retried, new jobs seen live, active job ${activeID} cancelled; schedules listed, paused, resumed, run and paged; a job's admission options shown; a push target and its failed delivery shown; ` +
     "a waiting job counted, listed and linked to its dependencies and batch, the batch followed to done and its callback, a dependant cancelled by its dead dependency; " +
-    "the charts drawn, grown live and switched to 24 hours");
+    "the charts drawn, grown live and switched to 24 hours; 105 queues searched by name and paged");
 }
 
 await main();

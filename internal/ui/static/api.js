@@ -71,17 +71,20 @@ export function whoami() {
   return call("GET", "/whoami");
 }
 
-/** Every queue, following next_cursor until the last page. */
-export async function allQueues() {
-  const queues = [];
-  let cursor = null;
-  do {
-    const query = cursor === null ? "" : `?cursor=${encodeURIComponent(cursor)}`;
-    const page = await call("GET", `/queues${query}`);
-    queues.push(...page.queues);
-    cursor = page.next_cursor;
-  } while (cursor !== null && cursor !== undefined);
-  return queues;
+/**
+ * One page of the queues, by name, of those whose names start with prefix
+ * ("" for all): up to limit after cursor ("" for the first page), as
+ * {queues, next_cursor}.
+ */
+export function queuesPage(prefix, limit, cursor) {
+  const query = new URLSearchParams({ limit: String(limit) });
+  if (prefix) {
+    query.set("prefix", prefix);
+  }
+  if (cursor) {
+    query.set("cursor", cursor);
+  }
+  return call("GET", `/queues?${query}`);
 }
 
 /** The path of one queue, its name escaped. */

@@ -1,6 +1,7 @@
 // app.js: the dashboard's entry point. It shows the view the location hash
-// names (see routes.js): the queues table, with the queue actions (pause,
-// resume, drain, obliterate) its buttons ask for; a queue's jobs (queue.js);
+// names (see routes.js): the queues table, a page of queues by name (those
+// whose names start with what the search box holds), with the queue actions
+// (pause, resume, drain, obliterate) its buttons ask for; a queue's jobs (queue.js);
 // one job (job.js); or one batch (batch.js). One event feed (live.js) runs while the page is open
 // and tells the view shown what changed; while the feed is down the queues
 // table is read every 2 seconds instead. It asks for an API key when the
@@ -8,7 +9,7 @@
 // entered or forgotten, so that the views show only what the key's role may
 // do and the header says who the dashboard acts as.
 
-import { KeyNeeded, Problem, allQueues, call, forgetKey, queuePath, storeKey, storedKey } from "./api.js";
+import { KeyNeeded, Problem, call, forgetKey, queuePath, queuesPage, storeKey, storedKey } from "./api.js";
 import { BatchView } from "./batch.js";
 import { h, plural, tabStopWhenScrolling } from "./dom.js";
 import { JobView } from "./job.js";
@@ -16,7 +17,7 @@ import { EventFeed, throttle } from "./live.js";
 import { QueueView } from "./queue.js";
 import { QueuesTable, actionsShown } from "./queues.js";
 import { describe, isOpen, known, loadRole } from "./role.js";
-import { parseRoute, queueHref } from "./routes.js";
+import { parseRoute, prefixProblem, queueHref } from "./routes.js";
 
 /** How often the queues table is read while the event feed is down, and while it is up. */
 const pollMs = 2000;
@@ -24,6 +25,10 @@ const liveCheckMs = 30_000; // counts can change without an event (retention tri
 
 /** The least time between two reads of what the events say changed. */
 const eventGapMs = 500;
+
+/** How many queues the table shows a page, and how long typing may pause before the search box is read. */
+const queuesPageSize = 100;
+const typingMs = 300;
 
 const el = {
   keyForm: document.getElementById("key-form"),
@@ -41,6 +46,13 @@ const el = {
   tbody: document.querySelector("#queues tbody"),
   queuesView: document.getElementById("queues-view"),
   queuesRegion: document.querySelector("#queues-view .table-scroll"),
+  queuesCaption: document.getElementById("queues-caption"),
+  search: document.getElementById("queue-search"),
+  prefix: document.getElementById("queue-prefix"),
+  searchMessage: document.getElementById("queue-search-message"),
+  firstPage: document.getElementById("queues-first"),
+  previousPage: document.getElementById("queues-previous"),
+  nextPage: document.getElementById("queues-next"),
   queueView: document.getElementById("queue-view"),
   jobView: document.getElementById("job-view"),
   batchView: document.getElementById("batch-view"),
@@ -67,6 +79,12 @@ let timer = 0; // the next refresh
 let refreshing = false; // a refresh is running
 let again = false; // refresh once more when it ends
 let live = false; // the event feed is up
+// The queues shown: those whose names start with prefix, the page whose
+// cursor is the last of cursors (one per page turned so far, "" the
+// first), and the next page's cursor ("" when it is the last). Each change
+// makes a new object, so that an answer for an old one is not shown.
+let listing = { prefix: "", cursors: [""], next: "" };
+let typing = 0; // the search box's read, after a pause in typing
 
 const feed = new EventFeed("/events", {
   onOpen: () => reloadShown(),
@@ -188,17 +206,23 @@ async function learnRole() {
   table.render([]);
 }
 
-/** Shows every queue; false when the service wants a key first. */
+/** Shows the current page of queues; false when the service wants a key first. */
 async function showQueues() {
   try {
     if (!known()) {
       await learnRole(); // the last ask failed (the service was down, say): ask again
     }
-    const queues = await allQueues();
+    const asked = listing;
+    const page = await queuesPage(asked.prefix, queuesPageSize, asked.cursors.at(-1));
+    if (asked !== listing) {
+      return true; // the search or the page changed meanwhile: the refresh that follows shows it
+    }
+    const queues = page.queues || [];
+    listing.next = page.next_cursor || "";
     table.render(queues);
     table.throughputSoon();
     showDeadSummary(queues);
-    el.empty.hidden = queues.length > 0;
+    showPager(queues.length);
     el.refreshed.textContent = new Date().toLocaleTimeString();
     if (el.error.dataset.from === "refresh") {
       showError("");
@@ -211,9 +235,56 @@ async function showQueues() {
   }
 }
 
+/** Says which page of queues is shown, or that it has none, and which turns there are. */
+function showPager(shown) {
+  const page = listing.cursors.length;
+  const of = listing.prefix ? `queues whose names start with ${listing.prefix}` : "queues";
+  el.queuesCaption.textContent = `Queues, with the number of jobs in each state and those completed in the last hour: ` +
+    `${of}, by name, page ${page} (${queuesPageSize} a page)`;
+  el.empty.hidden = shown > 0;
+  if (page > 1) {
+    el.empty.textContent = "No more queues.";
+  } else if (listing.prefix) {
+    el.empty.textContent = `No queue's name starts with ${listing.prefix}.`;
+  } else {
+    el.empty.textContent = "No queues yet: a queue appears here once a job is enqueued to it.";
+  }
+  el.firstPage.disabled = page === 1;
+  el.previousPage.disabled = page === 1;
+  el.nextPage.disabled = !listing.next;
+}
+
+/** Shows page i of the queues (0 the first; the page after the last shown follows its next cursor). */
+async function turnPage(i) {
+  const cursors = listing.cursors.slice(0, i + 1);
+  if (i === listing.cursors.length) {
+    if (!listing.next) {
+      return;
+    }
+    cursors.push(listing.next);
+  }
+  listing = { prefix: listing.prefix, cursors, next: "" };
+  await refresh();
+  el.queuesRegion.focus(); // the button pressed may now be disabled
+}
+
+/** Shows the first page of the queues whose names start with what the search box holds. */
+function search() {
+  clearTimeout(typing);
+  const prefix = el.prefix.value.trim();
+  const problem = prefixProblem(prefix);
+  el.searchMessage.textContent = problem;
+  if (problem || prefix === listing.prefix) {
+    return;
+  }
+  listing = { prefix, cursors: [""], next: "" };
+  refresh();
+}
+
 /**
- * Puts dead jobs first on the page: one line that counts them and links to
- * each queue that has some, hidden when no job is dead.
+ * Puts dead jobs first on the page: one line that counts those of the
+ * queues shown and links to each queue that has some, hidden when no job
+ * is dead.
  */
 function showDeadSummary(queues) {
   const withDead = queues.filter((q) => (q.counts?.dead || 0) > 0)
@@ -348,6 +419,18 @@ document.addEventListener("visibilitychange", () => {
     feed.start();
   }
 });
+
+el.search.addEventListener("submit", (event) => {
+  event.preventDefault();
+  search();
+});
+el.prefix.addEventListener("input", () => {
+  clearTimeout(typing);
+  typing = setTimeout(search, typingMs);
+});
+el.firstPage.addEventListener("click", () => turnPage(0));
+el.previousPage.addEventListener("click", () => turnPage(listing.cursors.length - 2));
+el.nextPage.addEventListener("click", () => turnPage(listing.cursors.length));
 
 tabStopWhenScrolling(el.queuesRegion);
 showForget();

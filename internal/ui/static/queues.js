@@ -23,7 +23,8 @@ const sparkReads = 4;
 const minorStates = new Set(["delayed", "waiting", "completed", "cancelled"]);
 
 /**
- * The table's body: render(queues) shows the given queues, sorted by name;
+ * The table's body: render(queues) shows the given queues (a page of
+ * them), sorted by name;
  * onAction(action, name) is called when a row's button is pressed, with
  * action one of "pause", "resume", "drain", "obliterate". throughputSoon()
  * reads the sparklines again (at once, or at the end of their gap) while
@@ -39,7 +40,7 @@ export class QueuesTable {
   }
 
   render(queues) {
-    const byName = new Map(queues.map((q) => [q.name, q])); // a scan may repeat a queue
+    const byName = new Map(queues.map((q) => [q.name, q]));
     for (const [name, row] of this.rows) {
       if (!byName.has(name)) {
         row.tr.remove();

@@ -58,3 +58,14 @@ export function jobHref(queue, id) {
 export function batchHref(queue, id) {
   return `#/queues/${encodeURIComponent(queue)}/batches/${encodeURIComponent(id)}`;
 }
+
+/**
+ * What is wrong with text as the start of a queue's name, or "" when
+ * nothing is: a name is 1 to 100 of A-Z a-z 0-9 . _ -.
+ */
+export function prefixProblem(text) {
+  if (text.length > 100) {
+    return "A queue's name is at most 100 characters long.";
+  }
+  return /^[A-Za-z0-9._-]*$/.test(text) ? "" : "A queue's name has only the letters A-Z and a-z, the digits, and . _ -";
+}

@@ -1,0 +1,76 @@
+-- due.lua: the due index (docs/design.md#the-sweep).
+--
+-- due  ZSET  the queues that have work for the reaper at a time: member
+--            the queue's key base (BASE), score the time (ms, server
+--            clock) of its earliest lapsing lease, due delayed job,
+--            expiry, throttle window's end, or, for an empty queue, when
+--            it is forgotten (settle.lua). One per node, or on a Cluster
+--            one per slot (internal/keyspace's due.go): in the queue's slot.
+-- The queue's meta keeps "due", the score the index holds for it, so that
+-- a call that makes such work writes the index only when its time comes
+-- before that score: a claim on a busy queue reads one more meta field
+-- (bind's HMGET) and writes nothing. The reaper visits the queues whose
+-- time has come and settles each (settle.lua): it writes the queue's true
+-- next time, or takes it out of the index. So the score is never later
+-- than the queue's next work, and the reaper never visits every queue.
+
+-- due.SETTLE_NEW_MS is how long after its first job a new queue is
+-- settled (settle.lua), which compacts its event stream: so a queue whose
+-- jobs nobody claims gives back the room Redis took for its events too.
+due.SETTLE_NEW_MS = 60000
+
+-- due.OVERDUE_MS is how long past its score a queue may wait for the
+-- reaper before a call that makes due work writes the score again: had
+-- the index lost the queue, the reaper would have settled it by then.
+due.OVERDUE_MS = 60000
+
+-- due.scores holds, by key base, the score the index holds for each
+-- queue this node wrote or read it for (LIBRARY only: a library's Lua
+-- state lives on between calls), so that a claim on a busy queue reads
+-- nothing to know that its lease is covered; settle.lua and queues.lua
+-- keep it true, and drop a queue that leaves the index. A node that
+-- becomes master after a failover starts without it and reads meta's due.
+due.scores = {}
+
+-- due.at makes sure the index has the queue at time at (ms) or before.
+-- A script that calls it declares meta and due.
+function due.at(at)
+  local known = due.known
+  if known == nil then
+    known = LIBRARY and due.scores[BASE]
+    if not known then
+      known = tonumber(redis.call('HGET', META, 'due')) or false
+    end
+  end
+  if known and known <= at and known > (NOW or at) - due.OVERDUE_MS then
+    due.known = known
+    return
+  end
+  redis.call('ZADD', due.index(), int(at), BASE)
+  redis.call('HSET', META, 'due', int(at))
+  due.set(at)
+end
+
+-- due.index is the key of the due index this call declares: nil when it
+-- declares none.
+function due.index()
+  if due.key == false then
+    return due.node_key()
+  end
+  return due.key
+end
+
+-- due.node_key is the due index of a node outside a Cluster, whose name
+-- the service does not pass to a script whose last KEYS it would be
+-- (lua/run.go): "<prefix>:due", the prefix read from BASE.
+function due.node_key()
+  return string.match(BASE, '^(.*):{[^{]*}:$') .. ':due'
+end
+
+-- due.set notes score (false: none) as the index's for this call's queue.
+function due.set(score)
+  due.known = score
+  if LIBRARY then
+    due.scores[BASE] = score or nil
+  end
+end
