@@ -25,10 +25,14 @@
 -- queue whose last event is max_age_ms old (or that has none) is forgotten
 -- at once: every key deleted (queues.lua's queue_deleted), as obliterate
 -- leaves it. A job enqueued after that makes the queue anew.
--- Returns {next, forgotten, owes}: next the time the index holds for the
--- queue now (ms), -1 for none; forgotten 1 when the queue was forgotten,
--- else 0; owes 1 when a batch callback of it is owed now (batches_due),
--- for the service to make sure its batch dispatchers look at the queue.
+-- Returns {next, forgotten, owes, work}: next the time the index holds
+-- for the queue now (ms), -1 for none; forgotten 1 when the queue was
+-- forgotten, else 0; owes 1 when a batch callback of it is owed now
+-- (batches_due), for the service to make sure its batch dispatchers look
+-- at the queue; work 1 when a lease has lapsed, a delayed job, an expiry
+-- or a throttle window is due now: the reaper's work, which it does and
+-- then settles the queue again. So a visit that finds nothing due (a busy
+-- queue whose leases ended in completes) is this one call.
 -- Errors: TRYAGAIN (here.lua).
 
 local now = now_ms()
@@ -50,6 +54,7 @@ for _, key in ipairs({ ACTIVE, DELAYED, BASE .. 'expiring', BASE .. 'dedupe_ttl'
     next = at
   end
 end
+local work = next and next <= now and 1 or 0 -- the reaper's, due now
 -- A batch callback owed (batches.lua) is the dispatchers' work; the
 -- service makes sure they look at the queue (owes), and the reaper looks
 -- again while it owes one.
@@ -84,7 +89,7 @@ if not next and empty() then
   if not last_ms or last_ms + max_age <= now then
     flow_here() -- it deletes keys it does not declare
     queue_deleted()
-    return { -1, 1, 0 }
+    return { -1, 1, 0, 0 }
   end
   next = last_ms + max_age
 end
@@ -114,9 +119,9 @@ if next then
   redis.call('ZADD', due.index(), int(next), BASE)
   redis.call('HSET', META, 'due', int(next))
   due.set(next)
-  return { next, forgotten, owes }
+  return { next, forgotten, owes, work }
 end
 redis.call('ZREM', due.index(), BASE)
 redis.call('HDEL', META, 'due')
 due.set(false)
-return { -1, forgotten, owes }
+return { -1, forgotten, owes, work }

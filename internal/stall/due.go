@@ -56,6 +56,7 @@ type Settled struct {
 	Next      int64 // the time the due index holds for it now (ms), -1 for none
 	Forgotten bool  // the queue was empty and its events aged out: it is gone
 	Owes      bool  // a batch callback of the queue is owed now
+	Work      bool  // a lapsed lease, a due delayed job, an expiry or a throttle's end: the reaper's work now
 }
 
 // Settle writes queue's place in the due index once its due work is done:
@@ -68,10 +69,10 @@ func (s *Service) Settle(ctx context.Context, queue string, maxAge time.Duration
 	if err != nil {
 		return Settled{}, rediserr.Script(err)
 	}
-	if len(reply) != 3 {
+	if len(reply) != 4 {
 		return Settled{}, fmt.Errorf("settle: unexpected reply %v", reply)
 	}
-	return Settled{Next: reply[0], Forgotten: reply[1] == 1, Owes: reply[2] == 1}, nil
+	return Settled{Next: reply[0], Forgotten: reply[1] == 1, Owes: reply[2] == 1, Work: reply[3] == 1}, nil
 }
 
 // owes makes sure the batch dispatchers look at queue, which owes a

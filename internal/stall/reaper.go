@@ -169,16 +169,20 @@ func (r *Reaper) audited(ctx context.Context) ([]string, error) {
 	return batch, err
 }
 
-// reapQueue does queue's due work, batch by batch, and settles it, when
-// this reaper gets the queue's turn (mine).
+// reapQueue settles queue, and when it has due work does it, batch by
+// batch, and settles it again, when this reaper gets the queue's turn
+// (mine).
 func (r *Reaper) reapQueue(ctx context.Context, queue string, total *Swept) (mine bool, err error) {
 	if mine, err := r.svc.TakeTurn(ctx, queue, max(r.config.Interval/2, time.Millisecond)); err != nil || !mine {
 		return false, err
 	}
-	if err := r.dueWork(ctx, queue, total); err != nil {
-		return true, err
-	}
 	settled, err := r.svc.Settle(ctx, queue, r.config.MaxAge)
+	if err == nil && settled.Work {
+		if err := r.dueWork(ctx, queue, total); err != nil {
+			return true, err
+		}
+		settled, err = r.svc.Settle(ctx, queue, r.config.MaxAge)
+	}
 	if err == nil && settled.Owes {
 		err = r.svc.owes(ctx, queue)
 	}
