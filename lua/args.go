@@ -116,11 +116,11 @@ func (j NewJob) hasOptions() bool {
 	return j.Dedupe.Key != "" || j.ExpiresInMS != 0 || j.TimeoutMS != 0
 }
 
-// later reports whether a job of the call makes work for the reaper (a
-// delay, an expiry, a dedupe window: lua/due.lua), so that the call
-// declares the due index (EnqueueLater).
+// later reports whether the call may make work for the reaper (a job's
+// delay, expiry or dedupe window, a batch's callback: lua/due.lua), or
+// makes a queue, so that it declares the due index (EnqueueLater).
 func (a EnqueueArgs) later() bool {
-	if a.NewQueue {
+	if a.NewQueue || a.Batch != nil { // a batch done at once owes its callback
 		return true
 	}
 	for _, j := range a.Jobs {

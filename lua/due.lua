@@ -24,21 +24,14 @@ due.SETTLE_NEW_MS = 60000
 -- the index lost the queue, the reaper would have settled it by then.
 due.OVERDUE_MS = 60000
 
--- due.scores holds, by key base, the score the index holds for each
--- queue this node wrote or read it for (LIBRARY only: a library's Lua
--- state lives on between calls), so that a claim on a busy queue reads
--- nothing to know that its lease is covered; settle.lua and queues.lua
--- keep it true, and drop a queue that leaves the index. A node that
--- becomes master after a failover starts without it and reads meta's due.
-due.scores = {}
-
 -- due.at makes sure the index has the queue at time at (ms) or before.
 -- A script that calls it declares meta and due.
 function due.at(at)
   local known = due.known
   if known == nil then
-    known = LIBRARY and due.scores[BASE]
-    if not known then
+    if QUEUE_STATE then
+      known = tonumber(QUEUE_STATE[5]) or false -- bind read it
+    else
       known = tonumber(redis.call('HGET', META, 'due')) or false
     end
   end
@@ -70,7 +63,4 @@ end
 -- due.set notes score (false: none) as the index's for this call's queue.
 function due.set(score)
   due.known = score
-  if LIBRARY then
-    due.scores[BASE] = score or nil
-  end
 end

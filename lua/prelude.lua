@@ -53,8 +53,7 @@ local NOW, STATS_N
 
 -- due is the due index (due.lua): due.key its key when this call
 -- declares it (false when the service left it out: due.index); due.known the score it holds for this call's queue as far
--- as this call knows, nil before it looked, false for none; due.scores
--- the scores this node knows.
+-- as this call knows, nil before it looked, false for none.
 local due = {}
 
 -- FLOW_HERE is true once this call has made sure it may touch the flow
@@ -80,7 +79,7 @@ local LAYOUT = 1
 -- its meta holds none), for enqueue to stamp a queue that has none.
 -- QUEUE_STATE is what a claim reads of meta (lifecycle.lua's plan_claim),
 -- read by bind with the layout for a script that claims: {layout, paused,
--- flow, grouped}, false for each absent.
+-- flow, grouped, due (due.lua)}, false for each absent.
 local QUEUE_LAYOUT, QUEUE_STATE
 
 -- LIBRARY is true when the scripts run as a Functions library, whose Lua
@@ -125,7 +124,7 @@ local function bind(keys, argv, roles, claims)
   QUEUE_LAYOUT, QUEUE_STATE = nil, nil
   if META then
     if claims == true or (claims and (tonumber(argv[claims]) or 0) > 0) then
-      QUEUE_STATE = redis.call('HMGET', META, 'layout', 'paused', 'flow', 'grouped')
+      QUEUE_STATE = redis.call('HMGET', META, 'layout', 'paused', 'flow', 'grouped', 'due')
       QUEUE_LAYOUT = QUEUE_STATE[1]
     else
       QUEUE_LAYOUT = redis.call('HGET', META, 'layout')

@@ -64,22 +64,41 @@ if owed and (not next or owed < next) then
   next = math.max(owed, now + 1000)
 end
 
--- empty reports whether the queue holds nothing a user made: no job, no
--- batch, no schedule, no push target, no settings, no pause.
+-- A batch's entry in the batches set outlives its keys (batches.lua's
+-- KEEP_MS): the entries of batches whose keys have expired go, and the
+-- queue is looked at again when the next one's do.
+local batches_key = BASE .. 'batches'
+if call_here('ZREMRANGEBYSCORE', batches_key, '-inf', int(now)) == false then
+  try_again(batches_key)
+end
+local kept = first_score(batches_key)
+if kept and (not next or kept < next) then -- an open batch's is inf: nil
+  next = kept
+end
+
+-- empty reports whether the queue holds nothing a user made: it was made
+-- (a queue named but never written, one a batch reserved for its
+-- callback, is left to its maker), and has no job, no batch, no schedule,
+-- no push target, no settings, no pause, no paused group (the flow
+-- control keys a grouped job left are not the user's).
 local function empty()
+  local meta = redis.call('HMGET', META, 'layout', 'paused', 'flow')
+  if not meta[1] or meta[2] or meta[3] then
+    return false
+  end
   for _, key in ipairs({ PENDING, COMPLETED, DEAD, CANCELLED }) do
     if redis.call('ZCARD', key) > 0 then
       return false
     end
   end
-  for _, name in ipairs({ 'waiting', 'batches', 'schedule_names', 'push', 'flow' }) do
+  for _, name in ipairs({ 'waiting', 'batches', 'schedule_names', 'push' }) do
     local n = call_here('EXISTS', BASE .. name)
     if n ~= 0 then
       return false -- a key of it here, or not here (migrating): not empty
     end
   end
-  local meta = redis.call('HMGET', META, 'paused', 'flow')
-  return not meta[1] and not meta[2]
+  local paused = call_here('HSCAN', BASE .. 'flow', '0', 'MATCH', 'p:*', 'COUNT', '1000')
+  return paused ~= false and #paused[2] == 0
 end
 
 local forgotten = 0

@@ -82,14 +82,15 @@ func (s *Service) owes(ctx context.Context, queue string) error {
 	return s.rdb.SAdd(ctx, keyspace.BatchesKey(s.prefix), queue).Err()
 }
 
-// forget takes a queue Settle forgot out of the registry; one an enqueue
-// made anew meanwhile stays known.
+// forget takes a queue Settle forgot out of the registry; one that a
+// write made anew meanwhile (an enqueue, a schedule, a push target: any
+// key of it) stays known.
 func (s *Service) forget(ctx context.Context, queue string) error {
 	if err := s.queues.Forget(ctx, queue); err != nil {
 		return err
 	}
 	q := keyspace.NewQueue(s.prefix, queue)
-	if exists, err := s.rdb.Exists(ctx, q.Meta()).Result(); err != nil || exists == 0 {
+	if exists, err := s.rdb.Exists(ctx, q.Keys()...).Result(); err != nil || exists == 0 {
 		return err
 	}
 	return s.queues.Remember(ctx, queue, true)
