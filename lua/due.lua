@@ -25,8 +25,15 @@ due.SETTLE_NEW_MS = 60000
 due.OVERDUE_MS = 60000
 
 -- due.at makes sure the index has the queue at time at (ms) or before.
--- A script that calls it declares meta and due.
-function due.at(at)
+-- A script that calls it declares meta and due. A claim, which calls it
+-- for every lease, also gives at and now as int's text (at_text, now_text):
+-- the score bind read, of the same width, at or before at and not past,
+-- then covers it with no number read (tonumber is no cheap call).
+function due.at(at, at_text, now_text)
+  local read = QUEUE_STATE and QUEUE_STATE[5]
+  if at_text and read and due.known == nil and #read == #at_text and read <= at_text and read >= now_text then
+    return
+  end
   local known = due.known
   if known == nil then
     if QUEUE_STATE then

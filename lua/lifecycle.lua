@@ -70,9 +70,21 @@ end
 -- reads the earliest delayed job first, and the due ones only when it is
 -- due, so that a queue with nothing due pays one read of the set, not
 -- two, and one with nothing delayed does not read the time for it.
+-- While the due index holds the queue at a time to come (meta's due, which
+-- bind read for a claim), no delayed job runs before it (due.lua): the
+-- claim does not read the delayed set, and due_in is that time, when a
+-- waiter looks again. A queue the index does not hold (one written before
+-- it) has its delayed set read.
 -- Returns the plan and due_in's answer when no job is due (nil
 -- otherwise: the promotion changes it).
 local function plan_due_first(delayed)
+  local indexed = QUEUE_STATE and QUEUE_STATE[5]
+  if indexed then
+    local at, now = tonumber(indexed), NOW or now_ms()
+    if at > now then
+      return {}, at - now
+    end
+  end
   local first = call_here('ZRANGE', delayed, '0', '0', 'WITHSCORES')
   if not first or #first == 0 then
     return {}, -1
@@ -355,7 +367,7 @@ local function lease(list, step, rows, now, lease_ms, worker, first, extra, flat
   end
   if #leased > 0 then
     each_chunk(leased, 2, 'ZADD', ACTIVE)
-    due.at(soonest)
+    due.at(soonest, soonest == now + lease_ms and deadline, started)
   end
   if expiring > 0 then
     wake(expiring) -- a claimer cut short by them looks again

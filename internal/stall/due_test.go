@@ -311,3 +311,27 @@ func TestTheReaperListsAQueueThatOwesACallback(t *testing.T) {
 		t.Fatalf("the dispatcher sent %d callbacks (%v) once the reaper listed the queue, want 1", n, err)
 	}
 }
+
+// TestAClaimTakesADelayedJobThatCameDueBeforeTheIndexSaid: a claim reads
+// the delayed set only once the queue's time in the due index has come;
+// a job delayed to before that time brings the time forward, so the claim
+// after it came due takes it.
+func TestAClaimTakesADelayedJobThatCameDueBeforeTheIndexSaid(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx := context.Background()
+	if _, err := f.leases.Enqueue(ctx, f.queue, []lease.NewJob{{ID: "held"}}); err != nil {
+		t.Fatal(err)
+	}
+	if c, err := f.leases.Claim(ctx, f.queue, lease.ClaimParams{Count: 1, Lease: time.Hour}); err != nil || len(c.Jobs) != 1 {
+		t.Fatalf("claim: %v, %v", c, err)
+	}
+	if _, err := f.leases.Enqueue(ctx, f.queue, []lease.NewJob{{ID: "soon", Delay: 50 * time.Millisecond}}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond)
+	c, err := f.leases.Claim(ctx, f.queue, lease.ClaimParams{Count: 1, Lease: time.Hour})
+	if err != nil || len(c.Jobs) != 1 || c.Jobs[0].ID != "soon" {
+		t.Fatalf("claim after the delayed job came due: %v, %v; want soon", c, err)
+	}
+}
