@@ -28,7 +28,7 @@ func (s *Service) DueQueues(ctx context.Context, limit int) ([]string, error) {
 	}
 	upTo := strconv.FormatInt(now.UnixMilli(), 10)
 	keys := []string{keyspace.DueKey(s.prefix)}
-	if _, cluster := s.rdb.(*redis.ClusterClient); cluster {
+	if s.cluster() {
 		keys = keyspace.SlotDueKeys(s.prefix)
 	}
 	cmds := make([]*redis.StringSliceCmd, len(keys))
@@ -49,6 +49,13 @@ func (s *Service) DueQueues(ctx context.Context, limit int) ([]string, error) {
 		}
 	}
 	return queues, nil
+}
+
+// cluster reports whether the service's store is a Redis Cluster, whose
+// due index is one per slot.
+func (s *Service) cluster() bool {
+	_, ok := s.rdb.(*redis.ClusterClient)
+	return ok
 }
 
 // Settled is what Settle did to a queue.

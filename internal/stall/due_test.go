@@ -179,7 +179,7 @@ func TestTheDueIndexOnACluster(t *testing.T) {
 	rdb := redistest.SharedCluster(t).Client(t)
 	own := "emqdue-" + redistest.Queue(t)
 	leases, svc := lease.NewService(rdb, own), stall.NewService(rdb, own)
-	r := stall.NewReaper(svc, stall.ReaperConfig{})
+	r := stall.NewReaper(svc, stall.ReaperConfig{Interval: 20 * time.Millisecond, ClusterEvery: time.Millisecond})
 	pass(t, r) // the audit: nothing known yet
 	ctx := context.Background()
 	queues := map[string]bool{}

@@ -13,6 +13,10 @@ const (
 	DefaultInterval   = 5 * time.Second
 	DefaultBatchSize  = 1000
 	DefaultAuditEvery = time.Hour
+	// DefaultClusterEvery is how often at most a reaper reads a Cluster's
+	// due indexes, 16,384 keys whatever the number of queues: at every
+	// pass of the default interval, at one pass in 25 of a 200 ms one.
+	DefaultClusterEvery = DefaultInterval
 )
 
 // maxRounds bounds how many batches of due queues one pass takes.
@@ -29,7 +33,10 @@ type ReaperConfig struct {
 	// AuditEvery is how often every known queue is visited besides the
 	// due index, BatchSize queues a pass; DefaultAuditEvery.
 	AuditEvery time.Duration
-	Logger     *slog.Logger
+	// ClusterEvery is how often at most a Cluster's due indexes are read,
+	// one key per slot; DefaultClusterEvery.
+	ClusterEvery time.Duration
+	Logger       *slog.Logger
 	// OnSwept, when set, is told what each sweep of a queue moved (for
 	// metrics).
 	OnSwept func(queue string, swept Swept)
@@ -62,6 +69,7 @@ type Reaper struct {
 
 	audit     []string  // the queues the audit under way has yet to visit
 	nextAudit time.Time // when the next audit starts
+	nextIndex time.Time // on a Cluster, when the due indexes are read next
 }
 
 // NewReaper returns a Reaper over svc's queues.
@@ -71,6 +79,7 @@ func NewReaper(svc *Service, config ReaperConfig) *Reaper {
 	config.BatchSize = cmp.Or(config.BatchSize, DefaultBatchSize)
 	config.MaxAge = cmp.Or(config.MaxAge, DefaultMaxAge)
 	config.AuditEvery = cmp.Or(config.AuditEvery, DefaultAuditEvery)
+	config.ClusterEvery = cmp.Or(config.ClusterEvery, DefaultClusterEvery)
 	if config.Logger == nil {
 		config.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -129,7 +138,7 @@ func (r *Reaper) Pass(ctx context.Context) (Swept, error) {
 			firstErr = err
 		}
 	}
-	for range maxRounds {
+	for range r.rounds() {
 		queues, err := r.svc.DueQueues(ctx, r.config.BatchSize)
 		note(err)
 		visited := 0
@@ -151,6 +160,20 @@ func (r *Reaper) Pass(ctx context.Context) (Swept, error) {
 		note(err)
 	}
 	return total, firstErr
+}
+
+// rounds is how many batches of due queues this pass may take: none on a
+// Cluster whose indexes were read less than clusterEvery ago.
+func (r *Reaper) rounds() int {
+	if !r.svc.cluster() {
+		return maxRounds
+	}
+	now := time.Now()
+	if now.Before(r.nextIndex) {
+		return 0
+	}
+	r.nextIndex = now.Add(r.config.ClusterEvery - r.config.Interval/2)
+	return maxRounds
 }
 
 // audited takes the next BatchSize queues of the audit, starting one when
