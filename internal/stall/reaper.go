@@ -68,6 +68,7 @@ type Reaper struct {
 	done   sync.WaitGroup
 
 	audit     []string  // the queues the audit under way has yet to visit
+	auditStep int       // how many of them a pass visits
 	nextAudit time.Time // when the next audit starts
 	nextIndex time.Time // on a Cluster, when the due indexes are read next
 }
@@ -126,8 +127,8 @@ func (r *Reaper) loop(ctx context.Context) {
 }
 
 // Pass makes one pass now, as the loop does once per interval: the due
-// queues, batch after batch while batches come back full, then the next
-// BatchSize queues of the audit. It passes over the queues whose turn
+// queues, batch after batch while batches come back full, then the
+// audit's next queues. It passes over the queues whose turn
 // another replica has, goes on past a queue that fails and returns the
 // first error. A Pass is not safe to run concurrently with another.
 func (r *Reaper) Pass(ctx context.Context) (Swept, error) {
@@ -176,17 +177,25 @@ func (r *Reaper) rounds() int {
 	return maxRounds
 }
 
-// audited takes the next BatchSize queues of the audit, starting one when
-// its time has come: the names of the registry then.
+// audited takes the next queues of the audit, starting one when its time
+// has come: the names of the registry then. The first audit, at start
+// (where a previous release's queues are not in the index yet), takes
+// BatchSize a pass; a later one spreads its queues over AuditEvery, so
+// that it costs an idle deployment a steady trickle, not a burst.
 func (r *Reaper) audited(ctx context.Context) ([]string, error) {
 	var err error
 	if len(r.audit) == 0 && !time.Now().Before(r.nextAudit) {
+		first := r.nextAudit.IsZero()
 		r.nextAudit = time.Now().Add(r.config.AuditEvery)
 		// A registry read that fails part way still gives the names read
 		// before it.
 		r.audit, err = r.svc.queues.All(ctx)
+		r.auditStep = r.config.BatchSize
+		if !first {
+			r.auditStep = max(1, min(r.auditStep, len(r.audit)*int(r.config.Interval)/int(r.config.AuditEvery)+1))
+		}
 	}
-	n := min(len(r.audit), r.config.BatchSize)
+	n := min(len(r.audit), r.auditStep)
 	batch := r.audit[:n]
 	r.audit = r.audit[n:]
 	return batch, err
