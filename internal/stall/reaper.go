@@ -128,9 +128,9 @@ func (r *Reaper) loop(ctx context.Context) {
 
 // Pass makes one pass now, as the loop does once per interval: the due
 // queues, batch after batch while batches come back full, then the
-// audit's next queues. It passes over the queues whose turn
-// another replica has, goes on past a queue that fails and returns the
-// first error. A Pass is not safe to run concurrently with another.
+// audit's next queues. It passes over the queues whose turn another
+// replica has, goes on past a queue that fails and returns the first
+// error. A Pass is not safe to run concurrently with another.
 func (r *Reaper) Pass(ctx context.Context) (Swept, error) {
 	var total Swept
 	var firstErr error
@@ -164,7 +164,8 @@ func (r *Reaper) Pass(ctx context.Context) (Swept, error) {
 }
 
 // rounds is how many batches of due queues this pass may take: none on a
-// Cluster whose indexes were read less than clusterEvery ago.
+// Cluster whose indexes were read less than ClusterEvery ago (less half an
+// interval, so that every pass of the default interval reads them).
 func (r *Reaper) rounds() int {
 	if !r.svc.cluster() {
 		return maxRounds
