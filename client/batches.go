@@ -44,15 +44,16 @@ type CreateBatchRequest struct {
 	// exists adds nothing and answers the batch already there. Empty: the
 	// service makes a time-ordered id.
 	ID string
-	// Jobs are up to 1000 jobs, enqueued in one atomic step as EnqueueBatch
-	// does; each carries the batch's id (Job.BatchID). A batch committed
-	// with none is done at once, and owes its callback.
+	// Jobs are 1 to 1000 jobs, enqueued in one atomic step as EnqueueBatch
+	// does; each carries the batch's id (Job.BatchID). Only an Open batch
+	// may start with none; one committed with none is done at once.
 	Jobs []EnqueueRequest
 	// Open lets more jobs be added with AddBatchJobs until CommitBatch; an
 	// open batch is never done. false: the batch is committed at once.
 	Open bool
-	// Callback is the job the batch enqueues once it is done; nil: one on
-	// the batch's queue, with a null Payload, on CallbackComplete.
+	// Callback is the job the batch enqueues once it is done; nil: none
+	// (the batch is still read with Batch). &BatchCallback{}: one on the
+	// batch's queue, with a null Payload, on CallbackComplete.
 	Callback *BatchCallback
 }
 
@@ -142,8 +143,10 @@ type Batch struct {
 	// Waiting are 0 (an add reads none of the batch's jobs).
 	Counts BatchCounts `json:"counts"`
 	// Success says the batch is done and every job of it completed.
-	Success  bool          `json:"success"`
-	Callback BatchCallback `json:"callback"`
+	Success bool `json:"success"`
+	// Callback is the callback as it was asked for; nil for a batch made
+	// without one.
+	Callback *BatchCallback `json:"callback,omitempty"`
 	// CallbackJobID is the callback job's id, "batch:<ID>", once it is
 	// enqueued (within about 250 ms of the batch's end); empty before, and
 	// for a batch with CallbackSuccess that did not succeed.

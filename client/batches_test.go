@@ -77,15 +77,22 @@ func TestBatchCallback(t *testing.T) {
 	}
 }
 
-// A batch committed with no jobs is done at once; its default callback is
-// on the batch's own queue, with a null payload.
+// A closed batch needs a job. An open batch committed with no jobs is done
+// at once; a callback of {} is on the batch's own queue, with a null
+// payload.
 func TestEmptyBatchCallsBackAtOnce(t *testing.T) {
 	t.Parallel()
 	c, q, ctx := newClient(t), redistest.Queue(t), context.Background()
-	b, created, err := c.CreateBatch(ctx, q, client.CreateBatchRequest{})
-	if err != nil || !created || b.ID == "" || b.State != client.BatchDone || !b.Success || b.Total != 0 ||
+	if _, _, err := c.CreateBatch(ctx, q, client.CreateBatchRequest{}); !errors.Is(err, client.ErrInvalid) {
+		t.Fatalf("create with no jobs: %v, want EMQINVALID", err)
+	}
+	b, created, err := c.CreateBatch(ctx, q, client.CreateBatchRequest{Open: true, Callback: &client.BatchCallback{}})
+	if err != nil || !created || b.ID == "" || b.State != client.BatchOpen {
+		t.Fatalf("create: %+v, created %v, %v; want a new open batch", b, created, err)
+	}
+	if b, err = c.CommitBatch(ctx, q, b.ID); err != nil || b.State != client.BatchDone || !b.Success || b.Total != 0 ||
 		b.Callback.Queue != q || b.Callback.Payload != nil {
-		t.Fatalf("create: %+v, created %v, %v; want a new batch, done", b, created, err)
+		t.Fatalf("commit: %+v, %v; want done", b, err)
 	}
 	cb := claimCallback(t, c, q)
 	p, err := client.DecodeBatchCallback(cb)
@@ -99,7 +106,8 @@ func TestEmptyBatchCallsBackAtOnce(t *testing.T) {
 func TestOpenBatchAddCommit(t *testing.T) {
 	t.Parallel()
 	c, q, ctx := newClient(t), redistest.Queue(t), context.Background()
-	b, _, err := c.CreateBatch(ctx, q, client.CreateBatchRequest{Open: true, Jobs: []client.EnqueueRequest{{ID: "first"}}})
+	b, _, err := c.CreateBatch(ctx, q, client.CreateBatchRequest{Open: true, Jobs: []client.EnqueueRequest{{ID: "first"}},
+		Callback: &client.BatchCallback{}})
 	if err != nil || b.State != client.BatchOpen || b.Total != 1 {
 		t.Fatalf("create: %+v, %v; want an open batch of 1", b, err)
 	}
@@ -296,4 +304,23 @@ func claimCallback(tb testing.TB, c *client.Client, queue string) client.Job {
 	}
 	tb.Fatalf("no callback job came on %s within 5 s", queue)
 	return client.Job{}
+}
+
+// A batch made without a callback answers none, and once done enqueues no
+// job that a worker of its queue would be handed.
+func TestBatchWithoutCallback(t *testing.T) {
+	t.Parallel()
+	c, q, ctx := newClient(t), redistest.Queue(t), context.Background()
+	b, _, err := c.CreateBatch(ctx, q, client.CreateBatchRequest{ID: "plain", Jobs: []client.EnqueueRequest{{ID: "a", Payload: 1}}})
+	if err != nil || b.Callback != nil {
+		t.Fatalf("create: %+v, %v; want a batch with no callback", b, err)
+	}
+	completeNext(t, c, q)
+	if got, err := c.Batch(ctx, q, "plain"); err != nil || got.State != client.BatchDone || got.Callback != nil {
+		t.Fatalf("Batch: %+v, %v; want done, with no callback", got, err)
+	}
+	time.Sleep(100 * time.Millisecond) // several dispatcher rounds
+	if jobs, err := c.Claim(ctx, q, client.ClaimRequest{Count: 10}); err != nil || len(jobs) != 0 {
+		t.Fatalf("claim after the batch is done: %+v, %v; want nothing", jobs, err)
+	}
 }

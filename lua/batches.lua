@@ -58,7 +58,8 @@ end
 
 -- finish makes batch b done, now that no job of it is left: it owes
 -- its callback (batches_due) when callback_when is complete, or success
--- and every job completed; its keys expire batches.KEEP_MS from now; event
+-- and every job completed (none without callback_when: a batch made
+-- without a callback); its keys expire batches.KEEP_MS from now; event
 -- batch_done says so.
 function batches.finish(b, now)
   local key = batches.key(b)
@@ -302,7 +303,8 @@ function batches.open(batch, now)
   end
   local open = batch.open == '1'
   local fields = { 'state', open and 'open' or 'running', 'total', '0', 'left', open and '1' or '0',
-    'completed', '0', 'dead', '0', 'cancelled', '0', 'created_at', int(now), 'callback_when', batch.callback_when }
+    'completed', '0', 'dead', '0', 'cancelled', '0', 'created_at', int(now) }
+  put_field(fields, 'callback_when', batch.callback_when ~= '' and batch.callback_when) -- none: no callback
   put_field(fields, 'callback_queue', batch.callback_queue ~= '' and batch.callback_queue)
   put_field(fields, 'callback_payload', batch.callback_payload ~= '' and batch.callback_payload)
   redis.call('HSET', key, unpack(fields))

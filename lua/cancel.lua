@@ -29,7 +29,7 @@ if not state then
   return error_reply('EMQGONE', id)
 end
 if state == 'completed' or state == 'dead' then
-  return error_reply('EMQSTATE', id)
+  return error_reply('EMQSTATE', id, state, 'a finished job cannot be cancelled (remove it to delete it)')
 end
 if state == 'cancelled' then
   return { 'cancelled', job_reply(id) }

@@ -297,7 +297,7 @@ local function rate_room(scope, limit, window, now, want)
   end
   local oldest = redis.call('ZRANGEBYLEX', log, lo, '(' .. scope .. '}', 'LIMIT', '0', '1')[1]
   if not oldest then
-    return room, 0
+    return room, window -- the claim's own starts, logged at now, are the oldest
   end
   return room, math.max(tonumber(string.match(oldest, '^[^|]*|(%d+)|')) + window - now, 1)
 end
@@ -316,14 +316,16 @@ local function rate_add(scope, n, now, tag)
 end
 
 -- slot_wait is how long a claim that a concurrency limit held back should
--- wait before it looks again: until the earliest lease lapses, at most a
--- second. (A long poll is woken as soon as a slot frees.)
-local function slot_wait(now)
+-- wait before it looks again: until the earliest lease lapses, counting
+-- the leases of lease_ms this claim is about to start (false: none), at
+-- most a second. (A long poll is woken as soon as a slot frees.)
+local function slot_wait(now, lease_ms)
   local first = redis.call('ZRANGE', ACTIVE, '0', '0', 'WITHSCORES')
-  if not first[1] then
-    return 1
+  local lapse = first[1] and tonumber(first[2]) - now or lease_ms or 1000
+  if lease_ms then
+    lapse = math.min(lapse, lease_ms)
   end
-  return math.min(math.max(tonumber(first[2]) - now, 1), 1000)
+  return math.min(math.max(lapse, 1), 1000)
 end
 
 -- pending_member finds grouped job id's member of gpending from its row.
@@ -404,9 +406,10 @@ end
 -- rotation's order: a group that gave a job goes to the back, one with
 -- none leaves the rotation, one a limit holds back is parked. Returns the
 -- ids, and when it took fewer than want because of a group limit, the
--- limit and how many ms until a claim could go on. groups gets each id's
--- group.
-local function take_rotating(s, want, now, groups)
+-- limit and how many ms until a claim could go on (for a paused group, a
+-- second: only a resume frees it, and a resume wakes long polls). groups
+-- gets each id's group; the ids are about to be leased for lease_ms.
+local function take_rotating(s, want, now, groups, lease_ms)
   local rotation, parked = fkey('rotation'), fkey('parked')
   for _, g in ipairs(redis.call('ZRANGEBYSCORE', parked, '-inf', int(now), 'LIMIT', '0', '100')) do
     unpark(g)
@@ -449,8 +452,11 @@ local function take_rotating(s, want, now, groups)
   end
   local why = redis.call('HGET', fkey('flow'), 'w:' .. first[1]) or 'group_concurrency'
   local at = tonumber(first[2]) -- nil for "inf" where Lua's tonumber does not read it
+  if why == 'group_paused' then
+    return ids, why, 1000
+  end
   if not at or at == math.huge then
-    return ids, why, slot_wait(now)
+    return ids, why, slot_wait(now, #ids > 0 and lease_ms)
   end
   return ids, why, math.max(at - now, 1)
 end
@@ -459,8 +465,9 @@ end
 -- settings s let start now: within the queue's concurrency and rate
 -- limit, then round the rotation when the queue has groups. Returns the
 -- ids, and when a limit cut them short, which one and how many ms until a
--- claim could go on; and each id's group (UNGROUPED for none).
-local function flow_take(s, grouped, count, now)
+-- claim could go on; and each id's group (UNGROUPED for none). The ids are
+-- about to be leased for lease_ms.
+local function flow_take(s, grouped, count, now, lease_ms)
   local want, held, retry = count, nil, -1
   local function cut(room, why, wait)
     if room < want then
@@ -468,7 +475,8 @@ local function flow_take(s, grouped, count, now)
     end
   end
   if s.c then
-    cut(s.c - redis.call('ZCARD', ACTIVE), 'concurrency', slot_wait(now))
+    local room = s.c - redis.call('ZCARD', ACTIVE)
+    cut(room, 'concurrency', slot_wait(now, room > 0 and lease_ms))
   end
   if s.rl then
     local room, wait = rate_room(QUEUE_SCOPE, s.rl, s.rw, now, want)
@@ -477,7 +485,7 @@ local function flow_take(s, grouped, count, now)
   local ids, groups = {}, {}
   if want > 0 and grouped then
     local why, wait
-    ids, why, wait = take_rotating(s, want, now, groups)
+    ids, why, wait = take_rotating(s, want, now, groups, lease_ms)
     if why and not held then
       held, retry = why, wait
     end

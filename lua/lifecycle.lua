@@ -166,12 +166,30 @@ local function plain_lease(flat)
   return true
 end
 
+-- plan_pending reads the first count pending jobs' rows into plan (flats
+-- and rows, as plan_claim says), and reports whether there were any.
+local function plan_pending(plan, count)
+  local ids = redis.call('ZRANGE', PENDING, '0', count - 1)
+  for _, id in ipairs(ids) do
+    local flat = flat_here(id)
+    if flat and plain_lease(flat) then
+      plan.flats[id] = flat
+    elseif flat then
+      plan.rows[id] = row_of(flat)
+    else
+      plan.rows[id] = false
+    end
+  end
+  return #ids > 0
+end
+
 -- plan_claim reads what a claim of count jobs needs: the due delayed jobs
 -- (plan_due on the set at delayed, which the script may not have
 -- declared), whether the queue is paused, and the first count pending
 -- jobs with their rows: as HGETALL answered them (plan.flats) when they
 -- take the plain lease, else as tables (plan.rows); plan.pending says
--- whether there were any. A claim takes its jobs from those and the due ones
+-- whether there were any (of a paused queue: whether any job waits
+-- behind the pause). A claim takes its jobs from those and the due ones
 -- promoted ahead of them (the new first count are among both). (Popping
 -- first and putting the jobs back when a row is away cannot work: a pop
 -- that empties the set deletes it, and a node handing its slot over
@@ -186,22 +204,14 @@ local function plan_claim(delayed, count)
     flow_here()
     plan.flow, plan.grouped = settings_of(meta[3]) or {}, meta[4]
   end
+  if plan.paused and count > 0 then
+    plan.pending = redis.call('EXISTS', PENDING) == 1 -- held back by the pause
+  end
   if count == 0 or plan.paused or plan.flow then
     return plan
   end
   plan.flats = {}
-  local ids = redis.call('ZRANGE', PENDING, '0', count - 1)
-  plan.pending = #ids > 0
-  for _, id in ipairs(ids) do
-    local flat = flat_here(id)
-    if flat and plain_lease(flat) then
-      plan.flats[id] = flat
-    elseif flat then
-      plan.rows[id] = row_of(flat)
-    else
-      plan.rows[id] = false
-    end
-  end
+  plan.pending = plan_pending(plan, count)
   for _, due in ipairs(plan.due) do
     plan.rows[due[1]] = due[2] or false
   end
@@ -311,6 +321,8 @@ end
 -- "1", or nil (then the jobs were taken under flow control).
 -- A job whose expiry has come is cancelled instead (expire_claimed), and a
 -- job with a timeout gets a lease that ends by it (admission.lua).
+-- Returns the replies, the token after the last one used, and how many
+-- jobs were expired instead.
 -- Per job: one HSET (one HDEL if the last attempt left a cancel request or
 -- a worker), one event; per call: one ZADD. Keep it so: this runs for
 -- every job the service hands out.
@@ -372,29 +384,47 @@ local function lease(list, step, rows, now, lease_ms, worker, first, extra, flat
   if expiring > 0 then
     wake(expiring) -- a claimer cut short by them looks again
   end
-  return jobs
+  return jobs, token, expiring
+end
+
+-- SKIP_EXPIRED is how many expired jobs one claim cancels on its way to
+-- jobs it may start, at most: the reaper ends the rest.
+local SKIP_EXPIRED = 100
+
+-- append adds the items of more to list.
+local function append(list, more)
+  for _, item in ipairs(more) do
+    list[#list + 1] = item
+  end
 end
 
 -- flow_claim is claim on a queue with flow control: flow_take chooses the
 -- jobs; plan.held and plan.retry_after say which limit cut the claim
 -- short, and when it could go on.
+-- Expired jobs it took instead count against neither limit, and it takes
+-- on past them (up to SKIP_EXPIRED).
 local function flow_claim(plan, now, count, lease_ms, worker, first)
-  local ids, held, retry, groups = flow_take(plan.flow, plan.grouped, count, now)
-  plan.held, plan.retry_after = held, retry
-  if #ids == 0 then
-    return {}
-  end
-  local rows = {}
-  for _, id in ipairs(ids) do
-    rows[id] = row_here(id) or false
-    if not rows[id] then
-      flow_untake(id, groups[id])
+  local jobs, skipped, token = {}, 0, first
+  repeat
+    local ids, held, retry, groups = flow_take(plan.flow, plan.grouped, count - #jobs, now, lease_ms)
+    plan.held, plan.retry_after = held, retry
+    if #ids == 0 then
+      break
     end
-  end
-  local jobs = lease(ids, 1, rows, now, lease_ms, worker, first, 'flow')
-  if plan.flow.rl then
-    rate_add(QUEUE_SCOPE, #ids, now, first) -- random, so apart from other claims' tags
-  end
+    local rows = {}
+    for _, id in ipairs(ids) do
+      rows[id] = row_here(id) or false
+      if not rows[id] then
+        flow_untake(id, groups[id])
+      end
+    end
+    local leased, next_token, expired = lease(ids, 1, rows, now, lease_ms, worker, token, 'flow')
+    if plan.flow.rl and #ids > expired then
+      rate_add(QUEUE_SCOPE, #ids - expired, now, token) -- random, so apart from other claims' tags
+    end
+    append(jobs, leased)
+    token, skipped = int(next_token), skipped + expired
+  until expired == 0 or #jobs >= count or skipped >= SKIP_EXPIRED
   return jobs
 end
 
@@ -419,7 +449,24 @@ local function claim_pending(plan, now, count, lease_ms, worker, first)
   if #popped == 0 then
     return {}
   end
-  return lease(popped, 2, plan.rows, now, lease_ms, worker, first, nil, plan.flats)
+  local jobs, token, expired = lease(popped, 2, plan.rows, now, lease_ms, worker, first, nil, plan.flats)
+  local skipped = expired
+  -- Expired jobs at the head are cancelled, and the claim takes on past
+  -- them, rather than answer empty while jobs wait behind them.
+  -- (Only on a node known not to be moving the slot, flow_here: the rows
+  -- read now must be here, as this call has written.)
+  while expired > 0 and FLOW_HERE and #jobs < count and skipped < SKIP_EXPIRED do
+    local want = math.min(count - #jobs, SKIP_EXPIRED - skipped)
+    if not plan_pending(plan, want) then
+      break
+    end
+    local leased
+    leased, token, expired = lease(redis.call('ZPOPMIN', PENDING, want), 2, plan.rows, now, lease_ms,
+      worker, int(token), nil, plan.flats)
+    append(jobs, leased)
+    skipped = skipped + expired
+  end
+  return jobs
 end
 
 -- claim promotes the due jobs of plan, then leases up to count pending
@@ -430,6 +477,9 @@ end
 local function claim(plan, now, count, lease_ms, worker, first)
   local promoted = promote(plan.delayed, plan.due)
   if plan.paused then
+    if plan.pending or promoted > 0 then
+      plan.held, plan.retry_after = 'paused', 1000 -- only a resume frees them
+    end
     return {} -- its resume wakes the claimers
   end
   local jobs = claim_pending(plan, now, count, lease_ms, worker, first)
@@ -440,11 +490,12 @@ local function claim(plan, now, count, lease_ms, worker, first)
 end
 
 
--- flow_reply is what claim.lua adds to its reply under flow control: how
--- many ms until a claim could go on (-1: no limit cut it short) and the
--- limit that did ('' none). Nothing without flow control.
+-- flow_reply is what claim.lua adds to its reply under flow control, or
+-- when a pause held jobs back: how many ms until a claim could go on (-1:
+-- no limit cut it short) and the limit that did ('' none, 'paused' the
+-- queue's pause). Nothing else.
 local function flow_reply(reply, plan)
-  if plan and plan.flow then
+  if plan and (plan.flow or plan.held) then
     reply[#reply + 1] = plan.retry_after or -1
     reply[#reply + 1] = plan.held or ''
   end

@@ -18,7 +18,7 @@ if not row.state then
   return error_reply('EMQGONE', id)
 end
 if row.state ~= 'delayed' then
-  return error_reply('EMQSTATE', id)
+  return error_reply('EMQSTATE', id, row.state, 'only a delayed job can be promoted')
 end
 flow_check(row)
 redis.call('ZREM', DELAYED, id)

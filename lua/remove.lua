@@ -31,7 +31,7 @@ if not state then
   return error_reply('EMQGONE', id)
 end
 if state == 'active' and ARGV[4] ~= '1' then
-  return error_reply('EMQSTATE', id)
+  return error_reply('EMQSTATE', id, state, 'remove it with ?force=true, or cancel it first')
 end
 local row = (group or flowed or batch_id or dependants or depends_on) and read_row(id)
 flow_check(row)

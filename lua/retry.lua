@@ -29,7 +29,7 @@ if not row.state then
   return error_reply('EMQGONE', id)
 end
 if row.state ~= 'dead' and row.state ~= 'cancelled' then
-  return error_reply('EMQSTATE', id)
+  return error_reply('EMQSTATE', id, row.state, 'only a dead or cancelled job can be retried')
 end
 flow_check(row)
 local key = row.dedupe_mode ~= 'throttle' and row.dedupe_key

@@ -174,8 +174,13 @@ local function each_chunk(list, width, command, key)
   end
 end
 
--- error_reply turns an error code into the script's error reply.
-local function error_reply(code, id)
+-- error_reply turns an error code into the script's error reply. For
+-- EMQSTATE, state and way_out name the job's state and what the caller
+-- can do instead.
+local function error_reply(code, id, state, way_out)
+  if state then
+    return redis.error_reply(code .. ' job ' .. id .. ' is ' .. state .. '; ' .. way_out)
+  end
   local text = {
     EMQGONE = 'no such job',
     EMQSTALE = 'the token does not hold this job',

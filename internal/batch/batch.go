@@ -39,11 +39,12 @@ const (
 const CallbackPrefix = "batch:"
 
 // Callback is the job a batch enqueues once it is done: on Queue ("": the
-// batch's), with Payload (nil: none) beside the batch's summary.
+// batch's), with Payload (nil: none) beside the batch's summary. When ""
+// is a batch created without one: it enqueues nothing.
 type Callback struct {
 	Queue   string
 	Payload json.RawMessage
-	When    string // WhenComplete or WhenSuccess
+	When    string // WhenComplete, WhenSuccess, or "" for none
 }
 
 // Batch is one batch as it is now.
@@ -63,13 +64,14 @@ type Batch struct {
 }
 
 // ErrNotFound means there is no such batch (or it expired): a
-// job.ErrGone, so that the API answers it 404 EMQGONE.
-var ErrNotFound error = notFound{}
+// job.ErrGone, so that the API answers it 404 EMQGONE. Service's errors
+// name the batch (notFound); errors.Is(err, ErrNotFound) holds for them.
+var ErrNotFound error = &job.GoneError{What: "batch"}
 
-type notFound struct{}
-
-func (notFound) Error() string        { return "no such batch" }
-func (notFound) Is(target error) bool { return target == job.ErrGone }
+// notFound is ErrNotFound naming batch id of queue.
+func notFound(queue, id string) error {
+	return &job.GoneError{What: "batch", Queue: queue, Name: id}
+}
 
 // Enqueuer enqueues jobs, and jobs into a batch, and admits a queue to
 // the registry of queues (*lease.Service).
@@ -144,7 +146,7 @@ func (s *Service) Create(ctx context.Context, queue, id string, jobs []lease.New
 func (s *Service) Add(ctx context.Context, queue, id string, jobs []lease.NewJob) (Batch, []lease.Enqueued, error) {
 	out, reply, err := s.leases.EnqueueBatch(ctx, queue, jobs, lua.BatchJoin{ID: id})
 	if err != nil {
-		return Batch{}, nil, notFoundOf(err)
+		return Batch{}, nil, notFoundOf(err, queue, id)
 	}
 	b, err := parse(queue, reply.Fields)
 	return b, out, err
@@ -156,7 +158,7 @@ func (s *Service) Add(ctx context.Context, queue, id string, jobs []lease.NewJob
 func (s *Service) Commit(ctx context.Context, queue, id string) (Batch, error) {
 	reply, err := s.scripts.Reply(ctx, lua.BatchCommitArgs{ID: id}.Call(s.queue(queue)))
 	if err != nil {
-		return Batch{}, notFoundOf(err)
+		return Batch{}, notFoundOf(err, queue, id)
 	}
 	fields, _ := reply.([]any)
 	b, err := parse(queue, fields)
@@ -166,10 +168,11 @@ func (s *Service) Commit(ctx context.Context, queue, id string) (Batch, error) {
 	return s.withLive(ctx, b)
 }
 
-// notFoundOf is ErrNotFound for a script's EMQGONE about a batch.
-func notFoundOf(err error) error {
+// notFoundOf is err, or ErrNotFound naming batch id of queue for a
+// script's EMQGONE.
+func notFoundOf(err error, queue, id string) error {
 	if errors.Is(err, job.ErrGone) {
-		return ErrNotFound
+		return notFound(queue, id)
 	}
 	return err
 }
@@ -188,7 +191,7 @@ func (s *Service) Get(ctx context.Context, queue, id string) (Batch, error) {
 		return Batch{}, err
 	}
 	if row["state"] == "" {
-		return Batch{}, ErrNotFound
+		return Batch{}, notFound(queue, id)
 	}
 	b, err := fromHash(queue, id, row)
 	if err != nil {

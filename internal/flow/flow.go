@@ -93,8 +93,10 @@ func Decode(text string) (Settings, error) {
 }
 
 // The limits that can hold a claim back, as a claim's held reason and the
-// emq_claims_held_total metric's reason label name them.
+// emq_claims_held_total metric's reason label name them. HeldPaused is the
+// queue's pause, when jobs wait behind it.
 const (
+	HeldPaused           = "paused"
 	HeldConcurrency      = "concurrency"
 	HeldRateLimit        = "rate_limit"
 	HeldGroupConcurrency = "group_concurrency"

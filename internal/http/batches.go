@@ -2,6 +2,7 @@ package http
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -41,15 +42,17 @@ type CreateBatchRequest struct {
 	// made by the server (UUIDv7) when absent. An id that exists answers
 	// 200 with that batch, and adds nothing.
 	ID *string `json:"id,omitempty" validate:"omitnil,batchid" minLength:"1" maxLength:"122" example:"import-7"`
-	// Up to 1000 jobs, as POST /queues/{queue}/jobs/batch takes them. A
-	// batch committed with none is done at once, and owes its callback.
-	Jobs []EnqueueRequest `json:"jobs" validate:"max=1000,dive" maxItems:"1000"`
+	// Up to 1000 jobs, as POST /queues/{queue}/jobs/batch takes them; at
+	// least one unless open is true. An open batch committed with none is
+	// done at once, and owes its callback.
+	Jobs []EnqueueRequest `json:"jobs,omitempty" validate:"max=1000,dive" maxItems:"1000"`
 	// true: more jobs may be added (POST .../batches/{id}/jobs) until the
 	// batch is committed (POST .../batches/{id}/commit); it is never done
 	// before. Default false: committed at once.
 	Open bool `json:"open,omitempty"`
-	// The job enqueued once every job has ended; default one on the
-	// batch's queue, with no payload of its own, when: complete.
+	// The job enqueued once every job has ended. Absent: none (the batch
+	// is still read with GET and ends with a batch_done event); {} for one
+	// on the batch's queue, with no payload of its own, when: complete.
 	Callback *BatchCallbackRequest `json:"callback,omitempty"`
 } // @name CreateBatchRequest
 
@@ -88,8 +91,9 @@ type Batch struct {
 	Total  int64       `json:"total" binding:"required" example:"100"`
 	Counts BatchCounts `json:"counts" binding:"required"`
 	// Done, and every job completed.
-	Success  bool          `json:"success" binding:"required"`
-	Callback BatchCallback `json:"callback" binding:"required"`
+	Success bool `json:"success" binding:"required"`
+	// The callback as asked for; absent for a batch created without one.
+	Callback *BatchCallback `json:"callback,omitempty"`
 	// The callback job's id ("batch:<id>"), once it is enqueued.
 	CallbackJobID string `json:"callback_job_id,omitempty" example:"batch:import-7"`
 	CreatedAt     string `json:"created_at" binding:"required" format:"date-time" example:"2026-12-03T12:00:00.000Z"`
@@ -122,10 +126,9 @@ func batchOf(b batch.Batch) Batch {
 		Counts: BatchCounts{Pending: b.Counts[job.StatePending], Active: b.Counts[job.StateActive],
 			Delayed: b.Counts[job.StateDelayed], Waiting: b.Counts[job.StateWaiting],
 			Completed: b.Counts[job.StateCompleted], Dead: b.Counts[job.StateDead], Cancelled: b.Counts[job.StateCancelled]},
-		Callback:      BatchCallback{Queue: b.Callback.Queue, Payload: b.Callback.Payload, When: b.Callback.When},
 		CallbackJobID: b.CallbackJobID, CreatedAt: stamp(b.CreatedAt), FinishedAt: stamp(b.FinishedAt)}
-	if out.Callback.Queue == "" {
-		out.Callback.Queue = b.Queue
+	if b.Callback.When != "" {
+		out.Callback = &BatchCallback{Queue: cmp.Or(b.Callback.Queue, b.Queue), Payload: b.Callback.Payload, When: b.Callback.When}
 	}
 	return out
 }
@@ -189,7 +192,7 @@ func batchParams(r *http.Request) (string, string, error) {
 // handleBatchCreate godoc
 //
 //	@Summary		Create a batch
-//	@Description	Enqueues up to 1000 jobs as one batch, in one atomic step; each job carries batch_id. When every job of the committed batch has ended (completed, dead or cancelled), exactly one callback job is enqueued: id "batch:<id>", on callback.queue, with the batch and callback.payload as its payload (with when: success, only if every job completed). With open: true, add more jobs and then commit. An id that exists answers 200 with that batch and adds nothing.
+//	@Description	Enqueues up to 1000 jobs as one batch, in one atomic step; each job carries batch_id. When every job of the committed batch has ended (completed, dead or cancelled), exactly one callback job is enqueued when a callback was asked for: id "batch:<id>", on callback.queue, with the batch and callback.payload as its payload (with when: success, only if every job completed); without callback, none is. jobs needs at least one job unless open is true. With open: true, add more jobs and then commit. An id that exists answers 200 with that batch and adds nothing.
 //	@ID				createBatch
 //	@Tags			batches
 //	@Security		BearerAuth
@@ -211,6 +214,10 @@ func (s *server) handleBatchCreate(w http.ResponseWriter, r *http.Request) {
 	var req CreateBatchRequest
 	if err == nil {
 		err = s.decode(r, &req)
+	}
+	if err == nil && len(req.Jobs) == 0 && !req.Open {
+		err = invalid("the request has invalid fields",
+			FieldError{Field: "jobs", Message: "must have at least 1 item, unless open is true"})
 	}
 	var jobs []lease.NewJob
 	if err == nil {
@@ -241,13 +248,14 @@ func (s *server) handleBatchCreate(w http.ResponseWriter, r *http.Request) {
 	writeBatch(w, status, b, out)
 }
 
-// callbackRequested checks a create's callback.
+// callbackRequested checks a create's callback: none when it asks for
+// none.
 func (s *server) callbackRequested(req CreateBatchRequest) (batch.Callback, error) {
-	cb := batch.Callback{When: batch.WhenComplete}
 	c := req.Callback
 	if c == nil {
-		return cb, nil
+		return batch.Callback{}, nil
 	}
+	cb := batch.Callback{When: batch.WhenComplete}
 	if c.Queue != nil {
 		cb.Queue = *c.Queue
 	}

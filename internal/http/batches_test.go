@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/echo-mq/echo_mq/internal/redistest"
 )
 
 // batchView is a Batch as the API answers it.
@@ -168,7 +170,7 @@ func TestBatchSuccessOnly(t *testing.T) {
 func TestOpenBatch(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, h *harness) {
 		q := "open"
-		b := must[batchView](t, h.do(t, "POST", batchesPath(q), map[string]any{"id": "o", "open": true, "jobs": []any{}}), http.StatusCreated)
+		b := must[batchView](t, h.do(t, "POST", batchesPath(q), map[string]any{"id": "o", "open": true, "jobs": []any{}, "callback": map[string]any{}}), http.StatusCreated)
 		if b.State != "open" || b.Total != 0 {
 			t.Fatalf("created %+v", b)
 		}
@@ -191,6 +193,33 @@ func TestOpenBatch(t *testing.T) {
 		wantProblem(t, h.do(t, "POST", batchesPath(q, "o", "jobs"), map[string]any{"jobs": []any{depJob("o3")}}), http.StatusConflict, "EMQSTATE")
 		h.callbackOf(t, q, "o")
 		wantProblem(t, h.do(t, "GET", jobPath(q, "o3"), nil), http.StatusNotFound, "EMQGONE")
+	})
+}
+
+// A batch made without a callback is tracked, and ends with its
+// batch_done event, but enqueues no job that ordinary workers would get; a
+// closed batch needs a job.
+func TestABatchWithoutACallbackEnqueuesNone(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, h *harness) {
+		q := redistest.Queue(t)
+		r := h.do(t, "POST", batchesPath(q), map[string]any{"id": "plain", "jobs": []any{depJob("p1")}})
+		if b := must[batchView](t, r, http.StatusCreated); strings.Contains(string(r.Body), `"callback"`) || b.State != "running" {
+			t.Fatalf("created %s, want running, with no callback", r.Body)
+		}
+		h.finish(t, q, "p1")
+		if b := must[batchView](t, h.do(t, "GET", batchesPath(q, "plain"), nil), http.StatusOK); b.State != "done" || !b.Success {
+			t.Fatalf("after its job %+v, want done", b)
+		}
+		time.Sleep(100 * time.Millisecond) // several dispatcher rounds
+		wantProblem(t, h.do(t, "GET", jobPath(q, "batch:plain"), nil), http.StatusNotFound, "EMQGONE")
+		if jobs := h.claim(t, q, `{"count":10}`); len(jobs) != 0 {
+			t.Fatalf("workers of %s were handed %+v", q, jobs)
+		}
+		for _, body := range []string{`{}`, `{"jobs":[]}`, `{"id":"e","callback":{}}`} {
+			p := wantProblem(t, h.do(t, "POST", batchesPath(q), body), http.StatusBadRequest, "EMQINVALID")
+			wantField(t, p, "jobs")
+		}
+		wantProblem(t, h.do(t, "GET", batchesPath(q, "e"), nil), http.StatusNotFound, "EMQGONE")
 	})
 }
 

@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/echo-mq/echo_mq/internal/flow"
 	"github.com/echo-mq/echo_mq/internal/lease"
 	"github.com/echo-mq/echo_mq/internal/rediserr"
 )
@@ -32,8 +33,9 @@ type ClaimResponse struct {
 	// In how many ms a claim could start a job, when a limit held this one
 	// back (a long poll waits for it by itself). Absent when none did.
 	RetryAfterMs int64 `json:"retry_after_ms,omitempty" format:"int64" example:"250"`
-	// The limit that held the claim back. Absent when none did.
-	HeldBy string `json:"held_by,omitempty" enums:"concurrency,rate_limit,group_concurrency,group_rate_limit,group_order,group_paused" example:"rate_limit"`
+	// The limit that held the claim back ("paused": the queue is paused
+	// and jobs wait behind the pause). Absent when none did.
+	HeldBy string `json:"held_by,omitempty" enums:"paused,concurrency,rate_limit,group_concurrency,group_rate_limit,group_order,group_paused" example:"rate_limit"`
 } // @name ClaimResponse
 
 // handleClaim godoc
@@ -155,10 +157,15 @@ func (s *server) claimWaiting(r *http.Request, queue string, p lease.ClaimParams
 
 // holds is how long a claim's finding nothing (more) stays true at most as
 // time goes: until the earliest delayed job comes due, or a flow control
-// limit lets a claim on; -1 when neither is known.
+// limit lets a claim on; -1 when neither is known. A pause holds until its
+// resume, which wakes the waiters.
 func holds(c lease.Claimed) time.Duration {
+	retry := c.RetryAfter
+	if c.Held == flow.HeldPaused || c.Held == flow.HeldGroupPaused {
+		retry = -1
+	}
 	d := time.Duration(-1)
-	for _, in := range []time.Duration{c.DueIn, c.RetryAfter} {
+	for _, in := range []time.Duration{c.DueIn, retry} {
 		if in >= 0 && (d < 0 || in < d) {
 			d = in
 		}

@@ -641,10 +641,12 @@ func (m *smMachine) checkClaimed(w int, what string, before smSnapshot, count in
 	if flowing {
 		m.checkLimits(what, before, after, jobs)
 	} else if delayed == 0 && before.meta["paused"] == "" {
-		// The first count pending are taken; those expired end cancelled.
+		// The first count pending that have not expired are taken; the
+		// expired ones before them end cancelled (a claim takes on past
+		// up to 100, more than this machine's jobs).
 		var want []string
-		for _, id := range pending[:min(count, len(pending))] {
-			if !expired[id] {
+		for _, id := range pending {
+			if !expired[id] && len(want) < count {
 				want = append(want, id)
 			}
 		}

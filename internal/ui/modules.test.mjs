@@ -200,6 +200,7 @@ test("a batch's counts become its bar and its words", () => {
   assert.equal(successText({ ...batch, state: "done", success: true }), "yes: every job completed");
   assert.equal(callbackText(batch.callback), "on queue q, once every job has ended (complete)");
   assert.equal(callbackText({ queue: "r", when: "success" }), "on queue r, only if every job completed (success)");
+  assert.equal(callbackText(undefined), "none: the batch enqueues no job when it is done");
 });
 
 test("callbackOwed waits for a done batch's callback only when one will come", () => {
@@ -209,6 +210,8 @@ test("callbackOwed waits for a done batch's callback only when one will come", (
   assert.equal(callbackOwed({ ...done, state: "running" }), false, "not done");
   assert.equal(callbackOwed({ ...done, callback: { queue: "q", when: "success" } }), false, "success asked, not had");
   assert.equal(callbackOwed({ ...done, success: true, callback: { queue: "q", when: "success" } }), true);
+  const { callback: _, ...without } = done;
+  assert.equal(callbackOwed(without), false, "a batch made without a callback");
 });
 
 test("plural counts one and many", () => {

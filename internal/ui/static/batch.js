@@ -43,13 +43,17 @@ export function barText(batch) {
   return byState ? `${head}: ${byState}` : head;
 }
 
-/** Whether a done batch still owes its callback job: when complete, or when success and it succeeded. */
+/** Whether a done batch still owes its callback job: when complete, or when success and it succeeded; never without a callback. */
 export function callbackOwed(batch) {
-  return batch.state === "done" && !batch.callback_job_id && (batch.callback.when !== "success" || batch.success);
+  return batch.state === "done" && Boolean(batch.callback) && !batch.callback_job_id &&
+    (batch.callback.when !== "success" || batch.success);
 }
 
-/** The callback as asked for, in words. */
+/** The callback as asked for, in words: absent when the batch was made without one. */
 export function callbackText(callback) {
+  if (!callback) {
+    return "none: the batch enqueues no job when it is done";
+  }
   const when = callback.when === "success" ? "only if every job completed (success)" : "once every job has ended (complete)";
   return `on queue ${callback.queue}, ${when}`;
 }
@@ -116,7 +120,7 @@ export class BatchView {
       if (this.shown !== shown) {
         return;
       }
-      this.callbackQueue = batch.callback.queue;
+      this.callbackQueue = batch.callback ? batch.callback.queue : "";
       this.render(batch);
       if (callbackOwed(batch)) {
         this.timer = setTimeout(() => this.load(), owedReadMs);
@@ -147,7 +151,7 @@ export class BatchView {
     keepFocus(this.body, () => this.body.replaceChildren(
       h("dl", { class: "fields" }, rows.map(([name, value]) => [h("dt", {}, name), h("dd", {}, value)])),
       this.countsSection(batch),
-      batch.callback.payload === undefined ? null : h("section", { "aria-label": "Callback payload" },
+      batch.callback?.payload === undefined ? null : h("section", { "aria-label": "Callback payload" },
         h("h3", {}, "Callback payload"),
         h("pre", { class: "json", tabIndex: 0 }, pretty(batch.callback.payload))),
     ));
