@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -50,13 +51,20 @@ type config struct {
 	MetricsMaxQueues int
 }
 
-// variables are the environment variables the service reads.
-var variables = []string{
-	"EMQ_ADDR", "EMQ_REDIS_URL", "EMQ_PREFIX", "EMQ_SWEEP_INTERVAL", "EMQ_EVENTS_MAX_AGE", "EMQ_MAX_STALLED",
-	"EMQ_LOG_LEVEL", "EMQ_MAX_VALUE_BYTES", "EMQ_MAX_BODY_BYTES", "EMQ_SHUTDOWN_TIMEOUT", "EMQ_API_KEYS", "EMQ_HEADER_TIMEOUT",
-	"EMQ_KEEP_COMPLETED", "EMQ_CORS_ORIGINS", "EMQ_METRICS", "EMQ_MAX_WAITERS", "EMQ_REDIS_CA_FILE",
-	"EMQ_REDIS_AUTOPIPELINE", "EMQ_PUSH_ALLOW", "EMQ_MAX_WAITERS_PER_KEY", "EMQ_MAX_STREAMS",
-	"EMQ_MAX_QUEUES", "EMQ_METRICS_MAX_QUEUES",
+// variables are the EMQ_* environment variables the service reads: the
+// names loadConfig asks for, found by asking it once, so that the list is
+// where the settings are read. loadConfig reads every one whatever the
+// others say.
+var variables = readVariables()
+
+func readVariables() []string {
+	var names []string
+	_, _ = loadConfig(func(name string) string {
+		names = append(names, name)
+		return ""
+	})
+	slices.Sort(names)
+	return slices.Compact(names)
 }
 
 var prefixRE = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,64}$`)
@@ -194,4 +202,74 @@ func (c config) logAttrs() []any {
 		"api_keys", c.Keys.Names(), "max_waiters", c.MaxWaiters, "max_waiters_per_key", c.MaxWaitersPerKey,
 		"max_streams", c.MaxStreams, "max_queues", c.MaxQueues, "metrics_max_queues", c.MetricsMaxQueues, "redis_autopipeline", c.AutoPipeline,
 		"push_allow", c.PushAllowList}
+}
+
+// unknownVariable is a variable of the environment named like a setting
+// (EMQ_*, in any case) that the service does not read, and the setting it
+// most likely means ("" when none is close).
+type unknownVariable struct{ name, near string }
+
+// unknownVariables finds in environ ("NAME=value" entries, as os.Environ
+// gives them) the EMQ_* variables the service does not read: a misspelt
+// setting would otherwise be ignored without a word. Only names are
+// looked at, never values.
+func unknownVariables(environ []string) []unknownVariable {
+	var out []unknownVariable
+	for _, entry := range environ {
+		name, _, _ := strings.Cut(entry, "=")
+		if strings.HasPrefix(strings.ToUpper(name), "EMQ_") && !slices.Contains(variables, name) {
+			out = append(out, unknownVariable{name: name, near: nearestVariable(name)})
+		}
+	}
+	return out
+}
+
+// nearestVariable is the variable the service reads that name most likely
+// means, or "": of those a typo or two away (case aside) or whose words
+// hold all of name's or are all in it (EMQ_REDIS, EMQ_KEYS), the fewest
+// edits away.
+func nearestVariable(name string) string {
+	name = strings.ToUpper(name)
+	words := strings.Split(strings.TrimPrefix(name, "EMQ_"), "_")
+	best, fewest := "", 0
+	for _, v := range variables {
+		known := strings.Split(strings.TrimPrefix(v, "EMQ_"), "_")
+		d := editDistance(name, v)
+		likely := d <= 2 || allIn(words, known) || allIn(known, words)
+		if likely && (best == "" || d < fewest) {
+			best, fewest = v, d
+		}
+	}
+	return best
+}
+
+// allIn reports whether every word of words is one of in.
+func allIn(words, in []string) bool {
+	for _, w := range words {
+		if w == "" || !slices.Contains(in, w) {
+			return false
+		}
+	}
+	return true
+}
+
+// editDistance is the Levenshtein distance of a and b: the fewest
+// one-byte insertions, deletions and substitutions that make a into b.
+func editDistance(a, b string) int {
+	prev, cur := make([]int, len(b)+1), make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
 }

@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"strings"
 	"syscall"
 	"time"
 
@@ -37,7 +38,7 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, os.Getenv, os.Stdout); err != nil {
+	if err := run(ctx, os.Environ(), os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "echo_mq:", err)
 		os.Exit(1)
 	}
@@ -46,14 +47,24 @@ func main() {
 // run serves until ctx ends, then shuts down gracefully: it stops accepting,
 // answers waiting long polls empty, lets in-flight requests finish (within
 // EMQ_SHUTDOWN_TIMEOUT), stops the reaper and the schedules' timer, and
-// closes Redis.
-func run(ctx context.Context, getenv func(string) string, stdout io.Writer) error {
-	cfg, err := loadConfig(getenv)
+// closes Redis. environ is the environment ("NAME=value" entries): the
+// settings are read from it, and the EMQ_* names it has that are no
+// setting are warned about.
+func run(ctx context.Context, environ []string, stdout io.Writer) error {
+	cfg, err := loadConfig(getenvOf(environ))
 	if err != nil {
 		return err
 	}
 	log := slog.New(slog.NewTextHandler(stdout, &slog.HandlerOptions{Level: cfg.LogLevel}))
+	redis.SetLogger(redisLogger{log})
 	log.Info("Starting echo_mq", cfg.logAttrs()...)
+	for _, v := range unknownVariables(environ) {
+		attrs := []any{"variable", v.name}
+		if v.near != "" {
+			attrs = append(attrs, "did_you_mean", v.near)
+		}
+		log.Warn("Unknown EMQ_ variable ignored: the service reads no such setting", attrs...)
+	}
 	if cfg.Keys.Open() {
 		log.Warn("THE API IS OPEN: no EMQ_API_KEYS are configured, so anyone who can reach " + cfg.Addr +
 			" may do anything. Keep EMQ_ADDR on loopback, or set EMQ_API_KEYS=admin:<key>,worker:<key>,reader:<key>.")
@@ -130,6 +141,20 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 	<-dispatchDone
 	log.Info("Stopped")
 	return err
+}
+
+// getenvOf looks variables up in environ, as os.Getenv does in the
+// process's environment.
+func getenvOf(environ []string) func(string) string {
+	env := make(map[string]string, len(environ))
+	for _, entry := range environ {
+		if name, value, ok := strings.Cut(entry, "="); ok {
+			if _, seen := env[name]; !seen { // the first, as os.Getenv
+				env[name] = value
+			}
+		}
+	}
+	return func(name string) string { return env[name] }
 }
 
 // shutdown stops srv gracefully: no new connections, waiting long polls

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strings"
 
 	"github.com/echo-mq/echo_mq/internal/admin"
 	"github.com/echo-mq/echo_mq/internal/auth"
@@ -32,12 +33,22 @@ func (s *server) authorize(role auth.Role) func(http.Handler) http.Handler {
 			}
 			if key.Role < role {
 				s.writeProblem(w, r, &requestError{code: CodeForbidden,
-					detail: "a " + key.Role.String() + " key may not do this; it needs a " + role.String() + " key"})
+					detail: aKey(key.Role) + " may not do this; it needs " + aKey(role)})
 				return
 			}
 			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), keyContext{}, key)))
 		})
 	}
+}
+
+// aKey names a key of role with its article: "a reader key", "an admin
+// key".
+func aKey(role auth.Role) string {
+	name := role.String()
+	if strings.ContainsAny(name[:1], "aeiou") {
+		return "an " + name + " key"
+	}
+	return "a " + name + " key"
 }
 
 // authenticate finds the request's key: the bearer key, or the key that

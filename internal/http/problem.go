@@ -120,8 +120,11 @@ func codeOf(err error) string {
 // real error; the client is told "internal error" for a bug.
 func (s *server) writeProblem(w http.ResponseWriter, r *http.Request, err error) {
 	code := codeOf(err)
-	p := newProblem(code, err.Error())
-	p.Instance = r.URL.Path
+	p := problemAt(r, code, err.Error())
+	var gone *job.GoneError
+	if code == CodeGone && errors.As(err, &gone) {
+		p.Title = goneTitle(gone)
+	}
 	var re *requestError
 	if errors.As(err, &re) {
 		p.Errors = re.fields
@@ -134,7 +137,7 @@ func (s *server) writeProblem(w http.ResponseWriter, r *http.Request, err error)
 	case r.Context().Err() != nil:
 		// The client went away mid-call: nobody reads this answer, and it
 		// says nothing about Redis or the service.
-		p = newProblem(CodeUnavailable, "the request was cancelled")
+		p = problemAt(r, CodeUnavailable, "the request was cancelled")
 		s.log.Debug("Request cancelled by the client", "path", r.URL.Path)
 	case code == CodeStale && s.cfg.Metrics != nil:
 		s.cfg.Metrics.StaleRefusal(pathParam(r, "queue"))
@@ -175,6 +178,24 @@ func newProblem(code, detail string) Problem {
 	}
 }
 
+// problemAt is the problem of code about request r: its instance is the
+// path asked for.
+func problemAt(r *http.Request, code, detail string) Problem {
+	p := newProblem(code, detail)
+	p.Instance = r.URL.Path
+	return p
+}
+
+// goneTitle is the title of an EMQGONE that says what is gone: "No such
+// schedule", or "No push target" for what a queue has one of. A job's
+// keeps the code's own, "No such job".
+func goneTitle(g *job.GoneError) string {
+	if g.Name == "" && g.Queue != "" {
+		return "No " + g.What
+	}
+	return "No such " + g.What
+}
+
 func writeProblemBody(w http.ResponseWriter, p Problem) {
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(p.Status)
@@ -185,18 +206,21 @@ func writeProblemBody(w http.ResponseWriter, p Problem) {
 
 // notFound answers unknown routes.
 func notFound(w http.ResponseWriter, r *http.Request) {
-	writeProblemBody(w, newProblem(CodeNotFound, fmt.Sprintf("no route %s %s", r.Method, r.URL.Path)))
+	writeProblemBody(w, problemAt(r, CodeNotFound, fmt.Sprintf("no route %s %s", r.Method, r.URL.Path)))
 }
 
 // methodNotAllowed answers a known route asked with the wrong method, with
-// the Allow header RFC 9110 asks for.
+// the Allow header RFC 9110 asks for: HEAD wherever GET is (answerHead).
 func (s *server) methodNotAllowed(w http.ResponseWriter, r *http.Request) {
 	for _, method := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
 		if s.router.Match(chi.NewRouteContext(), method, r.URL.Path) {
 			w.Header().Add("Allow", method)
+			if method == http.MethodGet {
+				w.Header().Add("Allow", http.MethodHead)
+			}
 		}
 	}
-	writeProblemBody(w, newProblem(CodeMethod, fmt.Sprintf("%s is not allowed on %s", r.Method, r.URL.Path)))
+	writeProblemBody(w, problemAt(r, CodeMethod, fmt.Sprintf("%s is not allowed on %s", r.Method, r.URL.Path)))
 }
 
 // recoverer turns a panic into a logged 500 problem.
@@ -212,7 +236,7 @@ func (s *server) recoverer(next http.Handler) http.Handler {
 			}
 			s.log.Error("Handler panicked", "panic", fmt.Sprint(rec), "method", r.Method,
 				"path", r.URL.Path, "request_id", middleware.GetReqID(r.Context()))
-			writeProblemBody(w, newProblem(CodeInternal, "internal error"))
+			writeProblemBody(w, problemAt(r, CodeInternal, "internal error"))
 		}()
 		next.ServeHTTP(w, r)
 	})

@@ -2,7 +2,6 @@ package http
 
 import (
 	"errors"
-	"fmt"
 	"net/http"
 
 	"github.com/echo-mq/echo_mq/internal/job"
@@ -98,7 +97,7 @@ func pushTargetOf(t push.Target, recent []push.DeliveryError) PushTarget {
 
 // errNoTarget answers a queue without a push target.
 func errNoTarget(queue string) error {
-	return fmt.Errorf("queue %s has no push target: %w", queue, job.ErrGone)
+	return &job.GoneError{What: "push target", Queue: queue}
 }
 
 // handlePushPut godoc

@@ -1,9 +1,11 @@
 package http
 
 import (
+	"context"
 	"net/http"
 
 	"github.com/go-chi/chi/v5"
+	"github.com/go-chi/chi/v5/middleware"
 
 	"github.com/echo-mq/echo_mq/internal/auth"
 	"github.com/echo-mq/echo_mq/internal/ui"
@@ -93,5 +95,51 @@ func registerUIRoutes(r chi.Router) {
 	r.Get("/ui", func(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "/ui/", http.StatusMovedPermanently)
 	})
-	r.Method(http.MethodGet, "/ui/*", http.StripPrefix("/ui", ui.Handler(http.HandlerFunc(notFound))))
+	// The file server sees paths without /ui; its 404 names the path asked for.
+	missing := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r = r.Clone(r.Context())
+		r.URL.Path, r.URL.RawPath = "/ui"+r.URL.Path, ""
+		notFound(w, r)
+	})
+	r.Method(http.MethodGet, "/ui/*", http.StripPrefix("/ui", ui.Handler(missing)))
 }
+
+// answerHead answers HEAD wherever GET is answered, as net/http users
+// expect: chi's middleware.GetHead routes a HEAD with no route of its own
+// to the GET handler (and a path without GET to methodNotAllowed, whose
+// Allow lists HEAD beside GET), and net/http sends no body. A handler that
+// would go on after its headers (an event stream) is stopped once they
+// are written: its request's context ends there, as when a client leaves.
+func answerHead(next http.Handler) http.Handler {
+	get := middleware.GetHead(next)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodHead {
+			next.ServeHTTP(w, r)
+			return
+		}
+		ctx, cancel := context.WithCancel(r.Context())
+		defer cancel()
+		get.ServeHTTP(&headWriter{ResponseWriter: w, headed: cancel}, r.WithContext(ctx))
+	})
+}
+
+// headWriter calls headed once a final status is written.
+type headWriter struct {
+	http.ResponseWriter
+	headed func()
+}
+
+func (w *headWriter) WriteHeader(status int) {
+	w.ResponseWriter.WriteHeader(status)
+	if status >= http.StatusOK {
+		w.headed()
+	}
+}
+
+func (w *headWriter) Write(p []byte) (int, error) {
+	w.headed() // a Write without WriteHeader sends 200
+	return w.ResponseWriter.Write(p)
+}
+
+// Unwrap lets http.ResponseController reach the connection (Flush, deadlines).
+func (w *headWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }

@@ -3,7 +3,7 @@
 //
 //	@title						echo_mq
 //	@version					0.1.0
-//	@description				A Redis-backed job queue for polyglot workers. Enqueue, claim, checkpoint, complete, fail and cancel jobs over HTTP; every state change is one atomic, token-fenced Lua script timed by the Redis server's clock. Every error is an RFC 9457 problem+json body with a machine-readable code. Besides what each operation lists: a path the service has no route for answers 404 EMQNOTFOUND, and a method a path does not take 405 EMQMETHOD with an Allow header; a request body is JSON nested at most 64 deep and at most 16 MiB (EMQ_MAX_BODY_BYTES), each payload, result and progress at most 1 MiB of compact JSON (EMQ_MAX_VALUE_BYTES), over which the answer is 413 EMQTOOLARGE; an integer is written without a fraction or exponent (1, not 1.0); a body with invalid UTF-8, a member name twice in one object or a field name in other case than the spec's (Payload) is 400 EMQINVALID, at any depth; a refused request changes nothing.
+//	@description				A Redis-backed job queue for polyglot workers. Enqueue, claim, checkpoint, complete, fail and cancel jobs over HTTP; every state change is one atomic, token-fenced Lua script timed by the Redis server's clock. Every error is an RFC 9457 problem+json body with a machine-readable code. Besides what each operation lists: a path the service has no route for answers 404 EMQNOTFOUND, and a method a path does not take 405 EMQMETHOD with an Allow header; HEAD is answered wherever GET is, with its status and headers and no body; every problem's instance is the path asked for; a request body is JSON nested at most 64 deep and at most 16 MiB (EMQ_MAX_BODY_BYTES), each payload, result and progress at most 1 MiB of compact JSON (EMQ_MAX_VALUE_BYTES), over which the answer is 413 EMQTOOLARGE; an integer is written without a fraction or exponent (1, not 1.0); a body with invalid UTF-8, a member name twice in one object or a field name in other case than the spec's (Payload) is 400 EMQINVALID, at any depth; a refused request changes nothing.
 //	@contact.name				echo_mq
 //	@contact.url				https://github.com/echo-mq/echo_mq
 //	@license.name				MIT
@@ -250,12 +250,13 @@ func (s *server) routes() http.Handler {
 	if len(s.cfg.CORSOrigins) > 0 {
 		r.Use(cors.Handler(cors.Options{
 			AllowedOrigins: s.cfg.CORSOrigins,
-			AllowedMethods: []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodDelete},
+			AllowedMethods: []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodDelete},
 			AllowedHeaders: []string{"Authorization", "Content-Type", "Last-Event-ID", "Prefer", "traceparent", "tracestate"},
 			ExposedHeaders: []string{"Preference-Applied", "Retry-After"},
 			MaxAge:         600,
 		}))
 	}
+	r.Use(answerHead)
 	r.NotFound(notFound)
 	r.MethodNotAllowed(s.methodNotAllowed)
 	registerServiceRoutes(r, s)

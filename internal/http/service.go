@@ -19,9 +19,11 @@ func registerServiceRoutes(r chi.Router, s *server) {
 	r.Get("/healthz", s.handleHealthz)
 	r.Get("/readyz", s.handleReadyz)
 	r.Get("/openapi.yaml", handleOpenAPI)
-	r.Get("/docs", func(w http.ResponseWriter, r *http.Request) {
+	toDocs := func(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "/docs/index.html", http.StatusFound)
-	})
+	}
+	r.Get("/docs", toDocs)
+	r.Get("/docs/", toDocs)
 	r.Get("/docs/*", swaggerUI())
 	if s.cfg.MetricsHandler != nil {
 		r.With(s.authorize(s.cfg.MetricsRole)).Get("/metrics", s.handleMetrics)
@@ -62,6 +64,10 @@ func swaggerUI() http.HandlerFunc {
 		h.Set("X-Frame-Options", "DENY")
 		h.Set("X-Content-Type-Options", "nosniff")
 		h.Set("Referrer-Policy", "no-referrer")
+		if r.Method == http.MethodHead { // the library answers GET only; net/http drops the body
+			r = r.Clone(r.Context())
+			r.Method = http.MethodGet
+		}
 		ui(w, r)
 	}
 }
@@ -126,7 +132,7 @@ func (s *server) handleReadyz(w http.ResponseWriter, r *http.Request) {
 		if err := s.cfg.Ready(r.Context()); err != nil {
 			s.log.Warn("Not ready: Redis does not answer", "error", err)
 			w.Header().Set("Retry-After", retryAfterSecond)
-			writeProblemBody(w, newProblem(CodeUnavailable, "Redis does not answer"))
+			writeProblemBody(w, problemAt(r, CodeUnavailable, "Redis does not answer"))
 			return
 		}
 	}

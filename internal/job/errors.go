@@ -19,6 +19,41 @@ var (
 	ErrInvalid = errors.New("invalid request")
 )
 
+// GoneError is an ErrGone that says what is gone when it is not a job: a
+// schedule, a batch, a queue's push target. errors.Is(err, ErrGone) holds
+// for it, so the API answers it 404 EMQGONE as it does a job, titled by
+// What ("No such schedule", "No push target"). A GoneError without a Name
+// or a Queue is a sentinel of its What: errors.Is matches every GoneError
+// of that What against it (scheduler.ErrNotFound, batch.ErrNotFound).
+type GoneError struct {
+	What  string // what is gone: "schedule", "batch", "push target"
+	Queue string // the queue it belongs to
+	// Name is its name or id; "" for what a queue has one of (its push
+	// target), which the text then says the queue has no such thing.
+	Name string
+}
+
+// Error says what is gone: "no such schedule: nightly", or "queue receipts
+// has no push target" for what a queue has one of.
+func (e *GoneError) Error() string {
+	if e.Name == "" && e.Queue != "" {
+		return "queue " + e.Queue + " has no " + e.What
+	}
+	if e.Name == "" {
+		return "no such " + e.What
+	}
+	return "no such " + e.What + ": " + e.Name
+}
+
+// Is reports whether target is ErrGone, or the sentinel of e's What.
+func (e *GoneError) Is(target error) bool {
+	if target == ErrGone {
+		return true
+	}
+	t, ok := target.(*GoneError)
+	return ok && t.What == e.What && t.Name == "" && t.Queue == ""
+}
+
 // codes maps a script's error code to its error.
 var codes = map[string]error{
 	"EMQGONE":    ErrGone,

@@ -71,13 +71,14 @@ type Schedule struct {
 }
 
 // ErrNotFound means there is no such schedule: a job.ErrGone, so that the
-// API answers it 404 EMQGONE.
-var ErrNotFound error = notFound{}
+// API answers it 404 EMQGONE. Service's errors name the schedule
+// (notFound); errors.Is(err, ErrNotFound) holds for them.
+var ErrNotFound error = &job.GoneError{What: "schedule"}
 
-type notFound struct{}
-
-func (notFound) Error() string        { return "no such schedule" }
-func (notFound) Is(target error) bool { return target == job.ErrGone }
+// notFound is ErrNotFound naming schedule name of queue.
+func notFound(queue, name string) error {
+	return &job.GoneError{What: "schedule", Queue: queue, Name: name}
+}
 
 // stored is the form a definition is kept in, in the schedules hash.
 type stored struct {

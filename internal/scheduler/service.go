@@ -108,7 +108,7 @@ func (s *Service) Get(ctx context.Context, queue, name string) (Schedule, error)
 		return Schedule{}, err
 	}
 	if len(list) == 0 {
-		return Schedule{}, ErrNotFound
+		return Schedule{}, notFound(queue, name)
 	}
 	return list[0], nil
 }
@@ -148,7 +148,7 @@ func (s *Service) Delete(ctx context.Context, queue, name string, by Actor) erro
 		return err
 	}
 	if reply != int64(1) {
-		return ErrNotFound
+		return notFound(queue, name)
 	}
 	s.changed(ctx, queue)
 	return nil
@@ -175,7 +175,7 @@ func (s *Service) SetPaused(ctx context.Context, queue, name string, paused bool
 			continue
 		}
 		if err != nil {
-			return Schedule{}, notFoundOf(err)
+			return Schedule{}, notFoundOf(err, queue, name)
 		}
 		s.changed(ctx, queue)
 		return parseRecord(reply)
@@ -304,10 +304,11 @@ func (s *Service) changed(ctx context.Context, queue string) {
 	_ = s.rdb.Publish(ctx, keyspace.SchedulesChannel(s.prefix), queue).Err()
 }
 
-// notFoundOf is err, or ErrNotFound for a script's EMQGONE.
-func notFoundOf(err error) error {
+// notFoundOf is err, or ErrNotFound naming schedule name of queue for a
+// script's EMQGONE.
+func notFoundOf(err error, queue, name string) error {
 	if errors.Is(err, job.ErrGone) {
-		return ErrNotFound
+		return notFound(queue, name)
 	}
 	return err
 }
