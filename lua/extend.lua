@@ -1,5 +1,6 @@
 -- extend.lua: a checkpoint. Re-score the lease of a job held under token,
 -- optionally storing progress, and tell the holder about a cancel request.
+-- A checkpoint of progress alone (lease_ms "0") leaves the lease as it is.
 --
 -- KEYS[1] active
 -- KEYS[2] events
@@ -8,7 +9,7 @@
 -- KEYS[5] due
 -- ARGV[3] id
 -- ARGV[4] token
--- ARGV[5] lease_ms
+-- ARGV[5] lease_ms; "0": leave the lease as it is (progress only)
 -- ARGV[6] "1" when ARGV[7] carries progress to store, else "0"
 -- ARGV[7] progress (JSON text)
 --
@@ -18,7 +19,9 @@
 -- a timeout (admission.lua) is never extended past started_at +
 -- timeout_ms; once that has come, the run is over and the holder is told
 -- so (EMQSTALE) until the sweep fails the attempt.
--- Returns {lease_expires_at (ms), cancel_requested (0/1), cancel_reason}.
+-- Returns {lease_expires_at (ms), cancel_requested (0/1), cancel_reason}:
+-- the new lease, or with lease_ms "0" the one the job has (which may have
+-- passed: only a checkpoint with a lease renews it).
 -- Errors: EMQGONE no such job; EMQSTALE token is not the current one, or
 -- the job is no longer active under it, or its timeout has come.
 
@@ -31,20 +34,23 @@ if code then
   return error_reply(code, id)
 end
 local now = now_ms()
-local deadline = now + tonumber(ARGV[5])
+local renew = ARGV[5] ~= '0'
+local deadline = renew and now + tonumber(ARGV[5])
 if f[4] then
   local ends = tonumber(redis.call('HGET', JOB, 'started_at')) + tonumber(f[4])
   if now >= ends then
     return error_reply('EMQSTALE', id)
   end
-  deadline = math.min(deadline, ends)
+  deadline = renew and math.min(deadline, ends)
 end
 -- The lease is the job's score in the active set, and only that
 -- (docs/design.md#fencing): a row claimed before kept a copy, which
 -- readers take the score over.
 -- A lease moved later keeps its place in the due index (due.lua); one
 -- made shorter may need an earlier one.
-if redis.call('ZADD', ACTIVE, 'GT', 'CH', int(deadline), id) == 0 then
+if not renew then
+  deadline = tonumber(redis.call('ZSCORE', ACTIVE, id))
+elseif redis.call('ZADD', ACTIVE, 'GT', 'CH', int(deadline), id) == 0 then
   redis.call('ZADD', ACTIVE, int(deadline), id)
   due.at(deadline)
 end

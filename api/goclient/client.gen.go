@@ -99,6 +99,7 @@ const (
 	ClaimResponseHeldByGroupOrder       ClaimResponseHeldBy = "group_order"
 	ClaimResponseHeldByGroupPaused      ClaimResponseHeldBy = "group_paused"
 	ClaimResponseHeldByGroupRateLimit   ClaimResponseHeldBy = "group_rate_limit"
+	ClaimResponseHeldByPaused           ClaimResponseHeldBy = "paused"
 	ClaimResponseHeldByRateLimit        ClaimResponseHeldBy = "rate_limit"
 )
 
@@ -114,6 +115,8 @@ func (e ClaimResponseHeldBy) Valid() bool {
 	case ClaimResponseHeldByGroupPaused:
 		return true
 	case ClaimResponseHeldByGroupRateLimit:
+		return true
+	case ClaimResponseHeldByPaused:
 		return true
 	case ClaimResponseHeldByRateLimit:
 		return true
@@ -459,7 +462,8 @@ type BackoffType string
 
 // Batch defines model for Batch.
 type Batch struct {
-	Callback BatchCallback `json:"callback"`
+	// Callback The callback as asked for; absent for a batch created without one.
+	Callback *BatchCallback `json:"callback,omitempty"`
 
 	// CallbackJobId The callback job's id ("batch:<id>"), once it is enqueued.
 	CallbackJobId *string     `json:"callback_job_id,omitempty"`
@@ -572,7 +576,8 @@ type ClaimRequest struct {
 
 // ClaimResponse defines model for ClaimResponse.
 type ClaimResponse struct {
-	// HeldBy The limit that held the claim back. Absent when none did.
+	// HeldBy The limit that held the claim back ("paused": the queue is paused
+	// and jobs wait behind the pause). Absent when none did.
 	HeldBy *ClaimResponseHeldBy `json:"held_by,omitempty"`
 	Jobs   []Job                `json:"jobs"`
 
@@ -581,7 +586,8 @@ type ClaimResponse struct {
 	RetryAfterMs *int64 `json:"retry_after_ms,omitempty"`
 }
 
-// ClaimResponseHeldBy The limit that held the claim back. Absent when none did.
+// ClaimResponseHeldBy The limit that held the claim back ("paused": the queue is paused
+// and jobs wait behind the pause). Absent when none did.
 type ClaimResponseHeldBy string
 
 // CompleteBatchRequest defines model for CompleteBatchRequest.
@@ -595,7 +601,8 @@ type CompleteBatchResponse struct {
 	Next *[]Job `json:"next,omitempty"`
 
 	// Results One per job sent, in order: the job completed, or the problem that
-	// refused it (told apart by code, which only a problem has).
+	// refused it with the job's id (told apart by code, which only a
+	// problem has).
 	Results []CompleteBatchResponse_Results_Item `json:"results"`
 }
 
@@ -611,6 +618,20 @@ type CompleteItem struct {
 	// Result Any JSON value, kept on the completed job.
 	Result interface{} `json:"result,omitempty"`
 	Token  int64       `json:"token"`
+}
+
+// CompleteRefusal defines model for CompleteRefusal.
+type CompleteRefusal struct {
+	Code   string        `json:"code"`
+	Detail string        `json:"detail"`
+	Errors *[]FieldError `json:"errors,omitempty"`
+
+	// Id The job refused: the id of its item in the request.
+	Id       string  `json:"id"`
+	Instance *string `json:"instance,omitempty"`
+	Status   int     `json:"status"`
+	Title    string  `json:"title"`
+	Type     string  `json:"type"`
 }
 
 // CompleteRequest defines model for CompleteRequest.
@@ -693,8 +714,9 @@ type CompleteResponseOnDependencyFailure string
 
 // CreateBatchRequest defines model for CreateBatchRequest.
 type CreateBatchRequest struct {
-	// Callback The job enqueued once every job has ended; default one on the
-	// batch's queue, with no payload of its own, when: complete.
+	// Callback The job enqueued once every job has ended. Absent: none (the batch
+	// is still read with GET and ends with a batch_done event); {} for one
+	// on the batch's queue, with no payload of its own, when: complete.
 	Callback *BatchCallbackRequest `json:"callback,omitempty"`
 
 	// Id 1 to 122 of A-Z a-z 0-9 . _ : -, not "batch" (its callback job is
@@ -703,8 +725,9 @@ type CreateBatchRequest struct {
 	// 200 with that batch, and adds nothing.
 	Id *string `json:"id,omitempty"`
 
-	// Jobs Up to 1000 jobs, as POST /queues/{queue}/jobs/batch takes them. A
-	// batch committed with none is done at once, and owes its callback.
+	// Jobs Up to 1000 jobs, as POST /queues/{queue}/jobs/batch takes them; at
+	// least one unless open is true. An open batch committed with none is
+	// done at once, and owes its callback.
 	Jobs *[]EnqueueRequest `json:"jobs,omitempty"`
 
 	// Open true: more jobs may be added (POST .../batches/{id}/jobs) until the
@@ -836,7 +859,10 @@ type EventKind string
 
 // ExtendRequest defines model for ExtendRequest.
 type ExtendRequest struct {
-	LeaseMs int64 `json:"lease_ms"`
+	// LeaseMs The new lease: it ends this long after the server's now, in ms.
+	// Without it the checkpoint only stores progress, which it then
+	// needs, and leaves the lease as it stands.
+	LeaseMs *int64 `json:"lease_ms,omitempty"`
 
 	// Progress Any JSON value, kept on the job (the last one wins).
 	Progress interface{} `json:"progress,omitempty"`
@@ -845,9 +871,12 @@ type ExtendRequest struct {
 
 // ExtendResponse defines model for ExtendResponse.
 type ExtendResponse struct {
-	CancelReason    string    `json:"cancel_reason"`
-	CancelRequested bool      `json:"cancel_requested"`
-	LeaseExpiresAt  time.Time `json:"lease_expires_at"`
+	CancelReason    string `json:"cancel_reason"`
+	CancelRequested bool   `json:"cancel_requested"`
+
+	// LeaseExpiresAt When the lease ends: the new one, or without lease_ms the one the
+	// job had (which may have passed).
+	LeaseExpiresAt time.Time `json:"lease_expires_at"`
 }
 
 // FailRequest defines model for FailRequest.
@@ -1191,7 +1220,8 @@ type ScheduleRequest struct {
 	// EveryMs A tick at every multiple of every_ms since the Unix epoch, in ms.
 	EveryMs *int64 `json:"every_ms,omitempty"`
 
-	// Job The job each tick enqueues.
+	// Job The job each tick enqueues. A refusal names its fields by their
+	// path: job.payload, job.backoff.type.
 	Job ScheduleJob `json:"job"`
 
 	// Misfire Ticks missed while no service replica ran: one catch-up job for the
@@ -1869,22 +1899,22 @@ func (t *CompleteBatchResponse_Results_Item) MergeJob(v Job) error {
 	return err
 }
 
-// AsProblem returns the union data inside the CompleteBatchResponse_Results_Item as a Problem
-func (t CompleteBatchResponse_Results_Item) AsProblem() (Problem, error) {
-	var body Problem
+// AsCompleteRefusal returns the union data inside the CompleteBatchResponse_Results_Item as a CompleteRefusal
+func (t CompleteBatchResponse_Results_Item) AsCompleteRefusal() (CompleteRefusal, error) {
+	var body CompleteRefusal
 	err := json.Unmarshal(t.union, &body)
 	return body, err
 }
 
-// FromProblem overwrites any union data inside the CompleteBatchResponse_Results_Item as the provided Problem
-func (t *CompleteBatchResponse_Results_Item) FromProblem(v Problem) error {
+// FromCompleteRefusal overwrites any union data inside the CompleteBatchResponse_Results_Item as the provided CompleteRefusal
+func (t *CompleteBatchResponse_Results_Item) FromCompleteRefusal(v CompleteRefusal) error {
 	b, err := json.Marshal(v)
 	t.union = b
 	return err
 }
 
-// MergeProblem performs a merge with any union data inside the CompleteBatchResponse_Results_Item, using the provided Problem
-func (t *CompleteBatchResponse_Results_Item) MergeProblem(v Problem) error {
+// MergeCompleteRefusal performs a merge with any union data inside the CompleteBatchResponse_Results_Item, using the provided CompleteRefusal
+func (t *CompleteBatchResponse_Results_Item) MergeCompleteRefusal(v CompleteRefusal) error {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return err
@@ -2023,7 +2053,7 @@ type ClientInterface interface {
 
 	// CreateBatchWithBody Create a batch
 	//
-	// Enqueues up to 1000 jobs as one batch, in one atomic step; each job carries batch_id. When every job of the committed batch has ended (completed, dead or cancelled), exactly one callback job is enqueued: id "batch:<id>", on callback.queue, with the batch and callback.payload as its payload (with when: success, only if every job completed). With open: true, add more jobs and then commit. An id that exists answers 200 with that batch and adds nothing.
+	// Enqueues up to 1000 jobs as one batch, in one atomic step; each job carries batch_id. When every job of the committed batch has ended (completed, dead or cancelled), exactly one callback job is enqueued when a callback was asked for: id "batch:<id>", on callback.queue, with the batch and callback.payload as its payload (with when: success, only if every job completed); without callback, none is. jobs needs at least one job unless open is true. With open: true, add more jobs and then commit. An id that exists answers 200 with that batch and adds nothing.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -2032,7 +2062,7 @@ type ClientInterface interface {
 
 	// CreateBatch Create a batch
 	//
-	// Enqueues up to 1000 jobs as one batch, in one atomic step; each job carries batch_id. When every job of the committed batch has ended (completed, dead or cancelled), exactly one callback job is enqueued: id "batch:<id>", on callback.queue, with the batch and callback.payload as its payload (with when: success, only if every job completed). With open: true, add more jobs and then commit. An id that exists answers 200 with that batch and adds nothing.
+	// Enqueues up to 1000 jobs as one batch, in one atomic step; each job carries batch_id. When every job of the committed batch has ended (completed, dead or cancelled), exactly one callback job is enqueued when a callback was asked for: id "batch:<id>", on callback.queue, with the batch and callback.payload as its payload (with when: success, only if every job completed); without callback, none is. jobs needs at least one job unless open is true. With open: true, add more jobs and then commit. An id that exists answers 200 with that batch and adds nothing.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -2091,7 +2121,7 @@ type ClientInterface interface {
 
 	// CompleteJobsWithBody Complete many jobs
 	//
-	// Completes up to 1000 jobs in one atomic step, each fenced by its own token, and optionally claims the next jobs. One job's refusal does not stop the others: each result is the job, or a problem with its code (EMQSTALE, EMQGONE). With Prefer: return=minimal (RFC 7240) each completed job is answered without payload and result, and Preference-Applied says so; the next jobs are answered whole.
+	// Completes up to 1000 jobs in one atomic step, each fenced by its own token, and optionally claims the next jobs. One job's refusal does not stop the others: each result is the job, or a problem with its code (EMQSTALE, EMQGONE) and the job's id. With Prefer: return=minimal (RFC 7240) each completed job is answered without payload and result, and Preference-Applied says so; the next jobs are answered whole.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -2100,7 +2130,7 @@ type ClientInterface interface {
 
 	// CompleteJobs Complete many jobs
 	//
-	// Completes up to 1000 jobs in one atomic step, each fenced by its own token, and optionally claims the next jobs. One job's refusal does not stop the others: each result is the job, or a problem with its code (EMQSTALE, EMQGONE). With Prefer: return=minimal (RFC 7240) each completed job is answered without payload and result, and Preference-Applied says so; the next jobs are answered whole.
+	// Completes up to 1000 jobs in one atomic step, each fenced by its own token, and optionally claims the next jobs. One job's refusal does not stop the others: each result is the job, or a problem with its code (EMQSTALE, EMQGONE) and the job's id. With Prefer: return=minimal (RFC 7240) each completed job is answered without payload and result, and Preference-Applied says so; the next jobs are answered whole.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -2123,7 +2153,7 @@ type ClientInterface interface {
 
 	// ListGroups List a queue's groups
 	//
-	// A page of the queue's groups by name: every group with jobs pending, active or delayed, and every paused one. Pass next_cursor back as cursor until it is null.
+	// A page of the queue's groups by name: every group with jobs pending, active or delayed, and every paused one. Pass next_cursor back as cursor until it is null; a cursor the service did not give out is 400 EMQINVALID (field cursor).
 	//
 	// Corresponds with GET /queues/{queue}/groups (the `ListGroups` operationId).
 	ListGroups(ctx context.Context, queue string, params *ListGroupsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -2262,7 +2292,7 @@ type ClientInterface interface {
 
 	// ExtendLeaseWithBody Extend a lease (checkpoint)
 	//
-	// Re-scores the job's lease to server now + lease_ms, storing progress when given. Fenced by the token: a holder that lost the job (its lease lapsed and a sweep recovered it, or it was cancelled or claimed again) gets 409 EMQSTALE and never gets it back. A lapsed lease that no sweep has recovered yet is extended. The answer says whether a cancel was requested: stop at the next safe point and report fail.
+	// Re-scores the job's lease to server now + lease_ms, storing progress when given. Without lease_ms the checkpoint only stores progress (then required) and leaves the lease as it stands, as BullMQ's updateProgress leaves its lock: lease_expires_at answers that lease, which only a checkpoint with lease_ms renews. Fenced by the token: a holder that lost the job (its lease lapsed and a sweep recovered it, or it was cancelled or claimed again) gets 409 EMQSTALE and never gets it back. A lapsed lease that no sweep has recovered yet is extended. The answer says whether a cancel was requested: stop at the next safe point and report fail.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -2271,7 +2301,7 @@ type ClientInterface interface {
 
 	// ExtendLease Extend a lease (checkpoint)
 	//
-	// Re-scores the job's lease to server now + lease_ms, storing progress when given. Fenced by the token: a holder that lost the job (its lease lapsed and a sweep recovered it, or it was cancelled or claimed again) gets 409 EMQSTALE and never gets it back. A lapsed lease that no sweep has recovered yet is extended. The answer says whether a cancel was requested: stop at the next safe point and report fail.
+	// Re-scores the job's lease to server now + lease_ms, storing progress when given. Without lease_ms the checkpoint only stores progress (then required) and leaves the lease as it stands, as BullMQ's updateProgress leaves its lock: lease_expires_at answers that lease, which only a checkpoint with lease_ms renews. Fenced by the token: a holder that lost the job (its lease lapsed and a sweep recovered it, or it was cancelled or claimed again) gets 409 EMQSTALE and never gets it back. A lapsed lease that no sweep has recovered yet is extended. The answer says whether a cancel was requested: stop at the next safe point and report fail.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -2585,7 +2615,7 @@ func (c *Client) GetQueue(ctx context.Context, queue string, params *GetQueuePar
 
 // CreateBatchWithBody Create a batch
 //
-// Enqueues up to 1000 jobs as one batch, in one atomic step; each job carries batch_id. When every job of the committed batch has ended (completed, dead or cancelled), exactly one callback job is enqueued: id "batch:<id>", on callback.queue, with the batch and callback.payload as its payload (with when: success, only if every job completed). With open: true, add more jobs and then commit. An id that exists answers 200 with that batch and adds nothing.
+// Enqueues up to 1000 jobs as one batch, in one atomic step; each job carries batch_id. When every job of the committed batch has ended (completed, dead or cancelled), exactly one callback job is enqueued when a callback was asked for: id "batch:<id>", on callback.queue, with the batch and callback.payload as its payload (with when: success, only if every job completed); without callback, none is. jobs needs at least one job unless open is true. With open: true, add more jobs and then commit. An id that exists answers 200 with that batch and adds nothing.
 //
 // Takes any type of body and a specified content type.
 //
@@ -2604,7 +2634,7 @@ func (c *Client) CreateBatchWithBody(ctx context.Context, queue string, params *
 
 // CreateBatch Create a batch
 //
-// Enqueues up to 1000 jobs as one batch, in one atomic step; each job carries batch_id. When every job of the committed batch has ended (completed, dead or cancelled), exactly one callback job is enqueued: id "batch:<id>", on callback.queue, with the batch and callback.payload as its payload (with when: success, only if every job completed). With open: true, add more jobs and then commit. An id that exists answers 200 with that batch and adds nothing.
+// Enqueues up to 1000 jobs as one batch, in one atomic step; each job carries batch_id. When every job of the committed batch has ended (completed, dead or cancelled), exactly one callback job is enqueued when a callback was asked for: id "batch:<id>", on callback.queue, with the batch and callback.payload as its payload (with when: success, only if every job completed); without callback, none is. jobs needs at least one job unless open is true. With open: true, add more jobs and then commit. An id that exists answers 200 with that batch and adds nothing.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -2733,7 +2763,7 @@ func (c *Client) ClaimJobs(ctx context.Context, queue string, params *ClaimJobsP
 
 // CompleteJobsWithBody Complete many jobs
 //
-// Completes up to 1000 jobs in one atomic step, each fenced by its own token, and optionally claims the next jobs. One job's refusal does not stop the others: each result is the job, or a problem with its code (EMQSTALE, EMQGONE). With Prefer: return=minimal (RFC 7240) each completed job is answered without payload and result, and Preference-Applied says so; the next jobs are answered whole.
+// Completes up to 1000 jobs in one atomic step, each fenced by its own token, and optionally claims the next jobs. One job's refusal does not stop the others: each result is the job, or a problem with its code (EMQSTALE, EMQGONE) and the job's id. With Prefer: return=minimal (RFC 7240) each completed job is answered without payload and result, and Preference-Applied says so; the next jobs are answered whole.
 //
 // Takes any type of body and a specified content type.
 //
@@ -2752,7 +2782,7 @@ func (c *Client) CompleteJobsWithBody(ctx context.Context, queue string, params 
 
 // CompleteJobs Complete many jobs
 //
-// Completes up to 1000 jobs in one atomic step, each fenced by its own token, and optionally claims the next jobs. One job's refusal does not stop the others: each result is the job, or a problem with its code (EMQSTALE, EMQGONE). With Prefer: return=minimal (RFC 7240) each completed job is answered without payload and result, and Preference-Applied says so; the next jobs are answered whole.
+// Completes up to 1000 jobs in one atomic step, each fenced by its own token, and optionally claims the next jobs. One job's refusal does not stop the others: each result is the job, or a problem with its code (EMQSTALE, EMQGONE) and the job's id. With Prefer: return=minimal (RFC 7240) each completed job is answered without payload and result, and Preference-Applied says so; the next jobs are answered whole.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -2805,7 +2835,7 @@ func (c *Client) StreamEvents(ctx context.Context, queue string, params *StreamE
 
 // ListGroups List a queue's groups
 //
-// A page of the queue's groups by name: every group with jobs pending, active or delayed, and every paused one. Pass next_cursor back as cursor until it is null.
+// A page of the queue's groups by name: every group with jobs pending, active or delayed, and every paused one. Pass next_cursor back as cursor until it is null; a cursor the service did not give out is 400 EMQINVALID (field cursor).
 //
 // Corresponds with GET /queues/{queue}/groups (the `ListGroups` operationId).
 func (c *Client) ListGroups(ctx context.Context, queue string, params *ListGroupsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -3114,7 +3144,7 @@ func (c *Client) FailJob(ctx context.Context, queue string, id string, params *F
 
 // ExtendLeaseWithBody Extend a lease (checkpoint)
 //
-// Re-scores the job's lease to server now + lease_ms, storing progress when given. Fenced by the token: a holder that lost the job (its lease lapsed and a sweep recovered it, or it was cancelled or claimed again) gets 409 EMQSTALE and never gets it back. A lapsed lease that no sweep has recovered yet is extended. The answer says whether a cancel was requested: stop at the next safe point and report fail.
+// Re-scores the job's lease to server now + lease_ms, storing progress when given. Without lease_ms the checkpoint only stores progress (then required) and leaves the lease as it stands, as BullMQ's updateProgress leaves its lock: lease_expires_at answers that lease, which only a checkpoint with lease_ms renews. Fenced by the token: a holder that lost the job (its lease lapsed and a sweep recovered it, or it was cancelled or claimed again) gets 409 EMQSTALE and never gets it back. A lapsed lease that no sweep has recovered yet is extended. The answer says whether a cancel was requested: stop at the next safe point and report fail.
 //
 // Takes any type of body and a specified content type.
 //
@@ -3133,7 +3163,7 @@ func (c *Client) ExtendLeaseWithBody(ctx context.Context, queue string, id strin
 
 // ExtendLease Extend a lease (checkpoint)
 //
-// Re-scores the job's lease to server now + lease_ms, storing progress when given. Fenced by the token: a holder that lost the job (its lease lapsed and a sweep recovered it, or it was cancelled or claimed again) gets 409 EMQSTALE and never gets it back. A lapsed lease that no sweep has recovered yet is extended. The answer says whether a cancel was requested: stop at the next safe point and report fail.
+// Re-scores the job's lease to server now + lease_ms, storing progress when given. Without lease_ms the checkpoint only stores progress (then required) and leaves the lease as it stands, as BullMQ's updateProgress leaves its lock: lease_expires_at answers that lease, which only a checkpoint with lease_ms renews. Fenced by the token: a holder that lost the job (its lease lapsed and a sweep recovered it, or it was cancelled or claimed again) gets 409 EMQSTALE and never gets it back. A lapsed lease that no sweep has recovered yet is extended. The answer says whether a cancel was requested: stop at the next safe point and report fail.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -7247,7 +7277,7 @@ type ClientWithResponsesInterface interface {
 
 	// CreateBatchWithBodyWithResponse Create a batch
 	//
-	// Enqueues up to 1000 jobs as one batch, in one atomic step; each job carries batch_id. When every job of the committed batch has ended (completed, dead or cancelled), exactly one callback job is enqueued: id "batch:<id>", on callback.queue, with the batch and callback.payload as its payload (with when: success, only if every job completed). With open: true, add more jobs and then commit. An id that exists answers 200 with that batch and adds nothing.
+	// Enqueues up to 1000 jobs as one batch, in one atomic step; each job carries batch_id. When every job of the committed batch has ended (completed, dead or cancelled), exactly one callback job is enqueued when a callback was asked for: id "batch:<id>", on callback.queue, with the batch and callback.payload as its payload (with when: success, only if every job completed); without callback, none is. jobs needs at least one job unless open is true. With open: true, add more jobs and then commit. An id that exists answers 200 with that batch and adds nothing.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -7256,7 +7286,7 @@ type ClientWithResponsesInterface interface {
 
 	// CreateBatchWithResponse Create a batch
 	//
-	// Enqueues up to 1000 jobs as one batch, in one atomic step; each job carries batch_id. When every job of the committed batch has ended (completed, dead or cancelled), exactly one callback job is enqueued: id "batch:<id>", on callback.queue, with the batch and callback.payload as its payload (with when: success, only if every job completed). With open: true, add more jobs and then commit. An id that exists answers 200 with that batch and adds nothing.
+	// Enqueues up to 1000 jobs as one batch, in one atomic step; each job carries batch_id. When every job of the committed batch has ended (completed, dead or cancelled), exactly one callback job is enqueued when a callback was asked for: id "batch:<id>", on callback.queue, with the batch and callback.payload as its payload (with when: success, only if every job completed); without callback, none is. jobs needs at least one job unless open is true. With open: true, add more jobs and then commit. An id that exists answers 200 with that batch and adds nothing.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -7319,7 +7349,7 @@ type ClientWithResponsesInterface interface {
 
 	// CompleteJobsWithBodyWithResponse Complete many jobs
 	//
-	// Completes up to 1000 jobs in one atomic step, each fenced by its own token, and optionally claims the next jobs. One job's refusal does not stop the others: each result is the job, or a problem with its code (EMQSTALE, EMQGONE). With Prefer: return=minimal (RFC 7240) each completed job is answered without payload and result, and Preference-Applied says so; the next jobs are answered whole.
+	// Completes up to 1000 jobs in one atomic step, each fenced by its own token, and optionally claims the next jobs. One job's refusal does not stop the others: each result is the job, or a problem with its code (EMQSTALE, EMQGONE) and the job's id. With Prefer: return=minimal (RFC 7240) each completed job is answered without payload and result, and Preference-Applied says so; the next jobs are answered whole.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -7328,7 +7358,7 @@ type ClientWithResponsesInterface interface {
 
 	// CompleteJobsWithResponse Complete many jobs
 	//
-	// Completes up to 1000 jobs in one atomic step, each fenced by its own token, and optionally claims the next jobs. One job's refusal does not stop the others: each result is the job, or a problem with its code (EMQSTALE, EMQGONE). With Prefer: return=minimal (RFC 7240) each completed job is answered without payload and result, and Preference-Applied says so; the next jobs are answered whole.
+	// Completes up to 1000 jobs in one atomic step, each fenced by its own token, and optionally claims the next jobs. One job's refusal does not stop the others: each result is the job, or a problem with its code (EMQSTALE, EMQGONE) and the job's id. With Prefer: return=minimal (RFC 7240) each completed job is answered without payload and result, and Preference-Applied says so; the next jobs are answered whole.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -7355,7 +7385,7 @@ type ClientWithResponsesInterface interface {
 
 	// ListGroupsWithResponse List a queue's groups
 	//
-	// A page of the queue's groups by name: every group with jobs pending, active or delayed, and every paused one. Pass next_cursor back as cursor until it is null.
+	// A page of the queue's groups by name: every group with jobs pending, active or delayed, and every paused one. Pass next_cursor back as cursor until it is null; a cursor the service did not give out is 400 EMQINVALID (field cursor).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -7508,7 +7538,7 @@ type ClientWithResponsesInterface interface {
 
 	// ExtendLeaseWithBodyWithResponse Extend a lease (checkpoint)
 	//
-	// Re-scores the job's lease to server now + lease_ms, storing progress when given. Fenced by the token: a holder that lost the job (its lease lapsed and a sweep recovered it, or it was cancelled or claimed again) gets 409 EMQSTALE and never gets it back. A lapsed lease that no sweep has recovered yet is extended. The answer says whether a cancel was requested: stop at the next safe point and report fail.
+	// Re-scores the job's lease to server now + lease_ms, storing progress when given. Without lease_ms the checkpoint only stores progress (then required) and leaves the lease as it stands, as BullMQ's updateProgress leaves its lock: lease_expires_at answers that lease, which only a checkpoint with lease_ms renews. Fenced by the token: a holder that lost the job (its lease lapsed and a sweep recovered it, or it was cancelled or claimed again) gets 409 EMQSTALE and never gets it back. A lapsed lease that no sweep has recovered yet is extended. The answer says whether a cancel was requested: stop at the next safe point and report fail.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -7517,7 +7547,7 @@ type ClientWithResponsesInterface interface {
 
 	// ExtendLeaseWithResponse Extend a lease (checkpoint)
 	//
-	// Re-scores the job's lease to server now + lease_ms, storing progress when given. Fenced by the token: a holder that lost the job (its lease lapsed and a sweep recovered it, or it was cancelled or claimed again) gets 409 EMQSTALE and never gets it back. A lapsed lease that no sweep has recovered yet is extended. The answer says whether a cancel was requested: stop at the next safe point and report fail.
+	// Re-scores the job's lease to server now + lease_ms, storing progress when given. Without lease_ms the checkpoint only stores progress (then required) and leaves the lease as it stands, as BullMQ's updateProgress leaves its lock: lease_expires_at answers that lease, which only a checkpoint with lease_ms renews. Fenced by the token: a holder that lost the job (its lease lapsed and a sweep recovered it, or it was cancelled or claimed again) gets 409 EMQSTALE and never gets it back. A lapsed lease that no sweep has recovered yet is extended. The answer says whether a cancel was requested: stop at the next safe point and report fail.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -12605,7 +12635,7 @@ func (c *ClientWithResponses) GetQueueWithResponse(ctx context.Context, queue st
 
 // CreateBatchWithBodyWithResponse Create a batch
 //
-// Enqueues up to 1000 jobs as one batch, in one atomic step; each job carries batch_id. When every job of the committed batch has ended (completed, dead or cancelled), exactly one callback job is enqueued: id "batch:<id>", on callback.queue, with the batch and callback.payload as its payload (with when: success, only if every job completed). With open: true, add more jobs and then commit. An id that exists answers 200 with that batch and adds nothing.
+// Enqueues up to 1000 jobs as one batch, in one atomic step; each job carries batch_id. When every job of the committed batch has ended (completed, dead or cancelled), exactly one callback job is enqueued when a callback was asked for: id "batch:<id>", on callback.queue, with the batch and callback.payload as its payload (with when: success, only if every job completed); without callback, none is. jobs needs at least one job unless open is true. With open: true, add more jobs and then commit. An id that exists answers 200 with that batch and adds nothing.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -12620,7 +12650,7 @@ func (c *ClientWithResponses) CreateBatchWithBodyWithResponse(ctx context.Contex
 
 // CreateBatchWithResponse Create a batch
 //
-// Enqueues up to 1000 jobs as one batch, in one atomic step; each job carries batch_id. When every job of the committed batch has ended (completed, dead or cancelled), exactly one callback job is enqueued: id "batch:<id>", on callback.queue, with the batch and callback.payload as its payload (with when: success, only if every job completed). With open: true, add more jobs and then commit. An id that exists answers 200 with that batch and adds nothing.
+// Enqueues up to 1000 jobs as one batch, in one atomic step; each job carries batch_id. When every job of the committed batch has ended (completed, dead or cancelled), exactly one callback job is enqueued when a callback was asked for: id "batch:<id>", on callback.queue, with the batch and callback.payload as its payload (with when: success, only if every job completed); without callback, none is. jobs needs at least one job unless open is true. With open: true, add more jobs and then commit. An id that exists answers 200 with that batch and adds nothing.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -12725,7 +12755,7 @@ func (c *ClientWithResponses) ClaimJobsWithResponse(ctx context.Context, queue s
 
 // CompleteJobsWithBodyWithResponse Complete many jobs
 //
-// Completes up to 1000 jobs in one atomic step, each fenced by its own token, and optionally claims the next jobs. One job's refusal does not stop the others: each result is the job, or a problem with its code (EMQSTALE, EMQGONE). With Prefer: return=minimal (RFC 7240) each completed job is answered without payload and result, and Preference-Applied says so; the next jobs are answered whole.
+// Completes up to 1000 jobs in one atomic step, each fenced by its own token, and optionally claims the next jobs. One job's refusal does not stop the others: each result is the job, or a problem with its code (EMQSTALE, EMQGONE) and the job's id. With Prefer: return=minimal (RFC 7240) each completed job is answered without payload and result, and Preference-Applied says so; the next jobs are answered whole.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -12740,7 +12770,7 @@ func (c *ClientWithResponses) CompleteJobsWithBodyWithResponse(ctx context.Conte
 
 // CompleteJobsWithResponse Complete many jobs
 //
-// Completes up to 1000 jobs in one atomic step, each fenced by its own token, and optionally claims the next jobs. One job's refusal does not stop the others: each result is the job, or a problem with its code (EMQSTALE, EMQGONE). With Prefer: return=minimal (RFC 7240) each completed job is answered without payload and result, and Preference-Applied says so; the next jobs are answered whole.
+// Completes up to 1000 jobs in one atomic step, each fenced by its own token, and optionally claims the next jobs. One job's refusal does not stop the others: each result is the job, or a problem with its code (EMQSTALE, EMQGONE) and the job's id. With Prefer: return=minimal (RFC 7240) each completed job is answered without payload and result, and Preference-Applied says so; the next jobs are answered whole.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -12785,7 +12815,7 @@ func (c *ClientWithResponses) StreamEventsWithResponse(ctx context.Context, queu
 
 // ListGroupsWithResponse List a queue's groups
 //
-// A page of the queue's groups by name: every group with jobs pending, active or delayed, and every paused one. Pass next_cursor back as cursor until it is null.
+// A page of the queue's groups by name: every group with jobs pending, active or delayed, and every paused one. Pass next_cursor back as cursor until it is null; a cursor the service did not give out is 400 EMQINVALID (field cursor).
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -13040,7 +13070,7 @@ func (c *ClientWithResponses) FailJobWithResponse(ctx context.Context, queue str
 
 // ExtendLeaseWithBodyWithResponse Extend a lease (checkpoint)
 //
-// Re-scores the job's lease to server now + lease_ms, storing progress when given. Fenced by the token: a holder that lost the job (its lease lapsed and a sweep recovered it, or it was cancelled or claimed again) gets 409 EMQSTALE and never gets it back. A lapsed lease that no sweep has recovered yet is extended. The answer says whether a cancel was requested: stop at the next safe point and report fail.
+// Re-scores the job's lease to server now + lease_ms, storing progress when given. Without lease_ms the checkpoint only stores progress (then required) and leaves the lease as it stands, as BullMQ's updateProgress leaves its lock: lease_expires_at answers that lease, which only a checkpoint with lease_ms renews. Fenced by the token: a holder that lost the job (its lease lapsed and a sweep recovered it, or it was cancelled or claimed again) gets 409 EMQSTALE and never gets it back. A lapsed lease that no sweep has recovered yet is extended. The answer says whether a cancel was requested: stop at the next safe point and report fail.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -13055,7 +13085,7 @@ func (c *ClientWithResponses) ExtendLeaseWithBodyWithResponse(ctx context.Contex
 
 // ExtendLeaseWithResponse Extend a lease (checkpoint)
 //
-// Re-scores the job's lease to server now + lease_ms, storing progress when given. Fenced by the token: a holder that lost the job (its lease lapsed and a sweep recovered it, or it was cancelled or claimed again) gets 409 EMQSTALE and never gets it back. A lapsed lease that no sweep has recovered yet is extended. The answer says whether a cancel was requested: stop at the next safe point and report fail.
+// Re-scores the job's lease to server now + lease_ms, storing progress when given. Without lease_ms the checkpoint only stores progress (then required) and leaves the lease as it stands, as BullMQ's updateProgress leaves its lock: lease_expires_at answers that lease, which only a checkpoint with lease_ms renews. Fenced by the token: a holder that lost the job (its lease lapsed and a sweep recovered it, or it was cancelled or claimed again) gets 409 EMQSTALE and never gets it back. A lapsed lease that no sweep has recovered yet is extended. The answer says whether a cancel was requested: stop at the next safe point and report fail.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //

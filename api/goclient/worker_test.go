@@ -78,7 +78,7 @@ func workAQueue(t *testing.T, c *goclient.ClientWithResponses) {
 			t.Fatalf("claimed job %s has no token", job.Id)
 		}
 		ext, err := c.ExtendLeaseWithResponse(ctx, queue, job.Id, nil, goclient.ExtendRequest{
-			Token: *job.Token, LeaseMs: 30000, Progress: map[string]string{"step": "halfway"}})
+			Token: *job.Token, LeaseMs: ptr(int64(30000)), Progress: map[string]string{"step": "halfway"}})
 		if err != nil || ext.JSON200 == nil || ext.JSON200.CancelRequested {
 			t.Fatalf("extend %s: %v %s", job.Id, err, ext.Body)
 		}

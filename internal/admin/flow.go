@@ -2,6 +2,7 @@ package admin
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 
@@ -41,8 +42,14 @@ func (s *Service) SetSettings(ctx context.Context, queue string, set flow.Settin
 
 // Groups lists one page of a queue's groups by name, after cursor (""
 // for the first page), and the cursor of the next page ("" on the last).
+// A cursor is opaque to clients (groupCursor): one this service did not
+// give out is refused with ErrCursor.
 func (s *Service) Groups(ctx context.Context, queue, cursor string, limit int) ([]flow.Group, string, error) {
-	reply, err := s.run(ctx, queue, lua.GroupsArgs{Cursor: cursor, Limit: limit})
+	after, err := groupAfter(cursor)
+	if err != nil {
+		return nil, "", err
+	}
+	reply, err := s.run(ctx, queue, lua.GroupsArgs{Cursor: after, Limit: limit})
 	if err != nil {
 		return nil, "", err
 	}
@@ -58,7 +65,28 @@ func (s *Service) Groups(ctx context.Context, queue, cursor string, limit int) (
 		}
 	}
 	next, _ := items[0].(string)
-	return groups, next, nil
+	return groups, groupCursor(next), nil
+}
+
+// groupCursor is the cursor of a page that starts after group name: the
+// name base64url encoded, opaque as the jobs listing's cursors are, so
+// that a group's name, or a word made up, is not taken for one. "" stays
+// "" (no next page).
+func groupCursor(name string) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(name))
+}
+
+// groupAfter is the group name a cursor of groupCursor starts after; ""
+// for the first page.
+func groupAfter(cursor string) (string, error) {
+	if cursor == "" {
+		return "", nil
+	}
+	name, err := base64.RawURLEncoding.DecodeString(cursor)
+	if err != nil || !keyspace.ValidGroupName(string(name)) {
+		return "", fmt.Errorf("%w: %q", ErrCursor, cursor)
+	}
+	return string(name), nil
 }
 
 // SetGroupPaused pauses (or resumes) one group's claims and answers the

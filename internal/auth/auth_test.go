@@ -132,39 +132,59 @@ func TestSignedRequests(t *testing.T) {
 	if err != nil || key.Role != Worker {
 		t.Fatalf("a good signature gave %v, %v; want the worker key", key.Role, err)
 	}
-	if _, err := kr.Signed(context.Background(), ts, sig, req(body), now, replays); !errors.Is(err, ErrBadSignature) {
-		t.Fatalf("a replay gave %v, want ErrBadSignature", err)
+	if _, err := kr.Signed(context.Background(), ts, sig, req(body), now, replays); !errors.Is(err, ErrSignatureReplay) {
+		t.Fatalf("a replay gave %v, want ErrSignatureReplay", err)
 	}
-	cases := map[string]func() (string, string, []byte){
-		"another body": func() (string, string, []byte) { ts, sig := sign(workerKey, now, body); return ts, sig, []byte(`{}`) },
-		"an unknown key": func() (string, string, []byte) {
+	// Each refusal is an ErrBadSignature that says which check failed.
+	cases := map[string]struct {
+		make func() (string, string, []byte)
+		want error
+	}{
+		"another body": {func() (string, string, []byte) { ts, sig := sign(workerKey, now, body); return ts, sig, []byte(`{}`) },
+			ErrSignatureMismatch},
+		"an unknown key": {func() (string, string, []byte) {
 			ts, sig := sign("not-a-key-at-all-123", now, body)
 			return ts, sig, body
-		},
-		"6 minutes old": func() (string, string, []byte) {
+		}, ErrSignatureMismatch},
+		"6 minutes old": {func() (string, string, []byte) {
 			ts, sig := sign(workerKey, now.Add(-6*time.Minute), body)
 			return ts, sig, body
-		},
-		"6 minutes ahead": func() (string, string, []byte) {
+		}, ErrSignatureSkew},
+		"6 minutes ahead": {func() (string, string, []byte) {
 			ts, sig := sign(workerKey, now.Add(6*time.Minute), body)
 			return ts, sig, body
-		},
-		"no sha256= prefix": func() (string, string, []byte) { ts, sig := sign(workerKey, now, body); return ts, sig[7:], body },
-		"not hex":           func() (string, string, []byte) { ts, _ := sign(workerKey, now, body); return ts, "sha256=zz", body },
-		"timestamp not a number": func() (string, string, []byte) {
+		}, ErrSignatureSkew},
+		"no sha256= prefix": {func() (string, string, []byte) { ts, sig := sign(workerKey, now, body); return ts, sig[7:], body },
+			ErrSignatureForm},
+		"not hex": {func() (string, string, []byte) { ts, _ := sign(workerKey, now, body); return ts, "sha256=zz", body },
+			ErrSignatureForm},
+		"timestamp not a number": {func() (string, string, []byte) {
 			_, sig := sign(workerKey, now, body)
 			return "soon", sig, body
-		},
+		}, ErrSignatureTimestamp},
 	}
 	ts, sig = sign(workerKey, now, body)
 	other := Request{Method: "DELETE", Target: "/queues/victim?force=true", Body: body}
-	if _, err := kr.Signed(context.Background(), ts, sig, other, now, replays); !errors.Is(err, ErrBadSignature) {
-		t.Errorf("a signature used on another route: got %v, want ErrBadSignature", err)
+	if _, err := kr.Signed(context.Background(), ts, sig, other, now, replays); !errors.Is(err, ErrSignatureMismatch) {
+		t.Errorf("a signature used on another route: got %v, want ErrSignatureMismatch", err)
 	}
-	for name, make := range cases {
-		ts, sig, b := make()
-		if _, err := kr.Signed(context.Background(), ts, sig, req(b), now, replays); !errors.Is(err, ErrBadSignature) {
-			t.Errorf("%s: got %v, want ErrBadSignature", name, err)
+	for name, c := range cases {
+		ts, sig, b := c.make()
+		_, err := kr.Signed(context.Background(), ts, sig, req(b), now, replays)
+		if !errors.Is(err, c.want) || !errors.Is(err, ErrBadSignature) {
+			t.Errorf("%s: got %v, want %v, an ErrBadSignature", name, err, c.want)
+		}
+	}
+	for _, c := range []struct {
+		at   time.Time
+		want string
+	}{
+		{now.Add(-6 * time.Minute), "the request signature is not valid: the timestamp is outside the tolerance of 300 s (it is 360 s behind the service's clock)"},
+		{now.Add(7 * time.Minute), "the request signature is not valid: the timestamp is outside the tolerance of 300 s (it is 420 s ahead of the service's clock)"},
+	} {
+		ts, sig := sign(workerKey, c.at, body)
+		if _, err := kr.Signed(context.Background(), ts, sig, req(body), now, replays); err == nil || err.Error() != c.want {
+			t.Errorf("a timestamp of %v at %v: %v, want %q", c.at, now, err, c.want)
 		}
 	}
 	ts, sig = sign(adminKey, now.Add(-4*time.Minute), body)

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"hash"
 	"strconv"
 	"strings"
@@ -17,9 +18,26 @@ import (
 // SignatureWindow is how far a signed request's timestamp may be from now.
 const SignatureWindow = 5 * time.Minute
 
-// ErrBadSignature refuses a signed request: a wrong or malformed signature,
-// a timestamp outside the window, or a replay.
+// ErrBadSignature refuses a signed request. Every refusal is one of the
+// errors below, which wrap it and say which check failed, as Stripe's and
+// Standard Webhooks' verifiers do: a sender whose clock is off learns
+// that, not that its key is wrong.
 var ErrBadSignature = errors.New("the request signature is not valid")
+
+var (
+	// ErrSignatureTimestamp: X-EMQ-Timestamp is absent or not Unix seconds.
+	ErrSignatureTimestamp = fmt.Errorf("%w: X-EMQ-Timestamp must be the time in Unix seconds", ErrBadSignature)
+	// ErrSignatureSkew: the timestamp is further than SignatureWindow from
+	// the service's clock.
+	ErrSignatureSkew = fmt.Errorf("%w: the timestamp is outside the tolerance of %d s", ErrBadSignature,
+		int(SignatureWindow.Seconds()))
+	// ErrSignatureForm: X-EMQ-Signature is not "sha256=" and 64 hex digits.
+	ErrSignatureForm = fmt.Errorf("%w: X-EMQ-Signature must be sha256= and 64 hex digits", ErrBadSignature)
+	// ErrSignatureMismatch: no key's HMAC of the request is the signature.
+	ErrSignatureMismatch = fmt.Errorf("%w: the signature does not match the request under any key", ErrBadSignature)
+	// ErrSignatureReplay: the signature was accepted once already.
+	ErrSignatureReplay = fmt.Errorf("%w: the signature was accepted once already (a replay)", ErrBadSignature)
+)
 
 // Replays remembers signatures for the window, so that each is accepted
 // once. MarkSeen reports whether sig is new, and remembers it for ttl.
@@ -52,15 +70,28 @@ type Signature struct {
 // refused without its body being read.
 func ParseSignature(timestamp, signature string, now time.Time) (Signature, error) {
 	sent, err := strconv.ParseInt(timestamp, 10, 64)
-	if err != nil || now.Sub(time.Unix(sent, 0)).Abs() > SignatureWindow {
-		return Signature{}, ErrBadSignature
+	if err != nil {
+		return Signature{}, ErrSignatureTimestamp
+	}
+	if skew := now.Sub(time.Unix(sent, 0)); skew.Abs() > SignatureWindow {
+		return Signature{}, skewError(skew)
 	}
 	digits, ok := strings.CutPrefix(signature, "sha256=")
 	mac, err := hex.DecodeString(digits)
 	if !ok || err != nil || len(mac) != sha256.Size {
-		return Signature{}, ErrBadSignature
+		return Signature{}, ErrSignatureForm
 	}
 	return Signature{timestamp: timestamp, mac: mac}, nil
+}
+
+// skewError is ErrSignatureSkew, saying how far the timestamp is from
+// now: behind it when skew > 0.
+func skewError(skew time.Duration) error {
+	way := "behind"
+	if skew < 0 {
+		way = "ahead of"
+	}
+	return fmt.Errorf("%w (it is %d s %s the service's clock)", ErrSignatureSkew, int64(skew.Abs().Seconds()), way)
 }
 
 // Verifier checks a signed request against every key as its body is
@@ -101,14 +132,14 @@ func (v *Verifier) Key(ctx context.Context, replays Replays) (Key, error) {
 		}
 	}
 	if found < 0 {
-		return Key{}, ErrBadSignature
+		return Key{}, ErrSignatureMismatch
 	}
 	fresh, err := replays.MarkSeen(ctx, hex.EncodeToString(v.sig.mac), 2*SignatureWindow)
 	if err != nil {
 		return Key{}, err
 	}
 	if !fresh {
-		return Key{}, ErrBadSignature
+		return Key{}, ErrSignatureReplay
 	}
 	return v.kr.keys[found], nil
 }

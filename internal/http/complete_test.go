@@ -17,7 +17,8 @@ type completed struct {
 	Next *[]jobView `json:"next"`
 }
 
-// batchResult is one outcome of a batch complete: a job or a problem.
+// batchResult is one outcome of a batch complete: a job, or a problem
+// with the id of the job it refused.
 type batchResult struct {
 	jobView
 	Type   string `json:"type"`
@@ -185,7 +186,7 @@ func TestCompleteBatch(t *testing.T) {
 			t.Fatalf("got %s, want 5 results", r.Body)
 		}
 		want := []struct{ id, state, code string }{
-			{"a", "completed", ""}, {"", "", "EMQSTALE"}, {"", "", "EMQGONE"}, {"c", "completed", ""}, {"a", "completed", ""},
+			{"a", "completed", ""}, {"b", "", "EMQSTALE"}, {"nope", "", "EMQGONE"}, {"c", "completed", ""}, {"a", "completed", ""},
 		}
 		status := map[string]int{"EMQSTALE": 409, "EMQGONE": 404}
 		for i, w := range want {

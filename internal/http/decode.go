@@ -46,8 +46,30 @@ func newValidator() *validator.Validate {
 	_ = v.RegisterValidation("batchid", func(fl validator.FieldLevel) bool {
 		return validBatchID(fl.Field().String())
 	})
+	_ = v.RegisterValidation("token", func(fl validator.FieldLevel) bool {
+		return validToken(fl.Field().Int())
+	})
 	return v
 }
+
+// The rules of names, as a refusal quotes them: each says all that the
+// keyspace validator it stands beside refuses, "not only dots" included
+// ("." and ".." are path segments that clients rewrite).
+const (
+	queueNameRule = "must be 1 to 100 characters of A-Z a-z 0-9 . _ -, not only dots"
+	jobIDRule     = `must be 1 to 128 characters of A-Z a-z 0-9 . _ : -, not only dots, and not "batch"`
+	groupNameRule = "must be 1 to 128 characters of A-Z a-z 0-9 . _ : -, not only dots"
+	batchIDRule   = `must be 1 to 122 characters of A-Z a-z 0-9 . _ : -, not only dots, and not "batch"`
+)
+
+// tokenRule is what a token that is there but cannot be one is told: a
+// claim gives out tokens of 1 and up, so 0 or less is a wrong token, not
+// a missing one (that "is required").
+const tokenRule = "must be a token a claim gave out (a positive integer)"
+
+// validToken reports whether a token that was sent could be one a claim
+// gave out.
+func validToken(token int64) bool { return token > 0 }
 
 // decode reads r's JSON body into dst strictly, then validates it: a body
 // that a gateway in front and this service could read two ways is refused,
@@ -331,13 +353,15 @@ func fieldMessage(fe validator.FieldError) string {
 	case "gtefield":
 		return "must be at least " + snakeCase(fe.Param())
 	case "jobid":
-		return `must be 1 to 128 characters of A-Z a-z 0-9 . _ : - and not "batch"`
+		return jobIDRule
 	case "groupname":
-		return "must be 1 to 128 characters of A-Z a-z 0-9 . _ : -, not only dots"
+		return groupNameRule
 	case "queuename":
-		return "must be 1 to 100 characters of A-Z a-z 0-9 . _ -, not only dots"
+		return queueNameRule
 	case "batchid":
-		return `must be 1 to 122 characters of A-Z a-z 0-9 . _ : -, not only dots, and not "batch"`
+		return batchIDRule
+	case "token":
+		return tokenRule
 	default:
 		return "fails " + fe.Tag()
 	}
@@ -347,8 +371,7 @@ func fieldMessage(fe validator.FieldError) string {
 func queueParam(r *http.Request) (string, error) {
 	queue := pathParam(r, "queue")
 	if !keyspace.ValidQueueName(queue) {
-		return "", invalid("invalid queue name", FieldError{Field: "queue",
-			Message: "must be 1 to 100 characters of A-Z a-z 0-9 . _ -"})
+		return "", invalid("invalid queue name", FieldError{Field: "queue", Message: queueNameRule})
 	}
 	return queue, nil
 }
@@ -357,8 +380,7 @@ func queueParam(r *http.Request) (string, error) {
 func groupParam(r *http.Request) (string, error) {
 	group := pathParam(r, "group")
 	if !keyspace.ValidGroupName(group) {
-		return "", invalid("invalid group name", FieldError{Field: "group",
-			Message: "must be 1 to 128 characters of A-Z a-z 0-9 . _ : -, not only dots"})
+		return "", invalid("invalid group name", FieldError{Field: "group", Message: groupNameRule})
 	}
 	return group, nil
 }
@@ -382,8 +404,7 @@ func jobParams(r *http.Request) (queue, id string, err error) {
 	}
 	id = pathParam(r, "id")
 	if !keyspace.ValidJobID(id) {
-		return "", "", invalid("invalid job id", FieldError{Field: "id",
-			Message: `must be 1 to 128 characters of A-Z a-z 0-9 . _ : - and not "batch"`})
+		return "", "", invalid("invalid job id", FieldError{Field: "id", Message: jobIDRule})
 	}
 	return queue, id, nil
 }
@@ -448,11 +469,17 @@ func boolQuery(r *http.Request, name string) (bool, error) {
 	}
 }
 
-// tokenQuery reads the required token query parameter.
+// tokenQuery reads the required token query parameter: absent (or
+// empty) "is required", anything else that is not a positive integer is
+// a wrong token.
 func tokenQuery(r *http.Request) (int64, error) {
-	token, err := strconv.ParseInt(r.URL.Query().Get("token"), 10, 64)
-	if err != nil || token < 1 {
-		return 0, invalid("invalid query parameter", FieldError{Field: "token", Message: "must be a positive integer"})
+	text := r.URL.Query().Get("token")
+	if text == "" {
+		return 0, invalid("invalid query parameter", FieldError{Field: "token", Message: "is required"})
+	}
+	token, err := strconv.ParseInt(text, 10, 64)
+	if err != nil || !validToken(token) {
+		return 0, invalid("invalid query parameter", FieldError{Field: "token", Message: tokenRule})
 	}
 	return token, nil
 }

@@ -4,9 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 
-	"github.com/echo-mq/echo_mq/internal/admin"
 	"github.com/echo-mq/echo_mq/internal/flow"
-	"github.com/echo-mq/echo_mq/internal/keyspace"
 )
 
 // RateLimit is at most limit claims starting in any window of window_ms
@@ -159,7 +157,7 @@ func groupOf(g flow.Group) Group {
 // handleGroupList godoc
 //
 //	@Summary		List a queue's groups
-//	@Description	A page of the queue's groups by name: every group with jobs pending, active or delayed, and every paused one. Pass next_cursor back as cursor until it is null.
+//	@Description	A page of the queue's groups by name: every group with jobs pending, active or delayed, and every paused one. Pass next_cursor back as cursor until it is null; a cursor the service did not give out is 400 EMQINVALID (field cursor).
 //	@ID				listGroups
 //	@Tags			operator
 //	@Security		BearerAuth
@@ -179,14 +177,10 @@ func (s *server) handleGroupList(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		limit, err = limitQuery(r, 50, 500)
 	}
-	cursor := r.URL.Query().Get("cursor")
-	if err == nil && cursor != "" && !keyspace.ValidGroupName(cursor) {
-		err = admin.ErrCursor
-	}
 	var groups []flow.Group
 	var next string
 	if err == nil {
-		groups, next, err = s.admin.Groups(r.Context(), queue, cursor, limit)
+		groups, next, err = s.admin.Groups(r.Context(), queue, r.URL.Query().Get("cursor"), limit)
 	}
 	if err != nil {
 		s.writeProblem(w, r, err)

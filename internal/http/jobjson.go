@@ -89,9 +89,11 @@ func writeCompleted(w http.ResponseWriter, done job.Job, v view, next []job.Job,
 }
 
 // writeCompleteBatch answers a batch complete as a CompleteBatchResponse:
-// each outcome the job as v shows it, or the problem that refused it (at
-// instance), then the next jobs when withNext.
-func writeCompleteBatch(w http.ResponseWriter, instance string, outcomes []lease.Completed, v view, next []job.Job, withNext bool) {
+// each outcome the job as v shows it, or the refusal of the job batch
+// named in its place (the problem at instance, with the job's id), then
+// the next jobs when withNext.
+func writeCompleteBatch(w http.ResponseWriter, instance string, batch []lease.Completion, outcomes []lease.Completed,
+	v view, next []job.Job, withNext bool) {
 	size := sizeOf(next...)
 	for _, o := range outcomes {
 		size += sizeOf(o.Job)
@@ -103,7 +105,7 @@ func writeCompleteBatch(w http.ResponseWriter, instance string, outcomes []lease
 			*b = append(*b, ',')
 		}
 		if o.Err != nil {
-			*b = appendProblem(*b, instance, o.Err)
+			*b = appendRefusal(*b, batch[i].ID, instance, o.Err)
 		} else {
 			*b = appendJob(*b, o.Job, v)
 		}
@@ -113,11 +115,12 @@ func writeCompleteBatch(w http.ResponseWriter, instance string, outcomes []lease
 	writeBuf(w, http.StatusOK, b)
 }
 
-// appendProblem appends the problem of a job a batch refused with err.
-func appendProblem(b []byte, instance string, err error) []byte {
+// appendRefusal appends the CompleteRefusal of job id, which a batch
+// refused with err: its problem at instance, and the id.
+func appendRefusal(b []byte, id, instance string, err error) []byte {
 	p := newProblem(codeOf(err), err.Error())
 	p.Instance = instance
-	data, _ := oneLineJSON(p) // a Problem of strings and an int always encodes
+	data, _ := oneLineJSON(CompleteRefusal{ID: id, Problem: p}) // strings and an int always encode
 	return append(b, data...)
 }
 

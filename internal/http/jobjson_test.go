@@ -156,9 +156,9 @@ func checkJobJSON(t testing.TB, jobs []job.Job, errs []error) {
 		check("page", func(w http.ResponseWriter) { writeJobPage(w, jobs, next) },
 			func(w http.ResponseWriter) { writeJSON(w, http.StatusOK, jobPageOf(jobs, next)) })
 	}
-	outcomes := make([]lease.Completed, len(jobs))
+	outcomes, batch := make([]lease.Completed, len(jobs)), make([]lease.Completion, len(jobs))
 	for i, j := range jobs {
-		outcomes[i].Job = j
+		outcomes[i].Job, batch[i].ID = j, j.ID
 		if i < len(errs) {
 			outcomes[i].Err = errs[i]
 		}
@@ -167,9 +167,9 @@ func checkJobJSON(t testing.TB, jobs []job.Job, errs []error) {
 		for _, withNext := range []bool{false, true} {
 			check("complete", func(w http.ResponseWriter) { writeCompleted(w, jobs[0], v, jobs[1:], withNext) },
 				func(w http.ResponseWriter) { writeJSON(w, http.StatusOK, completedOf(jobs[0], v, jobs[1:], withNext)) })
-			check("batch complete", func(w http.ResponseWriter) { writeCompleteBatch(w, "/q", outcomes, v, jobs, withNext) },
+			check("batch complete", func(w http.ResponseWriter) { writeCompleteBatch(w, "/q", batch, outcomes, v, jobs, withNext) },
 				func(w http.ResponseWriter) {
-					writeJSON(w, http.StatusOK, completeBatchOf("/q", outcomes, v, jobs, withNext))
+					writeJSON(w, http.StatusOK, completeBatchOf("/q", batch, outcomes, v, jobs, withNext))
 				})
 		}
 	}
@@ -280,13 +280,13 @@ func completedOf(done job.Job, v view, next []job.Job, withNext bool) CompleteRe
 	return resp
 }
 
-func completeBatchOf(instance string, outcomes []lease.Completed, v view, next []job.Job, withNext bool) CompleteBatchResponse {
+func completeBatchOf(instance string, batch []lease.Completion, outcomes []lease.Completed, v view, next []job.Job, withNext bool) CompleteBatchResponse {
 	resp := CompleteBatchResponse{Results: make([]CompleteResult, len(outcomes))}
 	for i, o := range outcomes {
 		if o.Err != nil {
 			p := newProblem(codeOf(o.Err), o.Err.Error())
 			p.Instance = instance
-			resp.Results[i].Problem = &p
+			resp.Results[i].CompleteRefusal = &CompleteRefusal{ID: batch[i].ID, Problem: p}
 			continue
 		}
 		j := viewOf(o.Job, v)

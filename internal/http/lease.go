@@ -36,16 +36,22 @@ func (c *ClaimNext) params() *lease.ClaimParams {
 	return p
 }
 
-// ExtendRequest is a checkpoint.
+// ExtendRequest is a checkpoint: a heartbeat (lease_ms), a report of
+// progress, or both; at least one of the two.
 type ExtendRequest struct {
-	Token   int64 `json:"token" format:"int64" validate:"required,gt=0" minimum:"1" example:"42"`
-	LeaseMs int64 `json:"lease_ms" format:"int64" validate:"required,min=100,max=86400000" example:"30000"`
+	Token *int64 `json:"token" format:"int64" validate:"required,token" minimum:"1" example:"42"`
+	// The new lease: it ends this long after the server's now, in ms.
+	// Without it the checkpoint only stores progress, which it then
+	// needs, and leaves the lease as it stands.
+	LeaseMs *int64 `json:"lease_ms,omitempty" format:"int64" validate:"omitnil,min=100,max=86400000" example:"30000"`
 	// Any JSON value, kept on the job (the last one wins).
 	Progress json.RawMessage `json:"progress,omitempty" swaggertype:"object" extensions:"x-any-json"`
 } // @name ExtendRequest
 
-// ExtendResponse is the new lease, and whether the holder should stop.
+// ExtendResponse is the lease, and whether the holder should stop.
 type ExtendResponse struct {
+	// When the lease ends: the new one, or without lease_ms the one the
+	// job had (which may have passed).
 	LeaseExpiresAt  string `json:"lease_expires_at" format:"date-time" binding:"required" example:"2026-11-29T19:07:07.123Z"`
 	CancelRequested bool   `json:"cancel_requested" binding:"required"`
 	CancelReason    string `json:"cancel_reason" binding:"required"`
@@ -54,7 +60,7 @@ type ExtendResponse struct {
 // handleLeaseExtend godoc
 //
 //	@Summary		Extend a lease (checkpoint)
-//	@Description	Re-scores the job's lease to server now + lease_ms, storing progress when given. Fenced by the token: a holder that lost the job (its lease lapsed and a sweep recovered it, or it was cancelled or claimed again) gets 409 EMQSTALE and never gets it back. A lapsed lease that no sweep has recovered yet is extended. The answer says whether a cancel was requested: stop at the next safe point and report fail.
+//	@Description	Re-scores the job's lease to server now + lease_ms, storing progress when given. Without lease_ms the checkpoint only stores progress (then required) and leaves the lease as it stands, as BullMQ's updateProgress leaves its lock: lease_expires_at answers that lease, which only a checkpoint with lease_ms renews. Fenced by the token: a holder that lost the job (its lease lapsed and a sweep recovered it, or it was cancelled or claimed again) gets 409 EMQSTALE and never gets it back. A lapsed lease that no sweep has recovered yet is extended. The answer says whether a cancel was requested: stop at the next safe point and report fail.
 //	@ID				extendLease
 //	@Tags			worker
 //	@Security		BearerAuth
@@ -62,7 +68,7 @@ type ExtendResponse struct {
 //	@Accept			json
 //	@Param			queue	path	string			true	"queue name: 1 to 100 of A-Z a-z 0-9 . _ -, not only dots"	minlength(1)	maxlength(100)
 //	@Param			id		path	string			true	"job id: 1 to 128 of A-Z a-z 0-9 . _ : -, not only dots"	minlength(1)	maxlength(128)
-//	@Param			extend	body	ExtendRequest	true	"token, lease and progress"
+//	@Param			extend	body	ExtendRequest	true	"token, and lease_ms, progress or both"
 //	@Produce		application/problem+json
 //	@Failure		400	{object}	Problem	"EMQINVALID"
 //	@Failure		403	{object}	Problem	"EMQFORBIDDEN: the key's role may not do this"
@@ -77,6 +83,10 @@ func (s *server) handleLeaseExtend(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		err = s.decode(r, &req)
 	}
+	if err == nil && req.LeaseMs == nil && req.Progress == nil {
+		err = invalid("a checkpoint renews the lease (lease_ms), stores progress, or both",
+			FieldError{Field: "lease_ms", Message: "is required without progress"})
+	}
 	progress := compactJSON(req.Progress)
 	if err == nil {
 		err = s.checkSize(topField("progress"), progress)
@@ -85,8 +95,11 @@ func (s *server) handleLeaseExtend(w http.ResponseWriter, r *http.Request) {
 		s.writeProblem(w, r, err)
 		return
 	}
-	ext, err := s.leases.Extend(r.Context(), queue, id,
-		lease.ExtendParams{Token: req.Token, Lease: ms(req.LeaseMs), Progress: progress})
+	p := lease.ExtendParams{Token: *req.Token, Progress: progress}
+	if req.LeaseMs != nil {
+		p.Lease = ms(*req.LeaseMs)
+	}
+	ext, err := s.leases.Extend(r.Context(), queue, id, p)
 	if err != nil {
 		s.writeProblem(w, r, err)
 		return
@@ -97,7 +110,7 @@ func (s *server) handleLeaseExtend(w http.ResponseWriter, r *http.Request) {
 
 // CompleteRequest finishes a job, and may claim the next ones.
 type CompleteRequest struct {
-	Token int64 `json:"token" format:"int64" validate:"required,gt=0" minimum:"1" example:"42"`
+	Token *int64 `json:"token" format:"int64" validate:"required,token" minimum:"1" example:"42"`
 	// Any JSON value, kept on the completed job.
 	Result json.RawMessage `json:"result,omitempty" swaggertype:"object" extensions:"x-any-json"`
 	Claim  *ClaimNext      `json:"claim,omitempty"`
@@ -146,7 +159,7 @@ func (s *server) handleComplete(w http.ResponseWriter, r *http.Request) {
 		s.writeProblem(w, r, err)
 		return
 	}
-	done, next, err := s.leases.Complete(r.Context(), queue, id, req.Token, result, req.Claim.params())
+	done, next, err := s.leases.Complete(r.Context(), queue, id, *req.Token, result, req.Claim.params())
 	if err != nil {
 		s.writeProblem(w, r, err)
 		return
@@ -159,7 +172,7 @@ func (s *server) handleComplete(w http.ResponseWriter, r *http.Request) {
 // CompleteItem is one job of a batch complete.
 type CompleteItem struct {
 	ID    string `json:"id" validate:"required,jobid" minLength:"1" maxLength:"128" example:"order-1234"`
-	Token int64  `json:"token" format:"int64" validate:"required,gt=0" minimum:"1" example:"42"`
+	Token *int64 `json:"token" format:"int64" validate:"required,token" minimum:"1" example:"42"`
 	// Any JSON value, kept on the completed job.
 	Result json.RawMessage `json:"result,omitempty" swaggertype:"object" extensions:"x-any-json"`
 } // @name CompleteItem
@@ -171,26 +184,44 @@ type CompleteBatchRequest struct {
 } // @name CompleteBatchRequest
 
 // CompleteResult is one job's outcome in a batch complete: the job, or
-// the problem that refused it (told apart by its code).
+// the refusal (told apart by its code). writeCompleteBatch writes it.
 type CompleteResult struct {
 	*Job
-	*Problem
+	*CompleteRefusal
 } // @name CompleteResult
 
+// MarshalJSON writes the one of r's two that is set: both have an id,
+// which encoding/json would otherwise leave out of either.
+func (r CompleteResult) MarshalJSON() ([]byte, error) {
+	if r.CompleteRefusal != nil {
+		return oneLineJSON(r.CompleteRefusal)
+	}
+	return oneLineJSON(r.Job)
+}
+
+// CompleteRefusal is the problem that refused one job of a batch
+// complete, with the id of that job as the request named it.
+type CompleteRefusal struct {
+	// The job refused: the id of its item in the request.
+	ID string `json:"id" binding:"required" example:"order-1234"`
+	Problem
+} // @name CompleteRefusal
+
 // CompleteBatchResponse holds the outcomes in order, and the next jobs.
-// For the spec each result is one of a Job and a Problem: a problem has a
-// code, a job never does.
+// For the spec each result is one of a Job and a CompleteRefusal: a
+// refusal has a code, a job never does.
 type CompleteBatchResponse struct {
 	// One per job sent, in order: the job completed, or the problem that
-	// refused it (told apart by code, which only a problem has).
-	Results []CompleteResult `json:"results" binding:"required" oneOf:"Job,Problem"`
+	// refused it with the job's id (told apart by code, which only a
+	// problem has).
+	Results []CompleteResult `json:"results" binding:"required" oneOf:"Job,CompleteRefusal"`
 	Next    []Job            `json:"next,omitzero"`
 } // @name CompleteBatchResponse
 
 // handleCompleteBatch godoc
 //
 //	@Summary		Complete many jobs
-//	@Description	Completes up to 1000 jobs in one atomic step, each fenced by its own token, and optionally claims the next jobs. One job's refusal does not stop the others: each result is the job, or a problem with its code (EMQSTALE, EMQGONE). With Prefer: return=minimal (RFC 7240) each completed job is answered without payload and result, and Preference-Applied says so; the next jobs are answered whole.
+//	@Description	Completes up to 1000 jobs in one atomic step, each fenced by its own token, and optionally claims the next jobs. One job's refusal does not stop the others: each result is the job, or a problem with its code (EMQSTALE, EMQGONE) and the job's id. With Prefer: return=minimal (RFC 7240) each completed job is answered without payload and result, and Preference-Applied says so; the next jobs are answered whole.
 //	@ID				completeJobs
 //	@Tags			worker
 //	@Security		BearerAuth
@@ -212,12 +243,9 @@ func (s *server) handleCompleteBatch(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		err = s.decode(r, &req)
 	}
-	batch := make([]lease.Completion, len(req.Jobs))
-	for i, item := range req.Jobs {
-		batch[i] = lease.Completion{ID: item.ID, Token: item.Token, Result: compactJSON(item.Result)}
-		if err == nil {
-			err = s.checkSize(valueField{i, "result"}, batch[i].Result)
-		}
+	var batch []lease.Completion
+	if err == nil {
+		batch, err = s.completions(req.Jobs)
 	}
 	if err != nil {
 		s.writeProblem(w, r, err)
@@ -236,12 +264,25 @@ func (s *server) handleCompleteBatch(w http.ResponseWriter, r *http.Request) {
 	}
 	s.transition(queue, "completed", completedN)
 	s.transition(queue, "claimed", len(next))
-	writeCompleteBatch(w, r.URL.Path, outcomes, finishedView(w, r), next, req.Claim != nil)
+	writeCompleteBatch(w, r.URL.Path, batch, outcomes, finishedView(w, r), next, req.Claim != nil)
+}
+
+// completions are the completions a batch complete's items ask for, each
+// result within the size limit.
+func (s *server) completions(items []CompleteItem) ([]lease.Completion, error) {
+	batch := make([]lease.Completion, len(items))
+	for i, item := range items {
+		batch[i] = lease.Completion{ID: item.ID, Token: *item.Token, Result: compactJSON(item.Result)}
+		if err := s.checkSize(valueField{i, "result"}, batch[i].Result); err != nil {
+			return nil, err
+		}
+	}
+	return batch, nil
 }
 
 // FailRequest reports a failed attempt.
 type FailRequest struct {
-	Token int64 `json:"token" format:"int64" validate:"required,gt=0" minimum:"1" example:"42"`
+	Token *int64 `json:"token" format:"int64" validate:"required,token" minimum:"1" example:"42"`
 	// What went wrong: kept as last_error, cut at 4 KiB.
 	Error *string `json:"error" validate:"required" example:"SMTP timeout"`
 	// Overrides the job's backoff for this retry.
@@ -282,7 +323,7 @@ func (s *server) handleFail(w http.ResponseWriter, r *http.Request) {
 		s.writeProblem(w, r, err)
 		return
 	}
-	p := lease.FailParams{Token: req.Token, Error: *req.Error, Fatal: req.Fatal}
+	p := lease.FailParams{Token: *req.Token, Error: *req.Error, Fatal: req.Fatal}
 	if req.RetryInMs != nil {
 		retryIn := ms(*req.RetryInMs)
 		p.RetryIn = &retryIn
@@ -300,7 +341,7 @@ func (s *server) handleFail(w http.ResponseWriter, r *http.Request) {
 
 // SnoozeRequest puts a held job back for later, its attempt not spent.
 type SnoozeRequest struct {
-	Token int64 `json:"token" format:"int64" validate:"required,gt=0" minimum:"1" example:"42"`
+	Token *int64 `json:"token" format:"int64" validate:"required,token" minimum:"1" example:"42"`
 	// How long the job waits, delayed, before it may be claimed again, in
 	// ms; 0 makes it pending at once.
 	DelayMs *int64 `json:"delay_ms" format:"int64" validate:"required,min=0,max=31536000000" example:"60000"`
@@ -334,7 +375,7 @@ func (s *server) handleSnooze(w http.ResponseWriter, r *http.Request) {
 	}
 	var j job.Job
 	if err == nil {
-		j, err = s.leases.Snooze(r.Context(), queue, id, req.Token, ms(*req.DelayMs))
+		j, err = s.leases.Snooze(r.Context(), queue, id, *req.Token, ms(*req.DelayMs))
 	}
 	if err != nil {
 		s.writeProblem(w, r, err)
@@ -395,7 +436,7 @@ type CancelRequest struct {
 	Reason string `json:"reason,omitempty" validate:"max=4096" example:"customer asked"`
 	// Pins the cancel to one attempt: 409 EMQSTALE if the job is not
 	// held under it any more.
-	Token *int64 `json:"token,omitempty" format:"int64" validate:"omitnil,gt=0" minimum:"1" example:"42"`
+	Token *int64 `json:"token,omitempty" format:"int64" validate:"omitnil,token" minimum:"1" example:"42"`
 } // @name CancelRequest
 
 // handleCancel godoc

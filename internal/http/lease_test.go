@@ -117,6 +117,32 @@ func TestExtendRefused(t *testing.T) {
 	}
 }
 
+// A checkpoint of progress alone (no lease_ms) stores the progress and
+// leaves the lease as it stands, answering it; only one with lease_ms
+// renews the lease. One with neither is refused.
+func TestAProgressOnlyCheckpointLeavesTheLease(t *testing.T) {
+	t.Parallel()
+	forEachBackend(t, func(t *testing.T, h *harness) {
+		q := redistest.Queue(t)
+		h.add(t, q, "a")
+		c := h.claimOne(t, q, "a", 60_000)
+		body := fmt.Sprintf(`{"token":%d,"progress":{"pct":50}}`, c.Token)
+		e := must[extended](t, h.do(t, "POST", jobPath(q, "a", "lease"), body), http.StatusOK)
+		if e.LeaseExpiresAt != c.LeaseExpiresAt || e.CancelRequested {
+			t.Errorf("got %+v, want the claim's lease %s and no cancel", e, c.LeaseExpiresAt)
+		}
+		j := h.wantState(t, q, "a", "active")
+		sameJSON(t, "progress", j.Progress, []byte(`{"pct":50}`))
+		if j.LeaseExpiresAt != c.LeaseExpiresAt {
+			t.Errorf("GET lease_expires_at = %s, want the claim's %s", j.LeaseExpiresAt, c.LeaseExpiresAt)
+		}
+		before := h.snapshot(t)
+		p := wantProblem(t, h.do(t, "POST", jobPath(q, "a", "lease"), fmt.Sprintf(`{"token":%d}`, c.Token)), http.StatusBadRequest, "EMQINVALID")
+		wantMessage(t, p, "lease_ms", "is required without progress")
+		h.unchanged(t, before, "a checkpoint of nothing")
+	})
+}
+
 func TestExtendUnknownJob(t *testing.T) {
 	t.Parallel()
 	forEachBackend(t, func(t *testing.T, h *harness) {

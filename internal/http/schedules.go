@@ -55,8 +55,9 @@ type ScheduleRequest struct {
 	EveryMs *int64 `json:"every_ms,omitempty" format:"int64" validate:"omitnil,min=100,max=31536000000"`
 	// The IANA time zone cron is read in (cron only). Default UTC.
 	Tz *string `json:"tz,omitempty" validate:"omitnil,min=1,max=64" pattern:"^[A-Za-z0-9_+/-]+$" example:"Europe/Berlin"`
-	// The job each tick enqueues.
-	Job ScheduleJob `json:"job" validate:"required"`
+	// The job each tick enqueues. A refusal names its fields by their
+	// path: job.payload, job.backoff.type.
+	Job *ScheduleJob `json:"job" validate:"required"`
 	// "skip": a tick whose previous job is still pending, delayed or active
 	// enqueues nothing and counts in skipped. Default "allow".
 	Overlap *string `json:"overlap,omitempty" validate:"omitnil,oneof=allow skip" enums:"allow,skip" example:"allow"`
@@ -107,7 +108,8 @@ type SchedulePage struct {
 	NextCursor *string `json:"next_cursor" binding:"required" extensions:"x-nullable"`
 } // @name SchedulePage
 
-// definition is the scheduler.Definition req asks for, its values checked.
+// definition is the scheduler.Definition req asks for, its values checked;
+// req has been validated, so it has a job.
 func (s *server) definition(req ScheduleRequest) (scheduler.Definition, error) {
 	nj, err := s.newJob(topField("job.payload"), EnqueueRequest{Payload: req.Job.Payload, Priority: req.Job.Priority,
 		MaxAttempts: req.Job.MaxAttempts, Backoff: req.Job.Backoff, Group: req.Job.Group,
@@ -225,8 +227,7 @@ func scheduleParams(r *http.Request) (queue, name string, err error) {
 	}
 	name = pathParam(r, "name")
 	if !keyspace.ValidQueueName(name) {
-		return "", "", invalid("invalid schedule name", FieldError{Field: "name",
-			Message: "must be 1 to 100 characters of A-Z a-z 0-9 . _ -, not only dots"})
+		return "", "", invalid("invalid schedule name", FieldError{Field: "name", Message: queueNameRule})
 	}
 	return queue, name, nil
 }

@@ -191,7 +191,8 @@ func TestScheduleValidation(t *testing.T) {
 		{`{"every_ms":1000,"tz":"Europe/Berlin",` + job + `}`, "tz"},
 		{`{"every_ms":50,` + job + `}`, "every_ms"},
 		{`{"every_ms":1000}`, "job"},
-		{`{"every_ms":1000,"job":{}}`, "job"},
+		{`{"every_ms":1000,"job":null}`, "job"},
+		{`{"every_ms":1000,"job":{}}`, "job.payload"},
 		{`{"every_ms":1000,"job":{"priority":1}}`, "job.payload"},
 		{`{"every_ms":1000,"job":{"payload":1,"priority":10}}`, "job.priority"},
 		{`{"every_ms":1000,"overlap":"maybe",` + job + `}`, "overlap"},
@@ -212,5 +213,45 @@ func TestScheduleValidation(t *testing.T) {
 	}
 	for _, name := range []string{"a:b", "..", strings.Repeat("n", 101)} {
 		wantProblem(t, h.do(t, "PUT", schedulePath(q, name), `{"every_ms":1000,`+job+`}`), http.StatusBadRequest, "EMQINVALID")
+	}
+}
+
+// A schedule's job names its fields by their path, job.payload and
+// job.backoff.type, as a batch enqueue names the same flaw in jobs[0]:
+// same message, same kind of path.
+func TestScheduleJobFieldsAreNamedByPath(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, redistest.Client(t), smallLimits)
+	q := redistest.Queue(t)
+	for _, tmpl := range []string{
+		`{}`,
+		`{"priority":1}`,
+		`{"payload":1,"priority":10}`,
+		`{"payload":1,"priority":"high"}`,
+		`{"payload":1,"max_attempts":0}`,
+		`{"payload":1,"backoff":{"type":"linear","delay_ms":10}}`,
+		`{"payload":1,"backoff":{"type":"fixed","delay_ms":10,"max_delay_ms":5}}`,
+		`{"payload":1,"group":".."}`,
+		`{"payload":1,"expires_in_ms":0}`,
+		`{"payload":1,"timeout_ms":99}`,
+		`{"payload":1,"bogus":1}`,
+	} {
+		batch := wantProblem(t, h.do(t, "POST", jobsPath(q)+"/batch", `{"jobs":[`+tmpl+`]}`), http.StatusBadRequest, "EMQINVALID")
+		sch := wantProblem(t, h.do(t, "PUT", schedulePath(q, "s"), `{"every_ms":1000,"job":`+tmpl+`}`), http.StatusBadRequest, "EMQINVALID")
+		if len(batch.Errors) == 0 || len(sch.Errors) != len(batch.Errors) {
+			t.Errorf("job %s: a schedule names %+v, a batch %+v", tmpl, sch.Errors, batch.Errors)
+			continue
+		}
+		for i, e := range batch.Errors {
+			want := "job." + strings.TrimPrefix(e.Field, "jobs[0].")
+			if got := sch.Errors[i]; got.Field != want || got.Message != e.Message {
+				t.Errorf("job %s: a schedule names %s %q, want %s %q as a batch names it", tmpl, got.Field, got.Message, want, e.Message)
+			}
+		}
+	}
+	big := `{"payload":"` + strings.Repeat("x", 2000) + `"}`
+	p := wantProblem(t, h.do(t, "PUT", schedulePath(q, "s"), `{"every_ms":1000,"job":`+big+`}`), http.StatusRequestEntityTooLarge, "EMQTOOLARGE")
+	if !strings.HasPrefix(p.Detail, "job.payload is ") {
+		t.Errorf("a payload too large: %q, want it named job.payload", p.Detail)
 	}
 }

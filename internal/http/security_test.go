@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
+	"encoding/json"
 	"io"
 	"log/slog"
 	"net/http"
@@ -199,6 +200,55 @@ func TestASignatureIsAcceptedOnceAcrossPrefixes(t *testing.T) {
 	two.ServeHTTP(rec, signedRequest("/queues/hooks/jobs", body, now, ""))
 	if rec.Code != http.StatusUnauthorized {
 		t.Fatalf("the same signed request at a deployment with another prefix: %d %s, want 401 (a replay)", rec.Code, rec.Body)
+	}
+}
+
+// A refused signed request says which check failed, as Stripe's and
+// Standard Webhooks' verifiers do: a sender whose clock is off reads that,
+// not the same words as one whose key is wrong. The code and status are
+// the same for all: 401 EMQUNAUTHORIZED.
+func TestASignedRequestSaysWhyItIsRefused(t *testing.T) {
+	t.Parallel()
+	h := keyedWith(t, "emqa-"+redistest.Queue(t), nil)
+	now := time.Now()
+	ts := func(at time.Time) string { return strconv.FormatInt(at.Unix(), 10) }
+	body := `{"id":"` + redistest.Queue(t) + `","payload":1}`
+	wrongKey := "sha256=" + hex.EncodeToString(auth.Sign([]byte("not-a-key-of-this-service"), ts(now),
+		auth.Request{Method: "POST", Target: "/queues/hooks/jobs", Body: []byte(body)}))
+	accepted := signedRequest("/queues/hooks/jobs", body, ts(now), "")
+	rec := httptest.NewRecorder()
+	if h.ServeHTTP(rec, accepted); rec.Code != http.StatusCreated {
+		t.Fatalf("a good signed request: %d %s", rec.Code, rec.Body)
+	}
+	const skew = "the timestamp is outside the tolerance of 300 s (it is "
+	for _, c := range []struct {
+		name string
+		req  *http.Request
+		want []string // what the detail says, a number between each two
+	}{
+		{"ten minutes old", signedRequest("/queues/hooks/jobs", body, ts(now.Add(-10*time.Minute)), ""),
+			[]string{skew, " s behind the service's clock)"}},
+		{"ten minutes ahead", signedRequest("/queues/hooks/jobs", body, ts(now.Add(10*time.Minute)), ""),
+			[]string{skew, " s ahead of the service's clock)"}},
+		{"no timestamp", signedRequest("/queues/hooks/jobs", body, "", ""), []string{"X-EMQ-Timestamp must be the time in Unix seconds"}},
+		{"not sha256=", signedRequest("/queues/hooks/jobs", body, ts(now), "sha1=00"), []string{"X-EMQ-Signature must be sha256= and 64 hex digits"}},
+		{"another key", signedRequest("/queues/hooks/jobs", body, ts(now), wrongKey), []string{"the signature does not match the request under any key"}},
+		{"another body", signedRequest("/queues/hooks/jobs", `{"payload":2}`, ts(now), accepted.Header.Get("X-EMQ-Signature")),
+			[]string{"the signature does not match the request under any key"}},
+		{"a replay", signedRequest("/queues/hooks/jobs", body, ts(now), ""), []string{"the signature was accepted once already (a replay)"}},
+	} {
+		rec = httptest.NewRecorder()
+		h.ServeHTTP(rec, c.req)
+		var p Problem
+		_ = json.Unmarshal(rec.Body.Bytes(), &p)
+		parts := make([]string, len(c.want))
+		for i, w := range c.want {
+			parts[i] = regexp.QuoteMeta(w)
+		}
+		pattern := "^the request signature is not valid: " + strings.Join(parts, `\d+`) + "$"
+		if rec.Code != http.StatusUnauthorized || p.Code != CodeUnauthorized || !regexp.MustCompile(pattern).MatchString(p.Detail) {
+			t.Errorf("%s: %d %s, want 401 EMQUNAUTHORIZED saying %q", c.name, rec.Code, rec.Body, c.want)
+		}
 	}
 }
 

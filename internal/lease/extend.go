@@ -9,16 +9,18 @@ import (
 	"github.com/echo-mq/echo_mq/lua"
 )
 
-// ExtendParams is a checkpoint: the holder's token, the new lease, and
-// progress to store (nil: leave it).
+// ExtendParams is a checkpoint: the holder's token, the new lease (0:
+// leave the lease as it is, a checkpoint of progress alone), and progress
+// to store (nil: leave it).
 type ExtendParams struct {
 	Token    int64
 	Lease    time.Duration
 	Progress json.RawMessage
 }
 
-// Extended is the answer to a checkpoint: the new lease deadline, and
-// whether a cancel was requested for this attempt.
+// Extended is the answer to a checkpoint: the lease deadline (the new
+// one, or the one the job has when the checkpoint left it), and whether a
+// cancel was requested for this attempt.
 type Extended struct {
 	LeaseExpiresAt  time.Time
 	CancelRequested bool
@@ -26,8 +28,11 @@ type Extended struct {
 }
 
 // Extend re-scores the lease of job id, held under p.Token, to server now +
-// p.Lease. It fails with job.ErrStale when the token does not hold the job
-// (also when a sweep has recovered it) and job.ErrGone when there is none.
+// p.Lease, or with p.Lease 0 leaves it as it is (BullMQ's updateProgress
+// leaves its lock so), and stores p.Progress when it is not nil. It fails
+// with job.ErrStale when the token does not hold the job (also when a
+// sweep has recovered it, or its timeout has come) and job.ErrGone when
+// there is none.
 func (s *Service) Extend(ctx context.Context, queue, id string, p ExtendParams) (Extended, error) {
 	reply, err := s.run(ctx, queue, lua.ExtendArgs{ID: id, Token: p.Token, LeaseMS: millis(p.Lease), Progress: p.Progress})
 	if err != nil {

@@ -82,6 +82,10 @@ var fencedCalls = []struct {
 		_, err := f.leases.Extend(context.Background(), f.queue, h.id, lease.ExtendParams{Token: h.token, Lease: time.Minute})
 		return err
 	}},
+	{"progress only", func(f fixture, h held) error {
+		_, err := f.leases.Extend(context.Background(), f.queue, h.id, lease.ExtendParams{Token: h.token, Progress: json.RawMessage(`1`)})
+		return err
+	}},
 	{"cancellation", func(f fixture, h held) error {
 		_, err := f.leases.Cancellation(context.Background(), f.queue, h.id, h.token)
 		return err

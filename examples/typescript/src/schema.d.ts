@@ -119,7 +119,7 @@ export interface paths {
         put?: never;
         /**
          * Create a batch
-         * @description Enqueues up to 1000 jobs as one batch, in one atomic step; each job carries batch_id. When every job of the committed batch has ended (completed, dead or cancelled), exactly one callback job is enqueued: id "batch:<id>", on callback.queue, with the batch and callback.payload as its payload (with when: success, only if every job completed). With open: true, add more jobs and then commit. An id that exists answers 200 with that batch and adds nothing.
+         * @description Enqueues up to 1000 jobs as one batch, in one atomic step; each job carries batch_id. When every job of the committed batch has ended (completed, dead or cancelled), exactly one callback job is enqueued when a callback was asked for: id "batch:<id>", on callback.queue, with the batch and callback.payload as its payload (with when: success, only if every job completed); without callback, none is. jobs needs at least one job unless open is true. With open: true, add more jobs and then commit. An id that exists answers 200 with that batch and adds nothing.
          */
         post: operations["createBatch"];
         delete?: never;
@@ -219,7 +219,7 @@ export interface paths {
         put?: never;
         /**
          * Complete many jobs
-         * @description Completes up to 1000 jobs in one atomic step, each fenced by its own token, and optionally claims the next jobs. One job's refusal does not stop the others: each result is the job, or a problem with its code (EMQSTALE, EMQGONE). With Prefer: return=minimal (RFC 7240) each completed job is answered without payload and result, and Preference-Applied says so; the next jobs are answered whole.
+         * @description Completes up to 1000 jobs in one atomic step, each fenced by its own token, and optionally claims the next jobs. One job's refusal does not stop the others: each result is the job, or a problem with its code (EMQSTALE, EMQGONE) and the job's id. With Prefer: return=minimal (RFC 7240) each completed job is answered without payload and result, and Preference-Applied says so; the next jobs are answered whole.
          */
         post: operations["completeJobs"];
         delete?: never;
@@ -277,7 +277,7 @@ export interface paths {
         };
         /**
          * List a queue's groups
-         * @description A page of the queue's groups by name: every group with jobs pending, active or delayed, and every paused one. Pass next_cursor back as cursor until it is null.
+         * @description A page of the queue's groups by name: every group with jobs pending, active or delayed, and every paused one. Pass next_cursor back as cursor until it is null; a cursor the service did not give out is 400 EMQINVALID (field cursor).
          */
         get: operations["listGroups"];
         put?: never;
@@ -467,7 +467,7 @@ export interface paths {
         put?: never;
         /**
          * Extend a lease (checkpoint)
-         * @description Re-scores the job's lease to server now + lease_ms, storing progress when given. Fenced by the token: a holder that lost the job (its lease lapsed and a sweep recovered it, or it was cancelled or claimed again) gets 409 EMQSTALE and never gets it back. A lapsed lease that no sweep has recovered yet is extended. The answer says whether a cancel was requested: stop at the next safe point and report fail.
+         * @description Re-scores the job's lease to server now + lease_ms, storing progress when given. Without lease_ms the checkpoint only stores progress (then required) and leaves the lease as it stands, as BullMQ's updateProgress leaves its lock: lease_expires_at answers that lease, which only a checkpoint with lease_ms renews. Fenced by the token: a holder that lost the job (its lease lapsed and a sweep recovered it, or it was cancelled or claimed again) gets 409 EMQSTALE and never gets it back. A lapsed lease that no sweep has recovered yet is extended. The answer says whether a cancel was requested: stop at the next safe point and report fail.
          */
         post: operations["extendLease"];
         delete?: never;
@@ -862,7 +862,8 @@ export interface components {
             type: "exponential" | "fixed";
         };
         Batch: {
-            callback: components["schemas"]["BatchCallback"];
+            /** @description The callback as asked for; absent for a batch created without one. */
+            callback?: components["schemas"]["BatchCallback"];
             /**
              * @description The callback job's id ("batch:<id>"), once it is enqueued.
              * @example batch:import-7
@@ -1006,11 +1007,12 @@ export interface components {
         };
         ClaimResponse: {
             /**
-             * @description The limit that held the claim back. Absent when none did.
+             * @description The limit that held the claim back ("paused": the queue is paused
+             *     and jobs wait behind the pause). Absent when none did.
              * @example rate_limit
              * @enum {string}
              */
-            held_by?: "concurrency" | "rate_limit" | "group_concurrency" | "group_rate_limit" | "group_order" | "group_paused";
+            held_by?: "paused" | "concurrency" | "rate_limit" | "group_concurrency" | "group_rate_limit" | "group_order" | "group_paused";
             jobs: components["schemas"]["Job"][];
             /**
              * Format: int64
@@ -1028,9 +1030,10 @@ export interface components {
             next?: components["schemas"]["Job"][];
             /**
              * @description One per job sent, in order: the job completed, or the problem that
-             *     refused it (told apart by code, which only a problem has).
+             *     refused it with the job's id (told apart by code, which only a
+             *     problem has).
              */
-            results: (components["schemas"]["Job"] | components["schemas"]["Problem"])[];
+            results: (components["schemas"]["Job"] | components["schemas"]["CompleteRefusal"])[];
         };
         CompleteItem: {
             /** @example order-1234 */
@@ -1047,6 +1050,26 @@ export interface components {
              * @example 42
              */
             token: number;
+        };
+        CompleteRefusal: {
+            /** @example EMQSTALE */
+            code: string;
+            /** @example the token does not hold this job: job-1 */
+            detail: string;
+            errors?: components["schemas"]["FieldError"][];
+            /**
+             * @description The job refused: the id of its item in the request.
+             * @example order-1234
+             */
+            id: string;
+            /** @example /queues/emails/jobs/job-1/complete */
+            instance?: string;
+            /** @example 409 */
+            status: number;
+            /** @example Stale token */
+            title: string;
+            /** @example https://github.com/echo-mq/echo_mq#emqstale */
+            type: string;
         };
         CompleteRequest: {
             claim?: components["schemas"]["ClaimNext"];
@@ -1069,8 +1092,9 @@ export interface components {
         };
         CreateBatchRequest: {
             /**
-             * @description The job enqueued once every job has ended; default one on the
-             *     batch's queue, with no payload of its own, when: complete.
+             * @description The job enqueued once every job has ended. Absent: none (the batch
+             *     is still read with GET and ends with a batch_done event); {} for one
+             *     on the batch's queue, with no payload of its own, when: complete.
              */
             callback?: components["schemas"]["BatchCallbackRequest"];
             /**
@@ -1082,8 +1106,9 @@ export interface components {
              */
             id?: string;
             /**
-             * @description Up to 1000 jobs, as POST /queues/{queue}/jobs/batch takes them. A
-             *     batch committed with none is done at once, and owes its callback.
+             * @description Up to 1000 jobs, as POST /queues/{queue}/jobs/batch takes them; at
+             *     least one unless open is true. An open batch committed with none is
+             *     done at once, and owes its callback.
              */
             jobs?: components["schemas"]["EnqueueRequest"][];
             /**
@@ -1259,9 +1284,12 @@ export interface components {
         ExtendRequest: {
             /**
              * Format: int64
+             * @description The new lease: it ends this long after the server's now, in ms.
+             *     Without it the checkpoint only stores progress, which it then
+             *     needs, and leaves the lease as it stands.
              * @example 30000
              */
-            lease_ms: number;
+            lease_ms?: number;
             /**
              * @description Any JSON value, kept on the job (the last one wins).
              * @example {
@@ -1280,6 +1308,8 @@ export interface components {
             cancel_requested: boolean;
             /**
              * Format: date-time
+             * @description When the lease ends: the new one, or without lease_ms the one the
+             *     job had (which may have passed).
              * @example 2026-11-29T19:07:07.123Z
              */
             lease_expires_at: string;
@@ -1760,7 +1790,10 @@ export interface components {
              * @description A tick at every multiple of every_ms since the Unix epoch, in ms.
              */
             every_ms?: number;
-            /** @description The job each tick enqueues. */
+            /**
+             * @description The job each tick enqueues. A refusal names its fields by their
+             *     path: job.payload, job.backoff.type.
+             */
             job: components["schemas"]["ScheduleJob"];
             /**
              * @description Ticks missed while no service replica ran: one catch-up job for the
@@ -2402,13 +2435,6 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "callback": {
-                     *         "payload": {
-                     *           "to": "ada@example.com"
-                     *         },
-                     *         "queue": "reports",
-                     *         "when": "complete"
-                     *       },
                      *       "callback_job_id": "batch:import-7",
                      *       "counts": {
                      *         "active": 1,
@@ -2438,13 +2464,6 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "callback": {
-                     *         "payload": {
-                     *           "to": "ada@example.com"
-                     *         },
-                     *         "queue": "reports",
-                     *         "when": "complete"
-                     *       },
                      *       "callback_job_id": "batch:import-7",
                      *       "counts": {
                      *         "active": 1,
@@ -2571,13 +2590,6 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "callback": {
-                     *         "payload": {
-                     *           "to": "ada@example.com"
-                     *         },
-                     *         "queue": "reports",
-                     *         "when": "complete"
-                     *       },
                      *       "callback_job_id": "batch:import-7",
                      *       "counts": {
                      *         "active": 1,
@@ -2677,13 +2689,6 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "callback": {
-                     *         "payload": {
-                     *           "to": "ada@example.com"
-                     *         },
-                     *         "queue": "reports",
-                     *         "when": "complete"
-                     *       },
                      *       "callback_job_id": "batch:import-7",
                      *       "counts": {
                      *         "active": 1,
@@ -2817,13 +2822,6 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "callback": {
-                     *         "payload": {
-                     *           "to": "ada@example.com"
-                     *         },
-                     *         "queue": "reports",
-                     *         "when": "complete"
-                     *       },
                      *       "callback_job_id": "batch:import-7",
                      *       "counts": {
                      *         "active": 1,
@@ -4891,7 +4889,7 @@ export interface operations {
             };
             cookie?: never;
         };
-        /** @description token, lease and progress */
+        /** @description token, and lease_ms, progress or both */
         requestBody: {
             content: {
                 /**
