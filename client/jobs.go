@@ -110,7 +110,8 @@ type Dedupe struct {
 
 // Backoff is the wait before a failed job's next attempt: Delay, doubled
 // per attempt unless Fixed, capped at MaxDelay (0: one hour, or Delay when
-// that is longer).
+// that is longer). It is sent whole: a Delay of 0 retries at once (the
+// API's default of a second is for a backoff that names no delay).
 type Backoff struct {
 	Fixed    bool
 	Delay    time.Duration

@@ -448,7 +448,8 @@ type AddBatchJobsRequest struct {
 // Backoff defines model for Backoff.
 type Backoff struct {
 	// DelayMs The first retry's delay, in ms; each later one doubles it for
-	// "exponential". Default 0.
+	// "exponential". Default 1000 (or max_delay_ms when that is less); 0
+	// retries at once.
 	DelayMs *int64 `json:"delay_ms,omitempty"`
 
 	// MaxDelayMs The cap of the delay, in ms, at least delay_ms; when absent, one
@@ -726,9 +727,9 @@ type CreateBatchRequest struct {
 	Id *string `json:"id,omitempty"`
 
 	// Jobs Up to 1000 jobs, as POST /queues/{queue}/jobs/batch takes them; at
-	// least one unless open is true. An open batch committed with none is
-	// done at once, and owes its callback.
-	Jobs *[]EnqueueRequest `json:"jobs,omitempty"`
+	// least one unless open is true ([] then). An open batch committed
+	// with none is done at once, and owes its callback.
+	Jobs []EnqueueRequest `json:"jobs"`
 
 	// Open true: more jobs may be added (POST .../batches/{id}/jobs) until the
 	// batch is committed (POST .../batches/{id}/commit); it is never done

@@ -38,7 +38,7 @@ func TestBatchCallbackOnceAcrossCrash(t *testing.T) {
 	}
 	q, cbq := redistest.Queue(t), "batch-callbacks"
 	batchURL := bases[0] + "/queues/" + q + "/batches"
-	mustCall(t, "POST", batchURL, `{"id":"big","open":true,"callback":{"queue":"`+cbq+`","payload":{"report":7}}}`, 201, nil)
+	mustCall(t, "POST", batchURL, `{"id":"big","open":true,"jobs":[],"callback":{"queue":"`+cbq+`","payload":{"report":7}}}`, 201, nil)
 	for from := 0; from < jobs; from += 1000 {
 		mustCall(t, "POST", batchURL+"/big/jobs", crashBatch(from, 1000), 200, nil)
 	}

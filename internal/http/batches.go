@@ -43,9 +43,9 @@ type CreateBatchRequest struct {
 	// 200 with that batch, and adds nothing.
 	ID *string `json:"id,omitempty" validate:"omitnil,batchid" minLength:"1" maxLength:"122" example:"import-7"`
 	// Up to 1000 jobs, as POST /queues/{queue}/jobs/batch takes them; at
-	// least one unless open is true. An open batch committed with none is
-	// done at once, and owes its callback.
-	Jobs []EnqueueRequest `json:"jobs,omitempty" validate:"max=1000,dive" maxItems:"1000"`
+	// least one unless open is true ([] then). An open batch committed
+	// with none is done at once, and owes its callback.
+	Jobs []EnqueueRequest `json:"jobs" binding:"required" validate:"required,max=1000,dive" maxItems:"1000"`
 	// true: more jobs may be added (POST .../batches/{id}/jobs) until the
 	// batch is committed (POST .../batches/{id}/commit); it is never done
 	// before. Default false: committed at once.

@@ -330,7 +330,7 @@ func TestBatchEdges(t *testing.T) {
 		if err := h.rdb.Del(context.Background(), h.key(q, "batch:r"), h.key(q, "batch_jobs:r")).Err(); err != nil {
 			t.Fatal(err)
 		}
-		must[batchView](t, h.do(t, "POST", batchesPath(q), map[string]any{"id": "r", "open": true}), http.StatusCreated)
+		must[batchView](t, h.do(t, "POST", batchesPath(q), map[string]any{"id": "r", "open": true, "jobs": []any{}}), http.StatusCreated)
 		if j := must[jobView](t, h.do(t, "POST", jobPath(q, "r2", "retry"), nil), http.StatusOK); j.BatchID != "" {
 			t.Errorf("r2 retried into the new batch r: batch_id %q, want none", j.BatchID)
 		}

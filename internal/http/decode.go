@@ -49,6 +49,10 @@ func newValidator() *validator.Validate {
 	_ = v.RegisterValidation("token", func(fl validator.FieldLevel) bool {
 		return validToken(fl.Field().Int())
 	})
+	_ = v.RegisterValidation("backoffcap", func(fl validator.FieldLevel) bool {
+		b, ok := fl.Parent().Interface().(BackoffRequest)
+		return !ok || b.DelayMs == nil || fl.Field().Int() >= *b.DelayMs
+	})
 	return v
 }
 
@@ -352,6 +356,8 @@ func fieldMessage(fe validator.FieldError) string {
 		return "must be one of: " + fe.Param()
 	case "gtefield":
 		return "must be at least " + snakeCase(fe.Param())
+	case "backoffcap":
+		return "must be at least delay_ms"
 	case "jobid":
 		return jobIDRule
 	case "groupname":

@@ -204,7 +204,7 @@ func TestDrainAndObliterateLinked(t *testing.T) {
 
 		h.add(t, q, "x")
 		h.enqueue(t, q, depJob("y", "x"))
-		must[batchView](t, h.do(t, "POST", batchesPath(q), map[string]any{"id": "e", "open": true}), http.StatusCreated)
+		must[batchView](t, h.do(t, "POST", batchesPath(q), map[string]any{"id": "e", "open": true, "jobs": []any{}}), http.StatusCreated)
 		must[map[string]int](t, h.do(t, "DELETE", "/queues/"+q+"?force=true", nil), http.StatusOK)
 		if keys := h.keysOf(t, q, ":*"); len(keys) != 0 {
 			t.Errorf("keys left after the obliterate: %v", keys)

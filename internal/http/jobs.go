@@ -183,12 +183,26 @@ func unknownDependency(err error, jobs []lease.NewJob, single bool) error {
 type BackoffRequest struct {
 	Type string `json:"type" validate:"required,oneof=exponential fixed" enums:"exponential,fixed"`
 	// The first retry's delay, in ms; each later one doubles it for
-	// "exponential". Default 0.
-	DelayMs int64 `json:"delay_ms" format:"int64" validate:"min=0,max=86400000" example:"1000"`
+	// "exponential". Default 1000 (or max_delay_ms when that is less); 0
+	// retries at once.
+	DelayMs *int64 `json:"delay_ms,omitempty" format:"int64" validate:"omitnil,min=0,max=86400000" example:"1000"`
 	// The cap of the delay, in ms, at least delay_ms; when absent, one
 	// hour, or delay_ms when that is longer.
-	MaxDelayMs *int64 `json:"max_delay_ms,omitempty" format:"int64" validate:"omitnil,min=0,max=604800000,gtefield=DelayMs" example:"3600000"`
+	MaxDelayMs *int64 `json:"max_delay_ms,omitempty" format:"int64" validate:"omitnil,min=0,max=604800000,backoffcap" example:"3600000"`
 } // @name Backoff
+
+// delay is the first retry's delay b asks for: delay_ms, or the default
+// under its cap.
+func (b BackoffRequest) delay() time.Duration {
+	switch {
+	case b.DelayMs != nil:
+		return ms(*b.DelayMs)
+	case b.MaxDelayMs != nil:
+		return min(lease.DefaultBackoffDelay, ms(*b.MaxDelayMs))
+	default:
+		return lease.DefaultBackoffDelay
+	}
+}
 
 // EnqueueBatchRequest is up to 1000 jobs to enqueue at once.
 type EnqueueBatchRequest struct {
@@ -232,7 +246,7 @@ func (s *server) newJob(field valueField, req EnqueueRequest) (lease.NewJob, err
 			d := ms(*b.MaxDelayMs)
 			maxDelay = &d
 		}
-		nj.Backoff = lease.NewBackoff(b.Type == "exponential", ms(b.DelayMs), maxDelay)
+		nj.Backoff = lease.NewBackoff(b.Type == "exponential", b.delay(), maxDelay)
 	}
 	return nj, nil
 }

@@ -205,8 +205,8 @@ func scheduleJobOf(nj lease.NewJob) ScheduleJob {
 	}
 	if b := nj.Backoff; b != nil {
 		kind := map[bool]string{true: "exponential", false: "fixed"}[b.Exponential]
-		maxDelay := b.MaxDelay.Milliseconds()
-		out.Backoff = &BackoffRequest{Type: kind, DelayMs: b.Delay.Milliseconds(), MaxDelayMs: &maxDelay}
+		delay, maxDelay := b.Delay.Milliseconds(), b.MaxDelay.Milliseconds()
+		out.Backoff = &BackoffRequest{Type: kind, DelayMs: &delay, MaxDelayMs: &maxDelay}
 	}
 	return out
 }

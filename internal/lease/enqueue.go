@@ -69,6 +69,10 @@ type Backoff struct {
 // DefaultMaxBackoff caps a job's backoff when its enqueue names no cap.
 const DefaultMaxBackoff = time.Hour
 
+// DefaultBackoffDelay is the first retry's delay of a backoff that names
+// none, and of a job with no backoff (lua/lifecycle.lua's DEFAULT_BACKOFF).
+const DefaultBackoffDelay = time.Second
+
 // NewBackoff is the backoff an enqueue asks for, capped at maxDelay, or
 // when that is nil at DefaultMaxBackoff, or at delay when it is longer: the
 // default cap never shortens a fixed delay.

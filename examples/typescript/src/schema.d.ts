@@ -847,7 +847,8 @@ export interface components {
             /**
              * Format: int64
              * @description The first retry's delay, in ms; each later one doubles it for
-             *     "exponential". Default 0.
+             *     "exponential". Default 1000 (or max_delay_ms when that is less); 0
+             *     retries at once.
              * @example 1000
              */
             delay_ms?: number;
@@ -1107,10 +1108,10 @@ export interface components {
             id?: string;
             /**
              * @description Up to 1000 jobs, as POST /queues/{queue}/jobs/batch takes them; at
-             *     least one unless open is true. An open batch committed with none is
-             *     done at once, and owes its callback.
+             *     least one unless open is true ([] then). An open batch committed
+             *     with none is done at once, and owes its callback.
              */
-            jobs?: components["schemas"]["EnqueueRequest"][];
+            jobs: components["schemas"]["EnqueueRequest"][];
             /**
              * @description true: more jobs may be added (POST .../batches/{id}/jobs) until the
              *     batch is committed (POST .../batches/{id}/commit); it is never done
@@ -2420,7 +2421,21 @@ export interface operations {
             content: {
                 /**
                  * @example {
-                 *       "id": "import-7"
+                 *       "id": "import-7",
+                 *       "jobs": [
+                 *         {
+                 *           "delay_ms": 0,
+                 *           "expires_in_ms": 600000,
+                 *           "group": "tenant-42",
+                 *           "id": "order-1234",
+                 *           "max_attempts": 3,
+                 *           "payload": {
+                 *             "to": "ada@example.com"
+                 *           },
+                 *           "priority": 0,
+                 *           "timeout_ms": 30000
+                 *         }
+                 *       ]
                  *     }
                  */
                 "application/json": components["schemas"]["CreateBatchRequest"];
