@@ -306,26 +306,28 @@ end
 -- from the others of the same ms. A tag met before (a claim's random first
 -- token, lifecycle.lua's flow_claim, may be drawn twice) is made longer
 -- until the entry is new: two claims in one entry would leave the
--- scope's count n too high when it is dropped.
+-- scope's count n too high when it is dropped. Returns the entry.
 local function rate_add(scope, n, now, tag)
   local head, tail = scope .. '|' .. pad(now) .. '|' .. tag, '|' .. n
   while redis.call('ZADD', fkey('starts'), '0', head .. tail) == 0 do
     head = head .. '.'
   end
   redis.call('HINCRBY', fkey('flow'), 'r:' .. scope, n)
+  return head .. tail
 end
 
 -- slot_wait is how long a claim that a concurrency limit held back should
--- wait before it looks again: until the earliest lease lapses, counting
--- the leases of lease_ms this claim is about to start (false: none), at
--- most a second. (A long poll is woken as soon as a slot frees.)
-local function slot_wait(now, lease_ms)
+-- wait before it looks again, once its own jobs are leased: until the
+-- earliest lease lapses, at most a second. A lease that lapsed already
+-- holds its slot until the reaper sweeps it: a second, too. (A long poll
+-- is woken as soon as a slot frees.)
+local function slot_wait(now)
   local first = redis.call('ZRANGE', ACTIVE, '0', '0', 'WITHSCORES')
-  local lapse = first[1] and tonumber(first[2]) - now or lease_ms or 1000
-  if lease_ms then
-    lapse = math.min(lapse, lease_ms)
+  local lapse = first[1] and tonumber(first[2]) - now or 0
+  if lapse <= 0 then
+    return 1000
   end
-  return math.min(math.max(lapse, 1), 1000)
+  return math.min(lapse, 1000)
 end
 
 -- pending_member finds grouped job id's member of gpending from its row.
@@ -406,10 +408,11 @@ end
 -- rotation's order: a group that gave a job goes to the back, one with
 -- none leaves the rotation, one a limit holds back is parked. Returns the
 -- ids, and when it took fewer than want because of a group limit, the
--- limit and how many ms until a claim could go on (for a paused group, a
--- second: only a resume frees it, and a resume wakes long polls). groups
--- gets each id's group; the ids are about to be leased for lease_ms.
-local function take_rotating(s, want, now, groups, lease_ms)
+-- limit and how many ms until a claim could go on: 'slot' until a slot
+-- frees (slot_wait, once the claim's jobs are leased), a second for a
+-- paused group (only a resume frees it, and a resume wakes long polls).
+-- groups gets each id's group, RATED the group rate limit start it logged.
+local function take_rotating(s, want, now, groups)
   local rotation, parked = fkey('rotation'), fkey('parked')
   for _, g in ipairs(redis.call('ZRANGEBYSCORE', parked, '-inf', int(now), 'LIMIT', '0', '100')) do
     unpark(g)
@@ -428,7 +431,8 @@ local function take_rotating(s, want, now, groups, lease_ms)
       local turn = next_turn()
       redis.call('ZADD', rotation, turn, g)
       if s.grl then
-        rate_add(g, 1, now, turn) -- the turn makes the entry unique
+        RATED = RATED or {}
+        RATED[id] = rate_add(g, 1, now, turn) -- the turn makes the entry unique
       end
     elseif why ~= 'empty' then
       redis.call('ZREM', rotation, g)
@@ -456,7 +460,7 @@ local function take_rotating(s, want, now, groups, lease_ms)
     return ids, why, 1000
   end
   if not at or at == math.huge then
-    return ids, why, slot_wait(now, #ids > 0 and lease_ms)
+    return ids, why, 'slot'
   end
   return ids, why, math.max(at - now, 1)
 end
@@ -465,18 +469,23 @@ end
 -- settings s let start now: within the queue's concurrency and rate
 -- limit, then round the rotation when the queue has groups. Returns the
 -- ids, and when a limit cut them short, which one and how many ms until a
--- claim could go on; and each id's group (UNGROUPED for none). The ids are
--- about to be leased for lease_ms.
-local function flow_take(s, grouped, count, now, lease_ms)
-  local want, held, retry = count, nil, -1
+-- claim could go on (-1 for none) and whether a claim waits for a slot
+-- too (slot_wait, once the ids are leased); and each id's group
+-- (UNGROUPED for none).
+local function flow_take(s, grouped, count, now)
+  local want, held, retry, slot = count, nil, -1, false
   local function cut(room, why, wait)
     if room < want then
-      want, held, retry = math.max(room, 0), held or why, math.max(retry, wait)
+      want, held = math.max(room, 0), held or why
+      if wait == 'slot' then
+        slot = true
+      else
+        retry = math.max(retry, wait)
+      end
     end
   end
   if s.c then
-    local room = s.c - redis.call('ZCARD', ACTIVE)
-    cut(room, 'concurrency', slot_wait(now, room > 0 and lease_ms))
+    cut(s.c - redis.call('ZCARD', ACTIVE), 'concurrency', 'slot')
   end
   if s.rl then
     local room, wait = rate_room(QUEUE_SCOPE, s.rl, s.rw, now, want)
@@ -485,9 +494,14 @@ local function flow_take(s, grouped, count, now, lease_ms)
   local ids, groups = {}, {}
   if want > 0 and grouped then
     local why, wait
-    ids, why, wait = take_rotating(s, want, now, groups, lease_ms)
+    ids, why, wait = take_rotating(s, want, now, groups)
     if why and not held then
-      held, retry = why, wait
+      held = why
+      if wait == 'slot' then
+        slot = true
+      else
+        retry = wait
+      end
     end
   elseif want > 0 then
     local popped = redis.call('ZPOPMIN', PENDING, want)
@@ -496,20 +510,26 @@ local function flow_take(s, grouped, count, now, lease_ms)
     end
   end
   if held and redis.call('ZCARD', PENDING) == 0 then
-    held, retry = nil, -1 -- nothing was held back: nothing else waits
+    held, retry, slot = nil, -1, false -- nothing was held back: nothing else waits
   end
   if held then
     redis.call('SET', fkey('held'), '1', 'PX', HELD_MS)
   end
-  return ids, held, retry, groups
+  return ids, held, retry, groups, slot
 end
 
 -- flow_untake gives back what take_head counted for job id of group g,
 -- which the claim could not lease after all (its row was lost outside a
--- migration): its group's active count and fifo hold.
+-- migration, or it expired): its group's active count, fifo hold and rate
+-- limit start.
 local function flow_untake(id, g)
   if g and g ~= UNGROUPED then
     group_count(g, 'a', -1)
+    if RATED and RATED[id] then
+      redis.call('ZREM', fkey('starts'), RATED[id])
+      redis.call('HINCRBY', fkey('flow'), 'r:' .. g, -1)
+      RATED[id] = nil
+    end
     if redis.call('HGET', fkey('flow'), 'h:' .. g) == id then
       redis.call('HDEL', fkey('flow'), 'h:' .. g)
     end

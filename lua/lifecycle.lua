@@ -400,13 +400,15 @@ end
 
 -- flow_claim is claim on a queue with flow control: flow_take chooses the
 -- jobs; plan.held and plan.retry_after say which limit cut the claim
--- short, and when it could go on.
+-- short, and when it could go on (a wait for a slot counts the leases
+-- the claim made, which a job's timeout may cut short).
 -- Expired jobs it took instead count against neither limit, and it takes
 -- on past them (up to SKIP_EXPIRED).
 local function flow_claim(plan, now, count, lease_ms, worker, first)
-  local jobs, skipped, token = {}, 0, first
+  local jobs, skipped, token, slot = {}, 0, first, false
   repeat
-    local ids, held, retry, groups = flow_take(plan.flow, plan.grouped, count - #jobs, now, lease_ms)
+    local ids, held, retry, groups
+    ids, held, retry, groups, slot = flow_take(plan.flow, plan.grouped, count - #jobs, now)
     plan.held, plan.retry_after = held, retry
     if #ids == 0 then
       break
@@ -425,6 +427,9 @@ local function flow_claim(plan, now, count, lease_ms, worker, first)
     append(jobs, leased)
     token, skipped = int(next_token), skipped + expired
   until expired == 0 or #jobs >= count or skipped >= SKIP_EXPIRED
+  if slot then
+    plan.retry_after = math.max(plan.retry_after, slot_wait(now))
+  end
   return jobs
 end
 

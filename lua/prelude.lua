@@ -65,7 +65,9 @@ local FLOW_HERE
 -- ended, while batches.lua's job_ended works through it; nil outside.
 -- RELEASED holds, by id, the rows of the jobs this call released into
 -- pending (batches.lua's batches.release), for a claim that follows.
-local ENDED, RELEASED
+-- RATED holds, by id, the group rate limit start a claim logged for a job
+-- it took (flow.lua's take_rotating), taken back if the job does not start.
+local ENDED, RELEASED, RATED
 
 -- LAYOUT is the version of the stored layout these scripts read and write
 -- (docs/design.md#layout): rows, sets, events and meta. A queue's meta
@@ -98,7 +100,7 @@ local function bind(keys, argv, roles, claims)
   META, PENDING, ACTIVE, DELAYED, COMPLETED, DEAD, CANCELLED = nil, nil, nil, nil, nil, nil, nil
   SET, EVENTS, JOB, REAPER = nil, nil, nil, nil
   SCHEDULES, SCHEDULE_NAMES, SCHEDULE_DUE, STATS = nil, nil, nil, nil
-  FLOW_HERE, NOW, STATS_N, ENDED, RELEASED = nil, nil, nil, nil, nil
+  FLOW_HERE, NOW, STATS_N, ENDED, RELEASED, RATED = nil, nil, nil, nil, nil, nil
   due.key, due.known = nil, nil
   for i = 1, #roles do
     local role, key = roles[i], keys[i]

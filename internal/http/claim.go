@@ -157,11 +157,13 @@ func (s *server) claimWaiting(r *http.Request, queue string, p lease.ClaimParams
 
 // holds is how long a claim's finding nothing (more) stays true at most as
 // time goes: until the earliest delayed job comes due, or a flow control
-// limit lets a claim on; -1 when neither is known. A pause holds until its
-// resume, which wakes the waiters.
+// limit lets a claim on; -1 when neither is known. The queue's pause holds
+// until its resume, which wakes the waiters. (A paused group is not
+// trusted so: other groups held back with it wake a poll only while it
+// claims, lua/flow.lua's wake_held.)
 func holds(c lease.Claimed) time.Duration {
 	retry := c.RetryAfter
-	if c.Held == flow.HeldPaused || c.Held == flow.HeldGroupPaused {
+	if c.Held == flow.HeldPaused {
 		retry = -1
 	}
 	d := time.Duration(-1)
