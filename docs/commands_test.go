@@ -17,7 +17,7 @@ import (
 // TestCommandsNameWhatExists reads every command of every sh block in
 // README.md and docs/*.md and fails on one that names what does not exist:
 // a go test package, or a -run, -bench or -fuzz pattern that matches no
-// test of it; a go run target; a script; an EMQ_ setting the service does
+// test of it (for go test and script/test); a go run target; a script; an EMQ_ setting the service does
 // not read or a BENCH_ one no bench script reads; a curl request that is
 // no route of api/openapi.yaml; a compose profile or service that
 // docker-compose.yml lacks; or a program this test does not know.
@@ -152,6 +152,9 @@ func (c *commandChecker) checkCommand(dir string, words []string) []string {
 			}
 		}
 		return nil
+	case name == "script/test" && dir == ".":
+		// Its arguments are go test's, in place of ./...
+		return append(c.checkPath(name, true), c.checkGo(append([]string{"go", "test"}, words[1:]...))...)
 	case strings.Contains(name, "/"):
 		return c.checkPath(filepath.Join(dir, name), true)
 	case name == "curl":
