@@ -27,10 +27,10 @@ func checkWorker(t *testing.T, lang language, svc service) {
 	failing := svc.enqueue(t, q, `{"payload": {"fail": "boom"}, "max_attempts": 1}`)
 	cancelled := svc.enqueue(t, q, `{"payload": {"ms": 60000}}`)
 	lost := svc.enqueue(t, q, `{"payload": {"ms": 60000}}`)
-	// 3.5 s of work under a 3 s lease extended every second: time for the
+	// 10.5 s of work under a 9 s lease extended every 3 s: time for the
 	// three extends the proxy scripts (503, pass, 502) and the one that
 	// follows.
-	extendFaults := svc.enqueue(t, q, `{"payload": {"ms": 3500}}`)
+	extendFaults := svc.enqueue(t, q, `{"payload": {"ms": 10500}}`)
 	// Short work: nothing extends the lease while the complete backs off
 	// (0.5 s after the 502, 1 s after the 503), so those waits must end
 	// well before the lease from the claim lapses.
@@ -46,8 +46,16 @@ func checkWorker(t *testing.T, lang language, svc service) {
 	proxy.Answer("/jobs/"+extendFaults+"/lease", unavailableLong, pass, badGateway)
 	proxy.Answer("/jobs/"+completeFaults+"/complete", badGateway, unavailable)
 	proxy.Answer("/jobs/"+refused+"/complete", invalid)
+	// A 9 s lease: the complete's and the snooze's faults ask for 1.5 s of
+	// pauses within it, and on a busy machine a worker takes seconds of its
+	// own around them (the shell worker starts a process for each curl, jq
+	// and sleep: on two loaded cores, 3.6 s from the claim of a 100 ms job
+	// to its complete, then 1-2 s per fault). It stays short of the 10 s
+	// Retry-After the extends meet, so that a worker that waited it out
+	// would lose the job.
 	w := lang.startWorker(t, "EMQ_URL="+proxy.URL(), "EMQ_QUEUE="+q,
-		"EMQ_LEASE_MS=3000", "EMQ_WAIT_MS=1000", "EMQ_WORKER=test-"+lang.name)
+		"EMQ_LEASE_MS=9000", "EMQ_WAIT_MS=1000", "EMQ_WORKER=test-"+lang.name)
+	w.through(proxy)
 	t.Cleanup(func() {
 		if t.Failed() {
 			for _, id := range ids {
@@ -59,13 +67,13 @@ func checkWorker(t *testing.T, lang language, svc service) {
 	checkCancel(t, svc, w, q, cancelled)
 	checkLost(t, svc, w, q, lost)
 	for _, id := range short {
-		j := svc.waitState(t, q, id, "completed", 10*time.Second)
+		j := w.waitState(t, svc, q, id, "completed", 10*time.Second)
 		checkResult(t, lang, j, 200)
 		if !w.logged("completed " + id) {
 			t.Errorf("the worker did not log %q", "completed "+id)
 		}
 	}
-	j := svc.waitState(t, q, failing, "dead", 10*time.Second)
+	j := w.waitState(t, svc, q, failing, "dead", 10*time.Second)
 	if j.LastError != "boom" {
 		t.Errorf("failing job: last_error %q, want %q", j.LastError, "boom")
 	}
@@ -74,7 +82,7 @@ func checkWorker(t *testing.T, lang language, svc service) {
 	}
 	checkExtendFaults(t, lang, svc, w, proxy, q, extendFaults)
 	checkCompleteFaults(t, lang, svc, w, proxy, q, completeFaults)
-	checkRefused(t, svc, proxy, q, refused)
+	checkRefused(t, svc, w, proxy, q, refused)
 	checkSnoozeRefused(t, svc, w, q, snoozeRefused)
 	checkBackoff(t, w, proxy)
 	checkSnooze(t, lang, svc, w, proxy, q, func(id string) { ids = append(ids, id) })
@@ -91,7 +99,7 @@ func checkCancel(t *testing.T, svc service, w *worker, q, id string) {
 	w.waitLogged(t, "claimed "+id, 30*time.Second)
 	const reason = "cancelled by the test"
 	svc.mustCall(t, "POST", "/queues/"+q+"/jobs/"+id+"/cancel", `{"reason": "`+reason+`"}`, 202, nil)
-	j := svc.waitState(t, q, id, "cancelled", 20*time.Second)
+	j := w.waitState(t, svc, q, id, "cancelled", 20*time.Second)
 	if j.LastError != "cancelled: "+reason || j.Stalled != 0 {
 		t.Errorf("cancelled job: last_error %q, stalled %d; want %q, 0: the worker did not report the cancel",
 			j.LastError, j.Stalled, "cancelled: "+reason)
@@ -125,8 +133,8 @@ func checkNoReport(t *testing.T, svc service, proxy *servicetest.FlakyProxy, q, 
 // the extend again.
 func checkExtendFaults(t *testing.T, lang language, svc service, w *worker, proxy *servicetest.FlakyProxy, q, id string) {
 	t.Helper()
-	j := svc.waitState(t, q, id, "completed", 20*time.Second)
-	checkResult(t, lang, j, 3500)
+	j := w.waitState(t, svc, q, id, "completed", 20*time.Second)
+	checkResult(t, lang, j, 10500)
 	// The proxy answers the first three extends: a 503, a pass, a 502.
 	if n := len(proxy.Requests("/jobs/" + id + "/lease")); n < 3 {
 		t.Errorf("the worker sent %d extends, too few to meet the 503 and the 502 (want at least 3)", n)
@@ -142,7 +150,7 @@ func checkExtendFaults(t *testing.T, lang language, svc service, w *worker, prox
 // again each time.
 func checkCompleteFaults(t *testing.T, lang language, svc service, w *worker, proxy *servicetest.FlakyProxy, q, id string) {
 	t.Helper()
-	j := svc.waitState(t, q, id, "completed", 20*time.Second)
+	j := w.waitState(t, svc, q, id, "completed", 20*time.Second)
 	checkResult(t, lang, j, 100)
 	if n := len(proxy.Requests("/jobs/" + id + "/complete")); n != 3 {
 		t.Errorf("the worker sent %d completes, want 3: after a 502 and a 503, the one that passed", n)
@@ -156,9 +164,9 @@ func checkCompleteFaults(t *testing.T, lang language, svc service, w *worker, pr
 // checkRefused checks that a job whose complete was refused (400, as for
 // a result that is not valid) did not stay active: the worker failed it
 // with the refusal, so that with one attempt it is dead.
-func checkRefused(t *testing.T, svc service, proxy *servicetest.FlakyProxy, q, id string) {
+func checkRefused(t *testing.T, svc service, w *worker, proxy *servicetest.FlakyProxy, q, id string) {
 	t.Helper()
-	j := svc.waitState(t, q, id, "dead", 10*time.Second)
+	j := w.waitState(t, svc, q, id, "dead", 10*time.Second)
 	if !strings.Contains(j.LastError, "refused") || !strings.Contains(j.LastError, "400") ||
 		!strings.Contains(j.LastError, invalidDetail) {
 		t.Errorf("job with a refused result: last_error %q, want the refusal: \"result refused: 400 EMQINVALID: %s\"",
@@ -183,7 +191,7 @@ func checkSnooze(t *testing.T, lang language, svc service, w *worker, proxy *ser
 	proxy.Answer("/jobs/"+id+"/snooze", answerLost, unavailable)
 	notBefore := time.Now().Add(1500 * time.Millisecond).UnixMilli()
 	svc.enqueue(t, q, fmt.Sprintf(`{"id": %q, "payload": {"not_before": %d}}`, id, notBefore))
-	j := svc.waitState(t, q, id, "completed", 20*time.Second)
+	j := w.waitState(t, svc, q, id, "completed", 20*time.Second)
 	checkResult(t, lang, j, 100)
 	if j.Attempts != 1 || j.Stalled != 0 || j.LastError != "" {
 		t.Errorf("snoozed job: attempts %d, stalled %d, last_error %q; want 1, 0 and none: the snooze spent the "+
@@ -218,7 +226,7 @@ func checkSnooze(t *testing.T, lang language, svc service, w *worker, proxy *ser
 // the refusal, so that with one attempt it is dead.
 func checkSnoozeRefused(t *testing.T, svc service, w *worker, q, id string) {
 	t.Helper()
-	j := svc.waitState(t, q, id, "dead", 10*time.Second)
+	j := w.waitState(t, svc, q, id, "dead", 10*time.Second)
 	const want = "snooze refused: 400 EMQINVALID: "
 	if !strings.HasPrefix(j.LastError, want) {
 		t.Errorf("job whose snooze was refused: last_error %q, want %q and the detail", j.LastError, want)

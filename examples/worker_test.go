@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/echo-mq/echo_mq/internal/servicetest"
 )
 
 // language is one folder of example workers and how to run them.
@@ -122,9 +124,10 @@ func producedIDs(t *testing.T, lines []string, want int) []string {
 // worker is an example worker running as a process of its own group.
 type worker struct {
 	cmd    *exec.Cmd
-	done   chan struct{} // closed when the process has exited
-	log    string        // the file its standard output and error go to
-	tmpDir string        // its TMPDIR
+	done   chan struct{}           // closed when the process has exited
+	log    string                  // the file its standard output and error go to
+	tmpDir string                  // its TMPDIR
+	proxy  *servicetest.FlakyProxy // the proxy its calls go through, if any (through)
 }
 
 // startWorker runs the language's worker with env. It is killed, with any
@@ -176,13 +179,67 @@ func (w *worker) loggedPrefix(prefix string) bool {
 }
 
 // waitLogged waits until the worker logged line, and fails the test if it
-// exits or takes longer than limit first.
+// exits first, or makes no progress for limit (until).
 func (w *worker) waitLogged(t *testing.T, line string, limit time.Duration) {
 	t.Helper()
-	eventually(t, limit, fmt.Sprintf("the worker logs %q", line), func() bool {
+	w.until(t, limit, fmt.Sprintf("the worker logs %q", line), func() bool {
 		w.checkRunning(t)
 		return w.logged(line)
 	})
+}
+
+// waitState waits until the job is in state, and returns it; it fails the
+// test once the worker makes no progress for limit (until).
+func (w *worker) waitState(t *testing.T, svc service, queue, id, state string, limit time.Duration) job {
+	t.Helper()
+	var j job
+	w.until(t, limit, fmt.Sprintf("job %s %s", id, state), func() bool {
+		j = svc.job(t, queue, id)
+		return j.State == state
+	})
+	return j
+}
+
+// through notes that the worker's calls go through p: they count as its
+// progress.
+func (w *worker) through(p *servicetest.FlakyProxy) { w.proxy = p }
+
+// progress counts what the worker has done so far: the lines it logged
+// and, behind a proxy, the calls it sent other than claims (a claim that
+// brings a job is logged; one that brings none is the worker idle).
+func (w *worker) progress() int {
+	n := len(w.lines())
+	if w.proxy != nil {
+		n += len(w.proxy.Requests("")) - len(w.proxy.Requests("/claim"))
+	}
+	return n
+}
+
+// untilCap bounds a wait of until however the worker moves: one that keeps
+// moving without getting there (extending a job it should have stopped)
+// fails too.
+const untilCap = 2 * time.Minute
+
+// until polls check until it reports true, and fails the test with what
+// once the worker has made no progress for limit while check did not
+// hold, or after untilCap. A busy machine makes a worker slow (each curl,
+// jq and sleep of the shell worker is a process to start): a wait for a
+// number of seconds would measure the machine, so the limit counts from
+// the worker's last step.
+func (w *worker) until(t *testing.T, limit time.Duration, what string, check func() bool) {
+	t.Helper()
+	began := time.Now()
+	last, moved := w.progress(), began
+	for !check() {
+		if n := w.progress(); n != last {
+			last, moved = n, time.Now()
+		}
+		if time.Since(moved) > limit || time.Since(began) > untilCap {
+			t.Fatalf("%s: not within %v of the worker's last step (%v in all, at most %v)", what, limit,
+				time.Since(began).Round(100*time.Millisecond), untilCap)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // checkRunning fails the test if the worker has exited.

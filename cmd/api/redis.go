@@ -12,9 +12,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/echo-mq/echo_mq/internal/memstore"
 	"github.com/echo-mq/echo_mq/internal/redisurl"
 )
 
@@ -103,40 +103,21 @@ func trust(tlsConfig *tls.Config, roots *x509.CertPool) {
 }
 
 // embedded starts the in-process Redis-compatible store, for a machine with
-// no Redis: it keeps everything in memory, so it says so loudly.
+// no Redis: it keeps everything in memory, so it says so loudly. Its client
+// sets no read or write deadline (memstore.Configure): the store answers
+// every command, late when the machine is busy, and a deadline would answer
+// 503 for commands that ran.
 func embedded(log *slog.Logger) (redis.UniversalClient, func(), error) {
-	mr, err := miniredis.Run()
+	store, err := memstore.Start(time.Second)
 	if err != nil {
 		return nil, nil, fmt.Errorf("start the embedded store: %w", err)
 	}
-	stopClock := runClock(mr, time.Second)
 	log.Warn("NO EMQ_REDIS_URL: running on an embedded in-memory store. NOTHING PERSISTS: every job is lost when the process stops. Set EMQ_REDIS_URL=redis://host:6379 for real use.",
-		"embedded_addr", mr.Addr())
-	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr(), MaxRetries: noRetries})
-	return rdb, func() { stopClock(); _ = rdb.Close(); mr.Close() }, nil
-}
-
-// runClock makes the embedded store's key expiry follow the clock, every
-// tick: miniredis expires keys only when told to, and the reaper's turn on a
-// queue (SET PX) must end for the queue to be swept again. It ticks rather
-// than using miniredis's ClockTTL, which walks every key on every command.
-func runClock(mr *miniredis.Miniredis, tick time.Duration) (stop func()) {
-	done := make(chan struct{})
-	go func() {
-		t := time.NewTicker(tick)
-		defer t.Stop()
-		last := time.Now()
-		for {
-			select {
-			case <-done:
-				return
-			case now := <-t.C:
-				mr.FastForward(now.Sub(last))
-				last = now
-			}
-		}
-	}()
-	return func() { close(done) }
+		"embedded_addr", store.Addr())
+	opts := &redis.Options{Addr: store.Addr(), MaxRetries: noRetries}
+	memstore.Configure(opts)
+	rdb := redis.NewClient(opts)
+	return rdb, func() { _ = rdb.Close(); store.Close() }, nil
 }
 
 // maskURLs hides the passwords of comma-separated Redis URLs; a URL that

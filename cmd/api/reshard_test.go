@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
+	"maps"
 	"regexp"
 	"slices"
 	"sort"
@@ -24,8 +25,10 @@ import (
 // The live reshard's load: producers and workers, and how long the load
 // runs around the two moves. On the project's 2-core machine under -race
 // the test takes about 10-12 s when every promise holds, 15-20 s when jobs
-// are stranded (the drain then waits two leases for them); its waits are
-// all bounded, so that a service that hangs fails it within about a minute.
+// are stranded (the drain then waits two leases for them). A busy machine
+// makes it take minutes; its waits go on while the load or a move makes
+// progress, and end once none has been made for reshardStall, so that a
+// service that hangs fails it within seconds of hanging.
 const (
 	reshardPrefix     = "reshard"
 	reshardProducers  = 4
@@ -35,8 +38,13 @@ const (
 	reshardBetween    = 500 * time.Millisecond // steady load between and after the moves
 	reshardLeaseMs    = 3000
 	reshardSlack      = time.Second      // a 503 answered this long after a window is still its
-	reshardDrainLimit = 20 * time.Second // bound of the drain after the producers stop
 	reshardRetryLimit = 10 * time.Second // how long a client repeats one call on 503s
+	// reshardStall bounds the waits on the load and on the moves: the
+	// warm-up fails once no job has completed for this long, the drain once
+	// the queue's counts have not changed, a move once no key has left the
+	// slot's source. A busy machine makes them slow, not stuck: a fixed
+	// time for a number of jobs or keys would measure the machine.
+	reshardStall = 10 * time.Second
 )
 
 // TestLiveReshardLosesNothing moves a busy queue's slot to another master
@@ -136,9 +144,9 @@ func testLiveReshard(t *testing.T, grouped bool) {
 		go func() { defer workers.Done(); r.work(workCtx, w) }()
 	}
 	loadBegan := time.Now()
-	eventually(t, 20*time.Second, fmt.Sprintf("%d jobs completed before the first move", reshardWarmup), func() bool {
-		return r.tally.ok.Load() >= reshardWarmup
-	})
+	whileProgressing(t, reshardStall, fmt.Sprintf("%d jobs completed before the first move", reshardWarmup),
+		r.tally.ok.Load, reshardWarmup)
+	t.Logf("warm-up: %d jobs completed in %v", reshardWarmup, time.Since(loadBegan).Round(100*time.Millisecond))
 
 	// The moves: there and back, with steady load in between.
 	var windows []redistest.Window
@@ -147,9 +155,7 @@ func testLiveReshard(t *testing.T, grouped bool) {
 		if i > 0 {
 			time.Sleep(reshardBetween)
 		}
-		mctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-		w, err := cluster.MigrateSlot(mctx, slot, move[0], move[1], reshardStep)
-		cancel()
+		w, err := moveSlot(cluster, slot, move[0], move[1])
 		windows = append(windows, w)
 		if err != nil {
 			migrateErr = err
@@ -183,8 +189,8 @@ func testLiveReshard(t *testing.T, grouped bool) {
 		return
 	}
 	if !drained {
-		t.Errorf("the queue did not drain (nothing left to claim for %v, or %v passed) after the producers stopped: counts %v, %d jobs acknowledged",
-			2*reshardLeaseMs*time.Millisecond, reshardDrainLimit, counts.Counts, len(r.acked))
+		t.Errorf("the queue did not drain (nothing left to claim for %v, or its counts unchanged for %v) after the producers stopped: counts %v, %d jobs acknowledged",
+			2*reshardLeaseMs*time.Millisecond, reshardStall, counts.Counts, len(r.acked))
 	}
 	for state, want := range map[string]int64{"pending": 0, "active": 0, "delayed": 1, "dead": 1, "cancelled": 1} {
 		if n := counts.Counts[state]; n != want {
@@ -195,6 +201,57 @@ func testLiveReshard(t *testing.T, grouped bool) {
 	if grouped {
 		r.checkGroups(cluster, keys)
 	}
+}
+
+// whileProgressing waits until count reaches want, failing the test once
+// count has not grown for stall.
+func whileProgressing(t *testing.T, stall time.Duration, what string, count func() int64, want int64) {
+	t.Helper()
+	began := time.Now()
+	last, moved := count(), began
+	for last < want {
+		time.Sleep(50 * time.Millisecond)
+		if n := count(); n > last {
+			last, moved = n, time.Now()
+		}
+		if time.Since(moved) > stall {
+			t.Fatalf("%s: %d after %v, none more in the last %v", what, last,
+				time.Since(began).Round(100*time.Millisecond), stall)
+		}
+	}
+}
+
+// moveSlot moves slot from one master to another (cluster.MigrateSlot),
+// and gives the move up once the keys left in the slot on the source have
+// not fallen for reshardStall.
+func moveSlot(cluster *redistest.Cluster, slot int, from, to string) (redistest.Window, error) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		src := redis.NewClient(&redis.Options{Addr: from})
+		defer src.Close()
+		least, moved := int64(-1), time.Now()
+		for ctx.Err() == nil {
+			if n, err := src.ClusterCountKeysInSlot(ctx, slot).Result(); err == nil && (least < 0 || n < least) {
+				least, moved = n, time.Now()
+			}
+			if time.Since(moved) > reshardStall {
+				cancel()
+				return
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}()
+	w, err := cluster.MigrateSlot(ctx, slot, from, to, reshardStep)
+	stuck := ctx.Err() != nil
+	cancel()
+	<-watched
+	if err != nil && stuck {
+		err = fmt.Errorf("no key left the source for %v: %w", reshardStall, err)
+	}
+	return w, err
 }
 
 // checkGroups checks that a grouped run's groups ended as its jobs did:
@@ -478,16 +535,19 @@ func (r *reshardRun) handle(ctx context.Context, w int, j reshardJob, claimNext 
 // drain waits until the queue holds nothing pending, active or delayed and
 // has completed every acknowledged job, or until nothing has been pending,
 // active or delayed for two leases (what is missing then will not come),
-// or reshardDrainLimit. It reports whether every acknowledged job was
-// completed.
+// or its counts have not changed for reshardStall (nothing is moving). It
+// reports whether every acknowledged job was completed.
 func (r *reshardRun) drain(ctx context.Context, counts *queueCounts) bool {
 	acked := int64(len(r.acked)) // the producers are done
-	deadline := time.Now().Add(reshardDrainLimit)
+	moved := time.Now()          // when the counts last changed
 	var idleSince time.Time
-	for time.Now().Before(deadline) {
+	for time.Since(moved) < reshardStall {
 		a, err := r.send(ctx, "counts", "GET", "/queues/"+r.queue, "")
 		var c queueCounts
 		if err == nil && a.Status == 200 && json.Unmarshal(a.Body, &c) == nil {
+			if !maps.Equal(c.Counts, counts.Counts) {
+				moved = time.Now()
+			}
 			*counts = c
 			left := c.Counts["pending"] + c.Counts["active"] + c.Counts["delayed"] - 1 // the parked delayed job
 			switch {

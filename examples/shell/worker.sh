@@ -96,14 +96,27 @@ seconds() {
 	printf '%s\n' "${s%.}"
 }
 
+# The fixed times in seconds, worked out once: each $(seconds ...) starts a
+# process, which a busy machine makes slow.
+EXTEND_EVERY_S=$(seconds "$EXTEND_EVERY_MS")
+CLAIM_MAX_TIME_S=$(seconds $((CALL_TIMEOUT_MS + EMQ_WAIT_MS)))
+EXTEND_MAX_TIME_S=$(seconds "$EXTEND_TIMEOUT_MS")
+CALL_MAX_TIME_S=$(seconds "$CALL_TIMEOUT_MS")
+
 # nap SECONDS sleeps in the background and waits for it, so that a signal
 # the shell traps ends the nap at once instead of when the sleep is over.
 nap() {
 	sleep "$1" &
 	nap_pid=$!
-	if ! wait "$nap_pid"; then # a signal cut the wait short: end the sleep too
-		kill "$nap_pid" 2>/dev/null
-		wait "$nap_pid" 2>/dev/null
+	await "$nap_pid"
+}
+
+# await PID waits for a background sleep to end; when a signal cuts the
+# wait short, it ends the sleep too.
+await() {
+	if ! wait "$1"; then
+		kill "$1" 2>/dev/null
+		wait "$1" 2>/dev/null
 	fi
 }
 
@@ -120,15 +133,15 @@ nap() {
 # once told to stop.
 post() {
 	case $1 in
-	claim) max_time_ms=$((CALL_TIMEOUT_MS + EMQ_WAIT_MS)) max_pause_ms=$MAX_BACKOFF_MS ;;
-	extend) max_time_ms=$EXTEND_TIMEOUT_MS max_pause_ms=$EXTEND_EVERY_MS ;;
-	*) max_time_ms=$CALL_TIMEOUT_MS max_pause_ms=$MAX_BACKOFF_MS ;;
+	claim) max_time_s=$CLAIM_MAX_TIME_S max_pause_ms=$MAX_BACKOFF_MS ;;
+	extend) max_time_s=$EXTEND_MAX_TIME_S max_pause_ms=$EXTEND_EVERY_MS ;;
+	*) max_time_s=$CALL_MAX_TIME_S max_pause_ms=$MAX_BACKOFF_MS ;;
 	esac
 	until_stopped=${4:-}
 	backoff_ms=500
 	while :; do
 		: >"$TMP/$1.headers" # no Retry-After left over from the last try
-		status=$(curl -sS -K "$TMP/curlrc" --max-time "$(seconds "$max_time_ms")" \
+		status=$(curl -sS -K "$TMP/curlrc" --max-time "$max_time_s" \
 			-o "$TMP/$1.body" -D "$TMP/$1.headers" -w '%{http_code}' \
 			--data-binary "$3" "$QUEUE_URL$2" 2>"$TMP/$1.err") || status=000
 		case $1:$status in
@@ -145,8 +158,9 @@ post() {
 		esac
 		[ "$pause_ms" -gt "$max_pause_ms" ] && pause_ms=$max_pause_ms
 		[ -n "$until_stopped" ] && told_to_stop && return 1
-		log "backing off $(seconds "$pause_ms")s: $why"
-		nap "$(seconds "$pause_ms")"
+		pause_s=$(seconds "$pause_ms")
+		log "backing off ${pause_s}s: $why"
+		nap "$pause_s"
 		[ -n "$until_stopped" ] && told_to_stop && return 1
 		backoff_ms=$((backoff_ms * 2))
 		[ "$backoff_ms" -gt "$MAX_BACKOFF_MS" ] && backoff_ms=$MAX_BACKOFF_MS
@@ -187,14 +201,33 @@ refusal() {
 # goes on extending until the work has stopped, so that the job is not swept
 # as stalled meanwhile. On a 409 EMQSTALE or 404 EMQGONE (the job is no
 # longer ours) it writes "lost" and ends.
+#
+# The next extend's timer starts as an extend is sent, not once it is
+# answered: the extends stay a third of the lease apart however long each
+# takes (a slow answer, a busy machine), rather than drifting later by that
+# much each time.
 extend_every() {
 	stopping=
 	trap 'stopping=1' TERM
-	every=$(seconds "$EXTEND_EVERY_MS")
+	sleep "$EXTEND_EVERY_S" &
+	tick=$!
+	extend_on_time "$1" "$2"
+	if [ -n "$tick" ]; then # the timer of an extend that will not be sent
+		kill "$tick" 2>/dev/null
+		wait "$tick" 2>/dev/null
+	fi
+}
+
+# extend_on_time ID TOKEN is extend_every's loop: it extends each time the
+# timer $tick ends.
+extend_on_time() {
 	cancelled=
-	while :; do
-		nap "$every"
+	while ! told_to_stop; do
+		await "$tick"
+		tick=
 		told_to_stop && return
+		sleep "$EXTEND_EVERY_S" &
+		tick=$!
 		post extend "/jobs/$1/lease" "{\"token\": $2, \"lease_ms\": $EMQ_LEASE_MS}" until-stopped || return
 		case $status in
 		200)
@@ -225,7 +258,7 @@ should_stop() { [ -e "$TMP/stop" ]; }
 # start_checkpoint ID TOKEN starts the extender; stop_checkpoint ends it
 # and waits until it is gone.
 start_checkpoint() {
-	rm -f "$TMP/stop"
+	[ ! -e "$TMP/stop" ] || rm -f "$TMP/stop"
 	extend_every "$1" "$2" &
 	extender=$!
 }
@@ -253,7 +286,8 @@ work() {
 	handle "$payload"
 	outcome=$?
 	stop_checkpoint
-	stop=$(cat "$TMP/stop" 2>/dev/null)
+	stop=
+	[ -e "$TMP/stop" ] && read -r stop <"$TMP/stop"
 
 	case $stop:$outcome in
 	lost:*) log "lost $id" ;;       # someone else holds it now, or it was removed: report nothing

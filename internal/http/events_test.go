@@ -31,6 +31,7 @@ import (
 
 	"github.com/echo-mq/echo_mq/internal/events"
 	"github.com/echo-mq/echo_mq/internal/keyspace"
+	"github.com/echo-mq/echo_mq/internal/memstore"
 	"github.com/echo-mq/echo_mq/internal/redistest"
 )
 
@@ -49,6 +50,9 @@ func forEachEventBackend(t *testing.T, fn func(t *testing.T, rdb redis.Universal
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			o := &redis.Options{Addr: connect[name](t)}
+			if name == "embedded" {
+				memstore.Configure(o) // as cmd/api's client of it: no read deadline
+			}
 			for _, f := range opts {
 				f(o)
 			}

@@ -229,6 +229,29 @@ func TestBadGroupNamesAreRefused(t *testing.T) {
 	}
 }
 
+// The groups listing refuses a cursor it did not give out, as the jobs
+// listing does: 400 EMQINVALID naming cursor, not a page that starts
+// wherever a made-up name would sort. A group's name is not a cursor.
+func TestAGroupCursorNotGivenOutIsRefused(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, redistest.Client(t))
+	q := redistest.Queue(t)
+	h.addIn(t, q, "tenant-1", "a1")
+	h.addIn(t, q, "tenant-2", "b1")
+	for _, cursor := range []string{"zzz", "tenant-1", "a%20b", "%2E%2E", "dGVuYW50LTE="} {
+		p := wantProblem(t, h.do(t, "GET", "/queues/"+q+"/groups?cursor="+cursor, nil), http.StatusBadRequest, "EMQINVALID")
+		wantMessage(t, p, "cursor", "is not a cursor this service gave out")
+	}
+	page := must[groupPage](t, h.do(t, "GET", "/queues/"+q+"/groups?limit=1", nil), http.StatusOK)
+	if page.NextCursor == nil || *page.NextCursor == "tenant-1" {
+		t.Fatalf("first page %+v, want a cursor that is not the name", page)
+	}
+	page = must[groupPage](t, h.do(t, "GET", "/queues/"+q+"/groups?limit=1&cursor="+*page.NextCursor, nil), http.StatusOK)
+	if len(page.Groups) != 1 || page.Groups[0].Name != "tenant-2" || page.NextCursor != nil {
+		t.Fatalf("second page %+v, want tenant-2 and no more", page)
+	}
+}
+
 func TestGroupLimitsHoldOnEveryBackend(t *testing.T) {
 	t.Parallel()
 	forEachBackend(t, func(t *testing.T, h *harness) {

@@ -27,6 +27,7 @@ import (
 	emqhttp "github.com/echo-mq/echo_mq/internal/http"
 	"github.com/echo-mq/echo_mq/internal/keyspace"
 	"github.com/echo-mq/echo_mq/internal/lease"
+	"github.com/echo-mq/echo_mq/internal/memstore"
 	"github.com/echo-mq/echo_mq/internal/metrics"
 	"github.com/echo-mq/echo_mq/internal/push"
 	"github.com/echo-mq/echo_mq/internal/redistest"
@@ -55,6 +56,7 @@ var backends = []backend{
 	{name: "embedded", replicas: 1, connect: func(tb testing.TB, opts *redis.Options) redis.UniversalClient {
 		tb.Helper()
 		opts.Addr = miniredis.RunT(tb).Addr()
+		memstore.Configure(opts) // as cmd/api's client of it: no read deadline
 		return closeLater(tb, redis.NewClient(opts))
 	}},
 	{name: "cluster", replicas: 2, connect: func(tb testing.TB, opts *redis.Options) redis.UniversalClient {

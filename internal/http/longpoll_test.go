@@ -3,6 +3,7 @@ package http_test
 import (
 	"fmt"
 	"net/http"
+	"slices"
 	"sort"
 	"testing"
 	"time"
@@ -54,6 +55,33 @@ func await(tb testing.TB, p <-chan answer, limit time.Duration) answer {
 		tb.Fatalf("the poll did not answer within %v", limit)
 		return answer{}
 	}
+}
+
+// progress is a deadline that moves while work moves: a busy machine makes
+// work slow, not stop, so a wait fails once what it watches has not
+// changed for its limit, or, changing or not, after its cap.
+type progress struct {
+	limit, capped time.Duration
+	began, moved  time.Time
+	last          []int64
+}
+
+func newProgress(limit, capped time.Duration) *progress {
+	now := time.Now()
+	return &progress{limit: limit, capped: capped, began: now, moved: now}
+}
+
+func (p *progress) String() string {
+	return fmt.Sprintf("unchanged for %v, or %v in all", p.limit, p.capped)
+}
+
+// stalled reports whether the measures have stayed as they were for the
+// limit, or the cap has passed.
+func (p *progress) stalled(measures ...int64) bool {
+	if !slices.Equal(measures, p.last) {
+		p.last, p.moved = measures, time.Now()
+	}
+	return time.Since(p.moved) > p.limit || time.Since(p.began) > p.capped
 }
 
 func TestLongPollWokenByEnqueue(t *testing.T) {
@@ -221,20 +249,23 @@ func TestLongPollManyWaiters(t *testing.T) {
 		}
 		// Wait until every waiter sleeps (after a claim of its own, or at
 		// once when its replica knew the queue empty) and the connections
-		// have gone back, with nobody answered.
-		deadline := time.Now().Add(20 * time.Second)
+		// have gone back, with nobody answered. The 200 claims queue at the
+		// store (the embedded one runs one at a time), so a busy machine
+		// takes a while: the wait fails once nothing moves for 20 s.
+		progress := newProgress(20*time.Second, 2*time.Minute)
 		for {
 			s := h.poolStats()
 			gets := s.Hits + s.Misses - base.Hits - base.Misses
 			if len(answers) > 0 {
 				t.Fatalf("a claim answered %s with no job there", (<-answers).reply)
 			}
-			if asleep := h.sleeping(q); asleep == waiters && gets > 0 && s.TotalConns <= maxConns {
+			asleep := h.sleeping(q)
+			if asleep == waiters && gets > 0 && s.TotalConns <= maxConns {
 				break
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%d waiters: %d asleep, %d claims made, %d connections open; want all asleep on <= %d connections",
-					waiters, h.sleeping(q), gets, s.TotalConns, maxConns)
+			if progress.stalled(int64(asleep), int64(s.TotalConns)) {
+				t.Fatalf("%d waiters: %d asleep, %d claims made, %d connections open (%v); want all asleep on <= %d connections",
+					waiters, asleep, gets, s.TotalConns, progress, maxConns)
 			}
 			time.Sleep(20 * time.Millisecond)
 		}
@@ -253,10 +284,11 @@ func TestLongPollManyWaiters(t *testing.T) {
 		// The claims' burst may leave connections that go back to the pool
 		// a moment later (on a busy machine, go-redis dials ahead too); a
 		// design that held one per waiter would keep 180 open.
-		settle := time.Now().Add(5 * time.Second)
+		settle := newProgress(5*time.Second, time.Minute)
 		for s := h.poolStats(); s.TotalConns > maxConns; s = h.poolStats() {
-			if time.Now().After(settle) {
-				t.Errorf("%d connections open while %d claimers wait, want <= %d", s.TotalConns, waiters-jobs, maxConns)
+			if settle.stalled(int64(s.TotalConns)) {
+				t.Errorf("%d connections open while %d claimers wait (%v), want <= %d",
+					s.TotalConns, waiters-jobs, settle, maxConns)
 				break
 			}
 			time.Sleep(20 * time.Millisecond)

@@ -155,7 +155,8 @@ export class EmqClient {
       await this.api.POST("/queues/{queue}/jobs/{id}/lease", {
         params: { path: { queue, id } },
         body: request,
-        fetch: fetchWithin(Math.min(this.timeoutMs, request.lease_ms / 3)),
+        // A checkpoint of progress alone renews no lease: the usual timeout.
+        fetch: fetchWithin(Math.min(this.timeoutMs, (request.lease_ms ?? Infinity) / 3)),
       }),
     );
   }
