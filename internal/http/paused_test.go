@@ -29,16 +29,23 @@ func scriptCalls(t *testing.T, rdb redis.UniversalClient) int {
 	return n
 }
 
-// A long poll on a paused queue with jobs pending (now answered held_by
+// onOwnServer is a harness on a redis-server of the test's own, whose
+// command counts (scriptCalls) are the test's alone, and that server's
+// client.
+func onOwnServer(t *testing.T) (*harness, redis.UniversalClient) {
+	t.Helper()
+	rdb := redis.NewClient(&redis.Options{Addr: redistest.StartServer(t).Addr})
+	t.Cleanup(func() { rdb.Close() })
+	return newHarness(t, rdb), rdb
+}
+
+// A long poll on a paused queue with jobs pending (answered held_by
 // "paused", retry_after_ms 1000) sleeps until the resume: it does not claim
 // again every second. A complete that claims next on a paused queue
 // claims nothing and answers as before.
 func TestPausedQueueLongPollDoesNotSpin(t *testing.T) {
 	t.Parallel()
-	srv := redistest.StartServer(t)
-	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr})
-	t.Cleanup(func() { rdb.Close() })
-	h := newHarness(t, rdb)
+	h, rdb := onOwnServer(t)
 	q := redistest.Queue(t)
 	h.add(t, q, "a", "b")
 	held := h.claimOne(t, q, "a", 30_000)
@@ -68,10 +75,7 @@ func TestPausedQueueLongPollDoesNotSpin(t *testing.T) {
 // so that a long poll behind it does not spin on Redis.
 func TestALapsedLeaseHoldingASlotMakesNoPollSpin(t *testing.T) {
 	t.Parallel()
-	srv := redistest.StartServer(t)
-	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr})
-	t.Cleanup(func() { rdb.Close() })
-	h := newHarness(t, rdb)
+	h, rdb := onOwnServer(t)
 	q := redistest.Queue(t)
 	h.putSettings(t, q, `{"concurrency":1}`)
 	h.add(t, q, "a", "b")
