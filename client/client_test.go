@@ -237,3 +237,24 @@ func claimOne(tb testing.TB, c *client.Client, queue string) client.Job {
 	}
 	return jobs[0]
 }
+
+// SetProgress stores progress and leaves the lease where the claim put it.
+func TestSetProgressLeavesTheLease(t *testing.T) {
+	t.Parallel()
+	c, q, ctx := newClient(t), redistest.Queue(t), context.Background()
+	if _, _, err := c.Enqueue(ctx, q, client.EnqueueRequest{ID: "p", Payload: 1}); err != nil {
+		t.Fatal(err)
+	}
+	job := claimOne(t, c, q)
+	lease, err := c.SetProgress(ctx, q, job.ID, job.Token, map[string]int{"pct": 30})
+	if err != nil || !lease.ExpiresAt.Equal(job.LeaseExpiresAt) {
+		t.Fatalf("SetProgress: %+v, %v; want the claim's lease %v", lease, err, job.LeaseExpiresAt)
+	}
+	got, err := c.Job(ctx, q, job.ID)
+	if err != nil || string(got.Progress) != `{"pct":30}` {
+		t.Fatalf("the job: %+v, %v; want progress pct 30", got, err)
+	}
+	if _, err := c.SetProgress(ctx, q, job.ID, job.Token+1, 1); !errors.Is(err, client.ErrStale) {
+		t.Fatalf("SetProgress with another token: %v, want ErrStale", err)
+	}
+}

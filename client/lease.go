@@ -60,7 +60,7 @@ type ExtendRequest struct {
 
 type extendBody struct {
 	Token    int64           `json:"token"`
-	LeaseMs  int64           `json:"lease_ms"`
+	LeaseMs  int64           `json:"lease_ms,omitempty"` // 0: a checkpoint of progress alone
 	Progress json.RawMessage `json:"progress,omitempty"`
 }
 
@@ -87,6 +87,24 @@ func (c *Client) Extend(ctx context.Context, queue, id string, req ExtendRequest
 	}
 	var out Lease
 	body := extendBody{Token: req.Token, LeaseMs: millis(lease), Progress: progress}
+	_, err = c.do(ctx, http.MethodPost, jobPath(queue, id, "/lease"), body, &out)
+	return out, err
+}
+
+// SetProgress stores progress on job id of queue, held under token, and
+// leaves its lease as it is (only Extend renews it): a checkpoint of
+// progress alone. The answer's LeaseExpiresAt is the lease in force,
+// which may have passed. Errors as Extend's.
+func (c *Client) SetProgress(ctx context.Context, queue, id string, token int64, progress any) (Lease, error) {
+	raw, err := marshal(progress)
+	if err != nil {
+		return Lease{}, err
+	}
+	if raw == nil {
+		raw = json.RawMessage("null")
+	}
+	var out Lease
+	body := extendBody{Token: token, Progress: raw}
 	_, err = c.do(ctx, http.MethodPost, jobPath(queue, id, "/lease"), body, &out)
 	return out, err
 }
