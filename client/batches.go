@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -237,6 +238,32 @@ func (c *Client) Batch(ctx context.Context, queue, id string) (Batch, error) {
 	var b Batch
 	_, err := c.do(ctx, http.MethodGet, batchPath(queue, id, ""), nil, &b)
 	return b, err
+}
+
+// ListBatches returns one page of queue's batches, newest first, each as
+// Batch answers it: up to limit of them (1 to 100; 0: the service's
+// default, 20) after cursor ("" for the first page), and next, the cursor
+// of the page after; next is "" on the last page. No batch comes twice or
+// is skipped across the pages while others are made (a new one comes
+// before the first page). A bad cursor is ErrInvalid.
+func (c *Client) ListBatches(ctx context.Context, queue, cursor string, limit int) (page []Batch, next string, err error) {
+	query := url.Values{}
+	if limit != 0 {
+		query.Set("limit", strconv.Itoa(limit))
+	}
+	if cursor != "" {
+		query.Set("cursor", cursor)
+	}
+	path := queuePath(queue, "/batches")
+	if len(query) > 0 {
+		path += "?" + query.Encode()
+	}
+	var out struct {
+		Batches    []Batch `json:"batches"`
+		NextCursor string  `json:"next_cursor"` // null on the last page: ""
+	}
+	_, err = c.do(ctx, http.MethodGet, path, nil, &out)
+	return out.Batches, out.NextCursor, err
 }
 
 // BatchCallbackPayload is the payload of a batch's callback job: the batch

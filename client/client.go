@@ -30,7 +30,7 @@ type Option func(*Client)
 // WithAPIKey sends key as "Authorization: Bearer <key>" on every request.
 // A worker needs a key of the worker role (or admin); putting, pausing,
 // resuming, running and deleting schedules needs admin, reading them any
-// role.
+// role; the bulk actions (RetryJobs, CleanJobs, PromoteJobs) need admin.
 func WithAPIKey(key string) Option {
 	return func(c *Client) { c.apiKey = key }
 }

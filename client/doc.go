@@ -18,13 +18,15 @@
 //		Payload: map[string]string{"to": "ada@example.com"},
 //	})
 //
-// EnqueueRequest also sets a job's priority, delay, attempts, backoff and
-// group; a dedupe key (Dedupe: DedupeUntilDone, DedupeThrottle or
+// EnqueueRequest also sets a job's priority, delay (or the time it runs
+// at, RunAt), attempts, backoff and group; a dedupe key (Dedupe: DedupeUntilDone, DedupeThrottle or
 // DedupeDebounce), for which Enqueue answers the keyed job with created
 // false; a deadline to start by (ExpiresIn); a bound on each attempt
 // (Timeout); and the jobs it waits for (DependsOn): it is StateWaiting
 // until each of them has completed, and is cancelled, or runs anyway
-// (OnDependencyFailure), when one ends dead or cancelled.
+// (OnDependencyFailure), when one ends dead or cancelled. Until a job
+// starts, an admin key may change its payload, priority and run time
+// (UpdateJob).
 //
 // A worker runs a handler on each job until its context is done:
 //
@@ -49,6 +51,10 @@
 // WithLogger's logger), and on SIGTERM it stops claiming, finishes the jobs
 // in hand and returns nil. See Client.Work for the details.
 //
+// A handler writes lines to its job's log with Log(ctx, lines...)
+// (BullMQ's job.log); Client.Logs reads a job's log a page at a time, and
+// reading again from the last page's NextCursor gives the lines since.
+//
 // A schedule enqueues a job at each tick of its cadence, a cron line or a
 // fixed interval, with the id "<name>:<tick in ms since the epoch>" (it
 // takes an admin key):
@@ -63,8 +69,10 @@
 // (docs/push.md; the service must allow its host in EMQ_PUSH_ALLOW):
 //
 //	t, err := c.PutPush(ctx, "receipts", client.PushTarget{
-//		URL:    "https://hooks.example.com/receipts",
-//		Secret: os.Getenv("RECEIPTS_SECRET"), // "whsec_...": deliveries are signed
+//		URL:     "https://hooks.example.com/receipts",
+//		Secret:  os.Getenv("RECEIPTS_SECRET"), // "whsec_...": deliveries are signed
+//		// Sent with every delivery, never answered back (HeaderNames is):
+//		Headers: map[string]string{"Authorization": "Bearer " + os.Getenv("GATEWAY_TOKEN")},
 //	})
 //
 // A batch enqueues jobs in one atomic step and, once every one of them has
@@ -81,6 +89,14 @@
 //		},
 //		Callback: &client.BatchCallback{Queue: "reports", Payload: map[string]int{"user": 42}},
 //	})
+//
+// ListBatches pages a queue's batches, newest first.
+//
+// Bulk actions take many of a queue's jobs at once, up to a limit per call
+// (it takes an admin key): RetryJobs sends dead or cancelled jobs back to
+// pending, CleanJobs deletes finished jobs older than an age, PromoteJobs
+// makes delayed jobs pending now. Each answers a Bulk; call again while
+// its More is true.
 //
 // # Tracing
 //

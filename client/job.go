@@ -79,6 +79,9 @@ type Job struct {
 	StartedAt      time.Time `json:"started_at,omitzero"`
 	LeaseExpiresAt time.Time `json:"lease_expires_at,omitzero"`
 	FinishedAt     time.Time `json:"finished_at,omitzero"`
+	// LogLines is how many lines the job's log holds (Client.Logs reads
+	// them); 0 for none.
+	LogLines int `json:"log_lines,omitempty"`
 }
 
 // jobFields is a Job without its methods, for its JSON.

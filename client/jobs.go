@@ -17,15 +17,23 @@ type EnqueueRequest struct {
 	// is, a []byte as a base64 string (encoding/json's way; see the
 	// package doc, "Values"). nil sends JSON null.
 	Payload any
-	// Priority is 0 (the default, first) to 9 (last).
+	// Priority is 0 (first) to 9 (last); 0 leaves the queue's default
+	// (QueueSettings.JobDefaults), else 0.
 	Priority int
 	// Delay makes the job claimable only after it (delayed, not pending).
 	Delay time.Duration
+	// RunAt, when not zero, makes the job claimable only from then on, on
+	// the service's (Redis's) clock, to the millisecond: Sidekiq's
+	// perform_at. A time that has passed makes it pending at once. Not
+	// with Delay (ErrInvalid).
+	RunAt time.Time
 	// MaxAttempts is how many claims the job gets before a failure is
-	// final; 0 leaves the service's default (3).
+	// final; 0 leaves the queue's default (QueueSettings.JobDefaults), else
+	// the service's (3).
 	MaxAttempts int
 	// Backoff is the wait before each retry after a failure; nil leaves
-	// the service's default (exponential from 1 s, capped at 1 hour).
+	// the queue's default (QueueSettings.JobDefaults), else the service's
+	// (exponential from 1 s, capped at 1 hour).
 	Backoff *Backoff
 	// Group is the job's group for flow control (docs/flow-control.md):
 	// claims take turns over the groups, and the queue's group limits
@@ -124,6 +132,7 @@ type enqueueBody struct {
 	Payload             json.RawMessage   `json:"payload"`
 	Priority            int               `json:"priority,omitempty"`
 	DelayMs             int64             `json:"delay_ms,omitempty"`
+	RunAt               string            `json:"run_at,omitempty"`
 	MaxAttempts         int               `json:"max_attempts,omitempty"`
 	Backoff             *backoffBody      `json:"backoff,omitempty"`
 	Group               string            `json:"group,omitempty"`
@@ -152,7 +161,7 @@ func (r EnqueueRequest) body() (enqueueBody, error) {
 	if err != nil {
 		return enqueueBody{}, err
 	}
-	return enqueueBody{ID: r.ID, Payload: payload, Priority: r.Priority, DelayMs: millis(r.Delay),
+	return enqueueBody{ID: r.ID, Payload: payload, Priority: r.Priority, DelayMs: millis(r.Delay), RunAt: timeText(r.RunAt),
 		MaxAttempts: r.MaxAttempts, Backoff: r.Backoff.body(), Group: r.Group, Dedupe: r.Dedupe.body(),
 		ExpiresInMs: millisIfSet(r.ExpiresIn), TimeoutMs: millisIfSet(r.Timeout),
 		DependsOn: r.DependsOn, OnDependencyFailure: r.OnDependencyFailure}, nil

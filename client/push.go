@@ -28,6 +28,15 @@ type PushTarget struct {
 	// answered, Secret is "" and SecretSet says whether it has one.
 	Secret    string
 	SecretSet bool
+	// Headers are sent with every delivery, such as a gateway's token in
+	// front of the receiver: at most 20, names HTTP tokens the delivery
+	// does not set itself (not Host, Content-Type, User-Agent, webhook-*,
+	// hop-by-hop ones...), values printable ASCII, 8 KB together. Like
+	// Secret, the service never answers them back: in a target it
+	// answered, Headers is nil and HeaderNames names the ones set
+	// (canonical, sorted).
+	Headers     map[string]string
+	HeaderNames []string
 	// UpdatedAt is when the target was last put (answers only).
 	UpdatedAt time.Time
 	// RecentErrors are the last failed deliveries, newest first (answers
@@ -46,19 +55,21 @@ type PushError struct {
 
 // pushBody is a PushTarget as the API reads and answers it.
 type pushBody struct {
-	URL          string      `json:"url"`
-	TimeoutMs    *int64      `json:"timeout_ms,omitempty"`
-	Concurrency  int         `json:"concurrency,omitempty"`
-	LeaseMs      *int64      `json:"lease_ms,omitempty"`
-	Secret       string      `json:"secret,omitempty"`
-	SecretSet    bool        `json:"secret_set,omitempty"`
-	UpdatedAt    time.Time   `json:"updated_at,omitzero"`
-	RecentErrors []PushError `json:"recent_errors,omitempty"`
+	URL          string            `json:"url"`
+	TimeoutMs    *int64            `json:"timeout_ms,omitempty"`
+	Concurrency  int               `json:"concurrency,omitempty"`
+	LeaseMs      *int64            `json:"lease_ms,omitempty"`
+	Secret       string            `json:"secret,omitempty"`
+	SecretSet    bool              `json:"secret_set,omitempty"`
+	Headers      map[string]string `json:"headers,omitempty"`
+	HeaderNames  []string          `json:"header_names,omitempty"`
+	UpdatedAt    time.Time         `json:"updated_at,omitzero"`
+	RecentErrors []PushError       `json:"recent_errors,omitempty"`
 }
 
 func (b pushBody) target() PushTarget {
 	t := PushTarget{URL: b.URL, Concurrency: b.Concurrency, SecretSet: b.SecretSet, UpdatedAt: b.UpdatedAt,
-		RecentErrors: b.RecentErrors}
+		RecentErrors: b.RecentErrors, HeaderNames: b.HeaderNames}
 	if b.TimeoutMs != nil {
 		t.Timeout = time.Duration(*b.TimeoutMs) * time.Millisecond
 	}
@@ -75,7 +86,7 @@ func (b pushBody) target() PushTarget {
 // 409 (Error.Code "EMQSTATE").
 func (c *Client) PutPush(ctx context.Context, queue string, t PushTarget) (PushTarget, error) {
 	body := pushBody{URL: t.URL, TimeoutMs: millisIfSet(t.Timeout), Concurrency: t.Concurrency,
-		LeaseMs: millisIfSet(t.Lease), Secret: t.Secret}
+		LeaseMs: millisIfSet(t.Lease), Secret: t.Secret, Headers: t.Headers}
 	var out pushBody
 	_, err := c.do(ctx, http.MethodPut, queuePath(queue, "/push"), body, &out)
 	return out.target(), err

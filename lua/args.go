@@ -40,6 +40,8 @@ func (s *Script) call(q keyspace.Queue, id, state string, rows []string, args ..
 			keys = append(keys, q.Events())
 		case "job":
 			keys = append(keys, q.Job(id))
+		case "logs":
+			keys = append(keys, q.Logs(id))
 		case "reaper":
 			keys = append(keys, q.ReaperTurn())
 		case "schedules":
@@ -81,11 +83,19 @@ type NewJob struct {
 	ExpiresInMS          int64
 	TimeoutMS            int64
 	Traceparent          string // "": none
+	// RunAtMS, when not 0, is when the job runs, ms since the epoch on the
+	// server's clock: the script makes it DelayMS from its now (pending
+	// when it has passed). DelayMS is then 0.
+	RunAtMS int64
 	// DependsOn are the ids of the jobs it waits for (lua/batches.lua);
 	// RunOnFailure makes it run when one of them dies or is cancelled
 	// rather than be cancelled.
 	DependsOn    []string
 	RunOnFailure bool
+	// PriorityNamed says the enqueue named Priority, even 0: the queue's
+	// default priority (lua/newjobs.lua's job_defaults) replaces only a
+	// priority 0 not named.
+	PriorityNamed bool
 }
 
 // BatchJoin names the batch an enqueue's new jobs join (lua/batches.lua):
@@ -124,7 +134,7 @@ func (a EnqueueArgs) later() bool {
 		return true
 	}
 	for _, j := range a.Jobs {
-		if j.DelayMS > 0 || j.hasOptions() {
+		if j.DelayMS > 0 || j.RunAtMS != 0 || j.hasOptions() {
 			return true
 		}
 	}
@@ -157,7 +167,7 @@ func (a EnqueueArgs) Call(q keyspace.Queue) Call {
 	args = append(args, len(a.Jobs))
 	// Groups, options and traceparents only for the jobs that have them,
 	// so that a plain job pays nothing per job for them.
-	var groups, options, traces, deps []any
+	var groups, options, traces, deps, runs, zeros []any
 	for i, j := range a.Jobs {
 		ids[i] = j.ID
 		args = append(args, j.ID, j.Payload, j.Priority, j.DelayMS, j.MaxAttempts, j.Backoff)
@@ -170,6 +180,12 @@ func (a EnqueueArgs) Call(q keyspace.Queue) Call {
 		}
 		if j.Traceparent != "" {
 			traces = append(traces, i, j.Traceparent)
+		}
+		if j.RunAtMS != 0 {
+			runs = append(runs, i, j.RunAtMS)
+		}
+		if j.PriorityNamed && j.Priority == 0 {
+			zeros = append(zeros, i)
 		}
 		if len(j.DependsOn) > 0 {
 			deps = append(deps, i, job.OnDependencyFailure(j.RunOnFailure), len(j.DependsOn))
@@ -184,6 +200,12 @@ func (a EnqueueArgs) Call(q keyspace.Queue) Call {
 	// nothing for them.
 	if len(traces) > 0 {
 		args = append(append(args, "t", len(traces)/2), traces...)
+	}
+	if len(runs) > 0 {
+		args = append(append(args, "r", len(runs)/2), runs...)
+	}
+	if len(zeros) > 0 { // priority 0 named: the queue's default does not replace it
+		args = append(append(args, "n", len(zeros)), zeros...)
 	}
 	if len(deps) > 0 {
 		n := 0
@@ -377,11 +399,25 @@ func (a PromoteDueArgs) Call(q keyspace.Queue) Call {
 // SettleArgs are settle.lua's arguments.
 type SettleArgs struct {
 	MaxAgeMS int64 // events older are trimmed; an empty queue is forgotten this long after its last
+	// Keep is how many completed jobs a queue keeps when its settings name
+	// no completed retention (EMQ_KEEP_COMPLETED; 0 all).
+	Keep int
 }
 
 // Call is the call of settle.lua on q.
 func (a SettleArgs) Call(q keyspace.Queue) Call {
-	return Settle.call(q, "", "", nil, a.MaxAgeMS)
+	return Settle.call(q, "", "", nil, a.MaxAgeMS, a.Keep)
+}
+
+// TrimArgs are trim.lua's arguments.
+type TrimArgs struct {
+	Keep  int // as SettleArgs' Keep
+	Limit int // jobs per call
+}
+
+// Call is the call of trim.lua on q.
+func (a TrimArgs) Call(q keyspace.Queue) Call {
+	return Trim.call(q, "", "", nil, a.Keep, a.Limit)
 }
 
 // RemoveArgs are remove.lua's arguments.
@@ -451,6 +487,78 @@ func (a PromoteArgs) Call(q keyspace.Queue) Call {
 	return Promote.call(q, a.ID, "", nil, a.ID, a.By.Name, a.By.Role)
 }
 
+// RetryAllArgs are retry_all.lua's arguments: retry up to Limit jobs of
+// State ("dead" or "cancelled"), oldest finished first.
+type RetryAllArgs struct {
+	State string
+	Limit int
+	By    Actor
+}
+
+// Call is the call of retry_all.lua on q.
+func (a RetryAllArgs) Call(q keyspace.Queue) Call {
+	return RetryAll.call(q, "", a.State, nil, a.State, a.Limit, a.By.Name, a.By.Role)
+}
+
+// PromoteAllArgs are promote_all.lua's arguments: promote up to Limit
+// delayed jobs, earliest run-at first.
+type PromoteAllArgs struct {
+	Limit int
+	By    Actor
+}
+
+// Call is the call of promote_all.lua on q.
+func (a PromoteAllArgs) Call(q keyspace.Queue) Call {
+	return PromoteAll.call(q, "", "", nil, a.Limit, a.By.Name, a.By.Role)
+}
+
+// CleanArgs are clean.lua's arguments: delete up to Limit jobs of State
+// ("completed", "dead" or "cancelled") that finished more than
+// OlderThanMS ago (0: all of them), oldest first.
+type CleanArgs struct {
+	State       string
+	OlderThanMS int64
+	Limit       int
+	By          Actor
+}
+
+// Call is the call of clean.lua on q.
+func (a CleanArgs) Call(q keyspace.Queue) Call {
+	return Clean.call(q, "", a.State, nil, a.State, a.OlderThanMS, a.Limit, a.By.Name, a.By.Role)
+}
+
+// UpdateArgs are update.lua's arguments: what an operator changes of a
+// job that has not started. A nil field keeps what the job has.
+type UpdateArgs struct {
+	ID       string
+	Payload  *string // JSON text
+	Priority *int
+	// DelayMS (from the server's now) or RunAtMS (ms since the epoch) is
+	// when the job runs; at most one of them is set.
+	DelayMS, RunAtMS *int64
+	By               Actor
+}
+
+// Call is the call of update.lua on q.
+func (a UpdateArgs) Call(q keyspace.Queue) Call {
+	replace, payload := "0", ""
+	if a.Payload != nil {
+		replace, payload = "1", *a.Payload
+	}
+	priority := ""
+	if a.Priority != nil {
+		priority = strconv.Itoa(*a.Priority)
+	}
+	var when, at any = "", ""
+	switch {
+	case a.DelayMS != nil:
+		when, at = "delay", *a.DelayMS
+	case a.RunAtMS != nil:
+		when, at = "at", *a.RunAtMS
+	}
+	return Update.call(q, a.ID, "", nil, a.ID, replace, payload, priority, when, at, a.By.Name, a.By.Role)
+}
+
 // ListArgs are list.lua's arguments.
 type ListArgs struct {
 	State      string
@@ -473,11 +581,15 @@ func (a ListArgs) Call(q keyspace.Queue) Call {
 type SettingsArgs struct {
 	Encoded, JSON string
 	By            Actor
+	// Defaults and Retention are the job defaults and the retention in
+	// the forms the scripts keep ("" none): internal/flow's
+	// JobDefaults.Encode and Retention.Encode.
+	Defaults, Retention string
 }
 
 // Call is the call of settings.lua on q.
 func (a SettingsArgs) Call(q keyspace.Queue) Call {
-	return Settings.call(q, "", "", nil, a.Encoded, a.JSON, a.By.Name, a.By.Role)
+	return Settings.call(q, "", "", nil, a.Encoded, a.JSON, a.By.Name, a.By.Role, a.Defaults, a.Retention)
 }
 
 // GroupPauseArgs are group_pause.lua's arguments.
@@ -557,15 +669,16 @@ type PushPutArgs struct {
 	TimeoutMS, LeaseMS int64
 	Concurrency        int
 	Secret             string
+	Headers            string // a JSON object; "" for none
 	By                 Actor
 }
 
 // Call is the call of push_put.lua on q.
 func (a PushPutArgs) Call(q keyspace.Queue) Call {
 	if a.URL == "" {
-		return PushPut.call(q, "", "", nil, "", "", "", "", "", a.By.Name, a.By.Role)
+		return PushPut.call(q, "", "", nil, "", "", "", "", "", a.By.Name, a.By.Role, "")
 	}
-	return PushPut.call(q, "", "", nil, a.URL, a.TimeoutMS, a.Concurrency, a.LeaseMS, a.Secret, a.By.Name, a.By.Role)
+	return PushPut.call(q, "", "", nil, a.URL, a.TimeoutMS, a.Concurrency, a.LeaseMS, a.Secret, a.By.Name, a.By.Role, a.Headers)
 }
 
 // ScheduleListArgs are schedule_list.lua's arguments: one schedule by
@@ -672,4 +785,52 @@ type BatchAckArgs struct{ ID, CallbackJobID string }
 // Call is the call of batch_ack.lua on q.
 func (a BatchAckArgs) Call(q keyspace.Queue) Call {
 	return BatchAck.call(q, "", "", nil, a.ID, a.CallbackJobID)
+}
+
+// BatchListArgs are batch_list.lua's arguments: the page after the cursor
+// (Score, ID: the last batch given; Score "" for the first page).
+type BatchListArgs struct {
+	Score, ID string
+	Limit     int
+}
+
+// Call is the call of batch_list.lua on q.
+func (a BatchListArgs) Call(q keyspace.Queue) Call {
+	return BatchList.call(q, "", "", nil, a.Score, a.ID, a.Limit)
+}
+
+// LogAppendArgs are log_append.lua's arguments: the lines to append to
+// job ID's log under Token, of which the job keeps the last Keep.
+type LogAppendArgs struct {
+	ID    string
+	Token int64
+	Keep  int
+	Lines []string
+}
+
+// Call is the call of log_append.lua on q.
+func (a LogAppendArgs) Call(q keyspace.Queue) Call {
+	args := make([]any, 0, 3+len(a.Lines))
+	args = append(args, a.ID, a.Token, a.Keep)
+	for _, line := range a.Lines {
+		args = append(args, line)
+	}
+	return LogAppend.call(q, a.ID, "", nil, args...)
+}
+
+// LogReadArgs are log_read.lua's arguments: up to Limit lines of job
+// ID's log from line number From (nil: the oldest kept).
+type LogReadArgs struct {
+	ID    string
+	From  *int64
+	Limit int
+}
+
+// Call is the call of log_read.lua on q.
+func (a LogReadArgs) Call(q keyspace.Queue) Call {
+	from := ""
+	if a.From != nil {
+		from = strconv.FormatInt(*a.From, 10)
+	}
+	return LogRead.call(q, a.ID, "", nil, a.ID, from, a.Limit)
 }

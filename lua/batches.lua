@@ -18,6 +18,9 @@
 --                          the hash of batch "<b>:jobs" would be)
 --   batches          ZSET  the queue's batches: score +inf until done, then
 --                          when their keys expire
+--   batches_created  ZSET  the same batches, score created_at: the listing's
+--                          order (batch_list.lua); an entry goes when the
+--                          batch's goes from batches (batches.forget)
 --   batches_due      ZSET  done batches whose callback is owed; score when
 --                          a dispatcher may take it (batch_take.lua)
 --
@@ -308,9 +311,28 @@ function batches.open(batch, now)
   put_field(fields, 'callback_queue', batch.callback_queue ~= '' and batch.callback_queue)
   put_field(fields, 'callback_payload', batch.callback_payload ~= '' and batch.callback_payload)
   redis.call('HSET', key, unpack(fields))
-  redis.call('ZREMRANGEBYSCORE', BASE .. 'batches', '-inf', int(now)) -- the done ones whose keys expired
+  batches.forget(now) -- the done ones whose keys expired
   redis.call('ZADD', BASE .. 'batches', '+inf', batch.id)
+  redis.call('ZADD', BASE .. 'batches_created', int(now), batch.id)
   return nil
+end
+
+-- forget takes the batches whose keys have expired (their score in
+-- batches has passed now) out of batches and batches_created. It returns
+-- false, having written nothing, when batches is on the other node of a
+-- migration (here.lua's call_here); a write it leaves undone there is
+-- done by the next call.
+function batches.forget(now)
+  local ids = call_here('ZRANGEBYSCORE', BASE .. 'batches', '-inf', int(now))
+  if ids == false then
+    return false
+  end
+  for first = 1, #ids, CHUNK do
+    local last = math.min(first + CHUNK - 1, #ids)
+    call_here('ZREM', BASE .. 'batches', unpack(ids, first, last))
+    call_here('ZREM', BASE .. 'batches_created', unpack(ids, first, last))
+  end
+  return true
 end
 
 -- counted adds the new jobs of an enqueue (rows, their replies by
@@ -387,6 +409,6 @@ function batches.deleted(limit)
   if #ids == limit then
     return false
   end
-  redis.call('DEL', key, BASE .. 'batches_due', BASE .. 'waiting')
+  redis.call('DEL', key, BASE .. 'batches_created', BASE .. 'batches_due', BASE .. 'waiting')
   return true
 end

@@ -17,6 +17,9 @@
 --                       (the next claim clears it); the holder sees it at
 --                       its next extend or cancellation check
 -- cancelled          -> unchanged
+-- A job cancelled at once may trim the oldest cancelled jobs, and puts the
+-- queue in the due index for when they age out (lifecycle.lua's
+-- retention).
 -- Returns {outcome, job}: outcome is "cancelled" or "requested".
 -- Errors: EMQGONE no such job; EMQSTATE the job is completed or dead;
 -- EMQSTALE a token was named and the job is not active under it.
@@ -60,4 +63,6 @@ if group then
   flow_finished(id, row)
 end
 emit('cancelled', id, 'cancelled', 'reason', reason)
-return { 'cancelled', job_reply(id) }
+local reply = job_reply(id) -- before the trim, which may take the job itself (a tie of its time)
+retention.finished('cancelled', CANCELLED, 1, NOW, 0, true)
+return { 'cancelled', reply }

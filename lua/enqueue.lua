@@ -10,8 +10,10 @@
 -- the service calls it for jobs that make work for the reaper, due.lua)
 -- ARGV[3] n, the number of jobs; then 6 ARGV per job:
 --         id, payload (JSON text), priority (0-9), delay_ms (0 = now),
---         max_attempts ("" for DEFAULT_MAX_ATTEMPTS), backoff
---         ("type:delay_ms:max_delay_ms" or "");
+--         max_attempts ("" for none named: the queue's default, else
+--         DEFAULT_MAX_ATTEMPTS), backoff ("type:delay_ms:max_delay_ms" or
+--         "" for none named); what a job does not name it takes from the
+--         queue's job defaults (newjobs.lua's job_defaults);
 --         then g, the number of jobs with a group, and 2 ARGV for each:
 --         the job's place in the list (0 for the first), its group
 --         (so that a batch without groups pays nothing per job for them);
@@ -30,7 +32,14 @@
 --         "b", the batch the new jobs join, 6 ARGV: its id, "new" (make it)
 --           or "add" (an open one), "1" when a new one stays open for more,
 --           its callback's queue ("" the batch's), payload (JSON text, ""
---           none) and when ("complete" or "success")
+--           none) and when ("complete" or "success");
+--         "r", the number of jobs with a run time, and 2 ARGV for each:
+--           its place, its run_at in ms since the epoch; its delay_ms is
+--           then the time from the server's now to it (0 when it has
+--           passed), so that the job runs at it on the server's clock;
+--         "n", the number of jobs whose enqueue named priority 0, and the
+--           place of each: the queue's default priority does not replace
+--           it (newjobs.lua's job_defaults), as it does an absent one
 --
 -- Returns {fresh, replies, batch}: fresh is 1 when the queue had enqueued nothing
 -- before (a new queue, or one obliterated), so that the service adds it to
@@ -77,9 +86,9 @@ if ARGV[o_at] ~= '0' then
     }
   end
 end
--- The tagged sections (traceparents, dependencies, the batch), by place:
--- nil when the call has none.
-local traces, deps, batch
+-- The tagged sections (traceparents, dependencies, the batch, the named
+-- built-in values), by place: nil when the call has none.
+local traces, deps, batch, named
 local at = o_at + 1 + (options and 6 * tonumber(ARGV[o_at]) or 0)
 while ARGV[at] do
   local tag = ARGV[at]
@@ -101,6 +110,20 @@ while ARGV[at] do
     batch = { id = ARGV[at + 1], mode = ARGV[at + 2], open = ARGV[at + 3],
       callback_queue = ARGV[at + 4], callback_payload = ARGV[at + 5], callback_when = ARGV[at + 6] }
     at = at + 7
+  elseif tag == 'r' then
+    local now = NOW or now_ms()
+    at = at + 2
+    for _ = 1, count do
+      -- The job's delay_ms, its fourth ARGV, becomes the time to its run_at.
+      ARGV[4 + tonumber(ARGV[at]) * 6 + 3] = int(math.max(tonumber(ARGV[at + 1]) - now, 0))
+      at = at + 2
+    end
+  elseif tag == 'n' then
+    named, at = {}, at + 2
+    for _ = 1, count do
+      named[tonumber(ARGV[at])] = true
+      at = at + 1
+    end
   else
     return redis.error_reply('ERR enqueue.lua: unknown section ' .. tag)
   end
@@ -111,4 +134,5 @@ end
 if batch and batch.mode == 'new' and redis.call('EXISTS', batches.key(batch.id)) == 1 then
   return { 0, {}, batches.reply(batch.id), 1 }
 end
-return enqueue_jobs(ARGV, 4, n, groups, options, traces, (deps or batch) and { deps = deps, batch = batch })
+return enqueue_jobs(ARGV, 4, n, groups, options, traces,
+  (deps or batch or named) and { deps = deps, batch = batch, named = named })

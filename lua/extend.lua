@@ -19,6 +19,10 @@
 -- a timeout (admission.lua) is never extended past started_at +
 -- timeout_ms; once that has come, the run is over and the holder is told
 -- so (EMQSTALE) until the sweep fails the attempt.
+-- A checkpoint with progress emits "progress", which carries the
+-- progress (field progress) when its JSON text is at most 1024 bytes,
+-- else progress_truncated = "1": the job holds it. A checkpoint without
+-- progress emits nothing.
 -- Returns {lease_expires_at (ms), cancel_requested (0/1), cancel_reason}:
 -- the new lease, or with lease_ms "0" the one the job has (which may have
 -- passed: only a checkpoint with a lease renews it).
@@ -56,7 +60,13 @@ elseif redis.call('ZADD', ACTIVE, 'GT', 'CH', int(deadline), id) == 0 then
 end
 if ARGV[6] == '1' then
   redis.call('HSET', JOB, 'progress', ARGV[7])
-  emit('progress', id, 'active')
+  -- The event carries the progress when it is small (1 KB); else only
+  -- that it changed (a reader of the stream reads the job).
+  if #ARGV[7] <= 1024 then
+    emit('progress', id, 'active', 'progress', ARGV[7])
+  else
+    emit('progress', id, 'active', 'progress_truncated', '1')
+  end
 end
 if f[3] then
   return { deadline, 1, redis.call('HGET', JOB, 'cancel_reason') or '' }

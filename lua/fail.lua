@@ -22,7 +22,9 @@
 --   otherwise, retry after the delay      -> delayed, or pending when 0
 -- The delay is retry_in_ms when given, else the backoff: exponential
 -- (delay_ms * 2^(attempts-1)) or fixed (delay_ms), capped at max_delay_ms;
--- the default is exponential from 1000 ms capped at one hour.
+-- the default is exponential from 1000 ms capped at one hour. A job that
+-- ends dead or cancelled may trim the oldest of its set (lifecycle.lua's
+-- retention).
 -- Repeating the call with the same token after it succeeded answers the
 -- job as it is now, changing nothing (also after another claim took it).
 -- Returns the job reply.
@@ -50,10 +52,12 @@ local fields = { 'last_error', text, 'outcomes', outcomes_after(row.outcomes, 'f
 if row.cancel_requested then
   end_reported(id, row, fields, 'cancelled', now)
   emit('cancelled', id, 'cancelled', 'error', text)
+  retention.finished('cancelled', CANCELLED, 1, now, 0)
 elseif ARGV[7] == '1' or attempts >= max_attempts then
   end_reported(id, row, fields, 'dead', now)
   redis.call('HINCRBY', META, 'failed', 1)
   emit('dead', id, 'dead', 'error', text)
+  retention.finished('dead', DEAD, 1, now, 0)
 else
   -- When the attempt ended, for its run's length (the row's finished_at
   -- says it for the other two).

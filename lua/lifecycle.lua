@@ -652,47 +652,107 @@ local function complete_one(done, id, row, token, has_result, result, now)
   return reply_of(id, row)
 end
 
--- TRIM_STEP bounds the completed jobs one complete deletes for retention,
--- so that no call does unbounded work.
-local TRIM_STEP = 10
+-- retention is the trimming of a queue's finished jobs
+-- (docs/design.md#retention): the completed, dead and cancelled sets, each
+-- by a count (the newest kept) and an age (ms since the job finished, the
+-- set's score), as the queue's settings say. Meta's retention holds them,
+-- "c,d,x": for each state "count:age_ms" (0: no such limit), or "" when
+-- the settings name none for it (settings.lua); then completed keeps the
+-- service's EMQ_KEEP_COMPLETED (keep, an ARGV of the scripts that complete),
+-- dead and cancelled keep all. The oldest go first, at most STEP for each
+-- job finished since the last look, and the reaper trims the rest
+-- (trim.lua), so no call does unbounded work.
+-- EVERY is how many finishes go by between two looks at a set: a queue
+-- keeps at most count + EVERY. They are counted in since, by set, in the
+-- library's memory (which lives on between calls: no write per finish);
+-- under EVAL, which keeps nothing, every call looks. A restart of Redis
+-- forgets the counts: the next look comes at most EVERY finishes later.
+local retention = { STEP = 10, EVERY = 8, PLACE = { completed = 1, dead = 2, cancelled = 3 }, since = {} }
 
--- TRIM_EVERY is how many completions go by between two looks at the
--- completed set's size: a queue keeps at most keep + TRIM_EVERY. They are
--- counted in COMPLETIONS, by completed set, in the library's memory
--- (which lives on between calls: no write per complete); under EVAL,
--- which keeps nothing, every call looks. A restart of Redis forgets the
--- counts: the next look comes at most TRIM_EVERY completions later.
-local TRIM_EVERY = 8
-local COMPLETIONS = {}
+-- retention.rule is the {count, age_ms} that keeps state's jobs under
+-- text, meta's retention (nil: none), and keep, the service's
+-- EMQ_KEEP_COMPLETED; nil when every one is kept.
+function retention.rule(text, state, keep)
+  local part = text and select(retention.PLACE[state], string.match(text, '^([^,]*),([^,]*),([^,]*)$'))
+  if part and part ~= '' then
+    local count, age = string.match(part, '^(%d+):(%d+)$')
+    count, age = tonumber(count), tonumber(age)
+    return (count > 0 or age > 0) and { count, age } or nil
+  end
+  if state == 'completed' and keep > 0 then
+    return { keep, 0 }
+  end
+end
 
--- trim_completed deletes the oldest completed jobs (rows too) beyond keep,
--- at most TRIM_STEP for each of the n jobs just completed (and at most
--- 1000); keep 0 keeps every one. It runs after the script's writes, so it
--- never stops the script: rows that are not all here (a migration) are
--- left for a later call.
-local function trim_completed(keep, n)
-  if keep <= 0 then
-    return
+-- retention.excess is how many of the oldest jobs of set rule lets go
+-- now: those beyond its count, and those that finished its age ago.
+function retention.excess(set, rule, now)
+  local n = 0
+  if rule[1] > 0 then
+    n = redis.call('ZCARD', set) - rule[1]
   end
-  local excess = redis.call('ZCARD', COMPLETED) - keep
-  if excess <= 0 then
-    return
+  if rule[2] > 0 then
+    n = math.max(n, redis.call('ZCOUNT', set, '-inf', int(now - rule[2])))
   end
-  local ids = redis.call('ZRANGE', COMPLETED, 0, math.min(excess, TRIM_STEP * n, 1000) - 1)
+  return n
+end
+
+-- retention.trim deletes the oldest jobs of set (rows and logs) that rule
+-- lets go now, at most limit, and returns how many it deleted. It may run
+-- after the script's writes, as it never stops the script: rows that are
+-- not all here (a migration) are left for a later call.
+function retention.trim(set, rule, now, limit)
+  local n = math.min(retention.excess(set, rule, now), limit)
+  if n <= 0 then
+    return 0
+  end
+  local ids = redis.call('ZRANGE', set, 0, n - 1)
+  -- Each row with its log (log_append.lua), in the one DEL. While the slot
+  -- migrates Redis refuses the DEL whole unless every key is here, and a
+  -- job without a log has none: outside a migration only a lost row, not
+  -- a missing log, can make the count fall short of the rows.
   local keys = {}
   for i, id in ipairs(ids) do
-    keys[i] = job_key(id)
+    keys[i], keys[#ids + i] = job_key(id), BASE .. 'logs:' .. id
   end
   local deleted = redis.pcall('DEL', unpack(keys))
-  if type(deleted) == 'table' or (deleted < #keys and slot_migrating()) then
-    return -- some rows are on the other node: they stay listed, and are trimmed later
+  if type(deleted) == 'table' or (deleted < #ids and slot_migrating()) then
+    return 0 -- some rows are on the other node: they stay listed, and are trimmed later
   end
-  redis.call('ZREM', COMPLETED, unpack(ids))
+  redis.call('ZREM', set, unpack(ids))
+  return #ids
+end
+
+-- retention.finished is told that n jobs just went into state's set (set,
+-- declared, with meta and due): every EVERY of them (always, when look)
+-- it reads the queue's rule and trims the set, up to STEP for each finish
+-- since the last look (and 1000). Under an age rule, the due index then
+-- holds the queue by when its oldest job left ages out, so that the
+-- reaper trims an idle queue too (settle.lua).
+function retention.finished(state, set, n, now, keep, look)
+  local since = (retention.since[set] or 0) + n
+  if since < retention.EVERY and LIBRARY and not look then
+    retention.since[set] = since
+    return
+  end
+  retention.since[set] = nil
+  local rule = retention.rule(redis.call('HGET', META, 'retention'), state, keep)
+  if not rule then
+    return
+  end
+  retention.trim(set, rule, now, math.min(retention.STEP * since, 1000))
+  if rule[2] > 0 then
+    local oldest = redis.call('ZRANGE', set, 0, 0, 'WITHSCORES')[2]
+    if oldest then
+      due.at(tonumber(oldest) + rule[2])
+    end
+  end
 end
 
 -- finish_completed moves the jobs complete_one finished (done) from the
 -- active set to the completed set, counts them, and trims completed jobs
--- beyond keep: a few calls for the whole batch.
+-- as the queue's retention says (keep: EMQ_KEEP_COMPLETED): a few calls
+-- for the whole batch.
 local function finish_completed(done, now, keep)
   if #done == 0 then
     return
@@ -703,16 +763,7 @@ local function finish_completed(done, now, keep)
   end
   each_chunk(done, 1, 'ZREM', ACTIVE)
   each_chunk(scored, 2, 'ZADD', COMPLETED)
-  if keep <= 0 then
-    return
-  end
-  local since = (COMPLETIONS[COMPLETED] or 0) + #done
-  if since >= TRIM_EVERY or not LIBRARY then
-    COMPLETIONS[COMPLETED] = nil
-    trim_completed(keep, since) -- the bound: 10 for each completion since the last look
-  else
-    COMPLETIONS[COMPLETED] = since
-  end
+  retention.finished('completed', COMPLETED, #done, now, keep)
 end
 
 -- plan_delete reads which jobs delete_jobs will delete: up to limit, taking
@@ -734,15 +785,22 @@ local function plan_delete(sets, limit)
   return plan
 end
 
--- delete_jobs deletes the jobs plan_delete read, rows and all (and the
--- sets of their dependants, batches.lua, when with_deps), and returns how
--- many.
+-- delete_jobs deletes the jobs plan_delete read, rows and all (their logs
+-- too, log_append.lua; and the sets of their dependants, batches.lua, when
+-- with_deps), and returns how many. The logs are keys no script declares,
+-- which most jobs lack: it stops the script (flow_here) when the node
+-- moves a slot, so call it before the script's first write or after a
+-- flow_here.
 local function delete_jobs(plan, with_deps)
   local deleted = 0
+  if #plan > 0 then
+    flow_here()
+  end
   for _, step in ipairs(plan) do
     local keys = {}
     for _, id in ipairs(step[2]) do
       keys[#keys + 1] = job_key(id)
+      keys[#keys + 1] = BASE .. 'logs:' .. id
       if with_deps then
         keys[#keys + 1] = BASE .. 'deps:' .. id
       end

@@ -63,8 +63,13 @@ var (
 	Settle         = mustScript("settle")
 	Retry          = mustScript("retry")
 	Promote        = mustScript("promote")
+	RetryAll       = mustScript("retry_all")
+	PromoteAll     = mustScript("promote_all")
+	Clean          = mustScript("clean")
+	Update         = mustScript("update")
 	List           = mustScript("list")
 	Settings       = mustScript("settings")
+	Trim           = mustScript("trim")
 	GroupPause     = mustScript("group_pause")
 	Groups         = mustScript("groups")
 	SchedulePut    = mustScript("schedule_put")
@@ -78,15 +83,22 @@ var (
 	BatchCommit    = mustScript("batch_commit")
 	BatchTake      = mustScript("batch_take")
 	BatchAck       = mustScript("batch_ack")
+	BatchList      = mustScript("batch_list")
+	LogAppend      = mustScript("log_append")
+	LogRead        = mustScript("log_read")
 )
 
 // All lists every script.
 var All = []*Script{
 	Enqueue, EnqueueLater, Claim, Extend, Cancellation, Complete, CompleteBatch,
 	Fail, Snooze, Cancel, Sweep, PromoteDue, Expire, Settle, Remove, Pause, Drain, Obliterate, Retry, Promote, List,
-	Settings, GroupPause, Groups,
+	RetryAll, PromoteAll, Clean,
+	Settings, GroupPause, Groups, Trim,
 	SchedulePut, SchedulePause, ScheduleDelete, ScheduleDue, ScheduleFire, ScheduleList,
 	PushPut, Stats, BatchCommit, BatchTake, BatchAck,
+	BatchList,
+	LogAppend, LogRead,
+	Update,
 }
 
 // library is every script as one Redis Functions library.
@@ -111,10 +123,15 @@ func (s *Script) Roles() []string { return s.roles }
 // a script that may, "false" for one that never does, or the index of the
 // ARGV that says how many the call claims when its header names it
 // ("-- Claims when ARGV[n] > 0"): a complete that claims no next job then
-// reads the layout alone.
+// reads the layout alone. A script that enqueues (calls newjobs.lua's
+// enqueue_jobs) is "'defaults'": bind reads the queue's state and its job
+// defaults in the same call.
 func (s *Script) claims() string {
 	if m := claimsWhen.FindStringSubmatch(s.body); m != nil {
 		return m[1]
+	}
+	if strings.Contains(s.body, "enqueue_jobs(") {
+		return "'defaults'"
 	}
 	return strconv.FormatBool(strings.Contains(s.body, "plan_claim("))
 }

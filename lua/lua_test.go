@@ -27,6 +27,8 @@ func TestBuildersMatchHeaders(t *testing.T) {
 		{EnqueueArgs{Jobs: []NewJob{{ID: "a", Group: "g"}, {ID: "b"}}}.Call(q), 3 + 6*2 + 2 + 2},
 		{EnqueueArgs{Jobs: []NewJob{{ID: "a", TimeoutMS: 100}, {ID: "b"}}}.Call(q), 3 + 6*2 + 2 + 6},
 		{EnqueueArgs{Jobs: []NewJob{{ID: "a"}, {ID: "b", Traceparent: "00-x"}}}.Call(q), 3 + 6*2 + 2 + 2 + 2},
+		{EnqueueArgs{Jobs: []NewJob{{ID: "a", RunAtMS: 5}, {ID: "b"}}}.Call(q), 3 + 6*2 + 2 + 2 + 2},
+		{EnqueueArgs{Jobs: []NewJob{{ID: "a", PriorityNamed: true}, {ID: "b", Priority: 2, PriorityNamed: true}}}.Call(q), 3 + 6*2 + 2 + 2 + 1},
 		{EnqueueArgs{Jobs: []NewJob{{ID: "a"}, {ID: "b", DependsOn: []string{"a", "c"}}}}.Call(q), 3 + 6*2 + 2 + 2 + 3 + 2},
 		{EnqueueArgs{Jobs: two, Batch: &BatchJoin{ID: "x", New: true}}.Call(q), 3 + 6*2 + 2 + 7},
 		{ClaimArgs{}.Call(q), Claim.argc - 1},
@@ -47,6 +49,10 @@ func TestBuildersMatchHeaders(t *testing.T) {
 		{ObliterateArgs{}.Call(q), Obliterate.argc},
 		{RetryArgs{ID: "a"}.Call(q), Retry.argc},
 		{PromoteArgs{ID: "a"}.Call(q), Promote.argc},
+		{RetryAllArgs{State: "dead"}.Call(q), RetryAll.argc},
+		{PromoteAllArgs{}.Call(q), PromoteAll.argc},
+		{CleanArgs{State: "dead"}.Call(q), Clean.argc},
+		{UpdateArgs{ID: "a"}.Call(q), Update.argc},
 		{ListArgs{State: "dead"}.Call(q), List.argc},
 		{SettingsArgs{}.Call(q), Settings.argc},
 		{GroupPauseArgs{}.Call(q), GroupPause.argc},
@@ -60,9 +66,13 @@ func TestBuildersMatchHeaders(t *testing.T) {
 		{PushPutArgs{URL: "http://a"}.Call(q), PushPut.argc},
 		{StatsArgs{Minutes: 60}.Call(q), Stats.argc},
 		{SettleArgs{MaxAgeMS: 1}.Call(q), Settle.argc},
+		{TrimArgs{Limit: 1}.Call(q), Trim.argc},
 		{BatchCommitArgs{ID: "x"}.Call(q), BatchCommit.argc},
 		{BatchTakeArgs{ForMS: 1, Limit: 1}.Call(q), BatchTake.argc},
 		{BatchAckArgs{ID: "x"}.Call(q), BatchAck.argc},
+		{BatchListArgs{Limit: 1}.Call(q), BatchList.argc},
+		{LogAppendArgs{ID: "a", Lines: []string{"one", "two"}}.Call(q), LogAppend.argc + 2},
+		{LogReadArgs{ID: "a"}.Call(q), LogRead.argc},
 		{ScheduleFireArgs{Fires: []Fire{{IDs: []string{"a"}}, {}, {IDs: []string{"b"}}}}.Call(q), 3 + 14*3},
 	}
 	seen := map[*Script]bool{}
@@ -79,6 +89,8 @@ func TestBuildersMatchHeaders(t *testing.T) {
 				want = append(want, q.Job("a"), q.Job("b"))
 			case "job":
 				want = append(want, q.Job("a"))
+			case "logs":
+				want = append(want, q.Logs("a"))
 			case "set":
 				want = append(want, q.Set("dead"))
 			case "reaper":

@@ -121,13 +121,57 @@ local function admit(id, row, opt, now)
   put_field(row, 'timeout_ms', opt.timeout)
 end
 
+-- job_defaults gives the n jobs of list (six fields each from first, as
+-- enqueue_jobs takes them) the queue's job defaults for what they do not
+-- name (docs/design.md#job-defaults): QUEUE_DEFAULTS, which bind read,
+-- "max_attempts,backoff,priority,timeout_ms,expires_in_ms,due index" as
+-- settings.lua keeps it. A job named priority 0 (which its field cannot
+-- tell from none) when named[i] is true; an empty max_attempts or backoff
+-- is one not named. timeout_ms and expires_in_ms become admission options
+-- (options[i], made as needed); a job with dependencies (deps[i]) gets no
+-- expiry, which an enqueue may not give it either. A call that declares
+-- no due index (the service took the enqueue for a plain one) indexes a
+-- default expiry in the one settings.lua kept (due.lua).
+-- Returns options.
+local function job_defaults(list, first, n, options, named, deps)
+  local max_attempts, backoff, priority, timeout, expires, index =
+    string.match(QUEUE_DEFAULTS, '^([^,]*),([^,]*),([^,]*),([^,]*),([^,]*),(.*)$')
+  for i = 0, n - 1 do
+    local at, opt = first + i * 6, options and options[i]
+    if priority ~= '' and list[at + 2] == '0' and not (named and named[i]) then
+      list[at + 2] = priority
+    end
+    if max_attempts ~= '' and list[at + 4] == '' then
+      list[at + 4] = max_attempts
+    end
+    if backoff ~= '' and list[at + 5] == '' then
+      list[at + 5] = backoff
+    end
+    local timed = timeout ~= '' and not (opt and opt.timeout)
+    local expiring = expires ~= '' and not (opt and opt.expires) and not (deps and deps[i])
+    if timed or expiring then
+      options, opt = options or {}, opt or {}
+      options[i] = opt
+      opt.timeout = timed and timeout or opt.timeout
+      opt.expires = expiring and tonumber(expires) or opt.expires
+    end
+  end
+  if expires ~= '' and due.key == nil then
+    due.key = index
+  end
+  return options
+end
+
 -- enqueue_jobs adds n jobs, idempotent on id: job i's six fields are
 -- list[first + i * 6 ..] (id, payload, priority, delay_ms, max_attempts,
 -- backoff: enqueue.lua's ARGV per job, for i from 0), groups[i] its group
 -- or nil (groups nil when none has one), options[i] its admission options
 -- ({key, mode, window, expires, timeout}, admission.lua) or nil (options
 -- nil when none has any), traces[i] its traceparent or nil (traces nil when
--- none has one). The rows of the jobs must be declared KEYS.
+-- none has one); extra, when not nil, their deps and batch (batches.lua)
+-- and which named a built-in value (named, job_defaults). The queue's job
+-- defaults fill in what the jobs do not name (job_defaults). The rows of
+-- the jobs must be declared KEYS.
 -- Returns {fresh, replies} as enqueue.lua does: fresh is 1 when the queue
 -- had enqueued nothing before, replies one {created, job} per job in
 -- order. A caller that writes before it calls flow_here first when a job
@@ -137,10 +181,14 @@ end
 -- An id that exists wins over a dedupe key; a key held by a job the mode
 -- counts (dedupe_live) answers that job, updated when the mode is
 -- debounce; within a batch, the first job with a key holds it for the
--- ones after it.
+-- ones after it. Its time is the call's (NOW, when the caller read it: an
+-- enqueue's run_at became a delay from it).
 local function enqueue_jobs(list, first, n, groups, options, traces, extra)
-  local now = now_ms()
+  local now = NOW or now_ms()
   local deps, batch = extra and extra.deps, extra and extra.batch
+  if QUEUE_DEFAULTS then
+    options = job_defaults(list, first, n, options, extra and extra.named, deps)
+  end
   -- First the ids that are new: not in Redis, and not an earlier job of this
   -- batch (a repeated id is the existing job the second time), and not
   -- answered by a job that holds their dedupe key.
@@ -295,7 +343,8 @@ local function enqueue_jobs(list, first, n, groups, options, traces, extra)
   -- compacts its events (due.lua's SETTLE_NEW_MS).
   local fresh = 0
   if created_n > 0 and not QUEUE_LAYOUT then
-    redis.call('HSET', META, 'layout', LAYOUT)
+    -- (with job defaults, as settings.lua stamps it: "<LAYOUT>.0")
+    redis.call('HSET', META, 'layout', QUEUE_DEFAULTS and LAYOUT .. '.0' or LAYOUT)
     QUEUE_LAYOUT, fresh = LAYOUT, 1
     if due.key ~= nil then
       due.at(now + due.SETTLE_NEW_MS)

@@ -20,6 +20,8 @@
 --   set        one of the six sets above (list.lua)
 --   events     STREAM one entry per state change (events.lua)
 --   job        HASH  the one job row the call is about (row.lua)
+--   logs       LIST  that job's log (log_append.lua); bind does not name
+--                    it: the script builds it from BASE, as job_key does
 --   reaper     STRING the reapers' turn of the queue
 --   rows       the rows of the jobs the call names, one KEYS each
 --   schedules, schedule_names, schedule_due
@@ -74,7 +76,10 @@ local ENDED, RELEASED, RATED
 -- holds the version that wrote it as "layout" from its first enqueue on;
 -- a queue written before versions were kept has none and is served as
 -- this one (its layout is this one's). A script never writes to a queue
--- whose layout is newer: bind refuses the call with EMQLAYOUT.
+-- whose layout is newer: bind refuses the call with EMQLAYOUT. A queue
+-- with job defaults keeps its version as "<LAYOUT>.0" (the same number to
+-- every release: settings.lua), which tells an enqueue, which reads the
+-- layout anyway, that it has defaults to read.
 local LAYOUT = 1
 
 -- QUEUE_LAYOUT is the queue's layout version as bind read it (false when
@@ -82,7 +87,12 @@ local LAYOUT = 1
 -- QUEUE_STATE is what a claim reads of meta (lifecycle.lua's plan_claim),
 -- read by bind with the layout for a script that claims: {layout, paused,
 -- flow, grouped, due (due.lua)}, false for each absent.
-local QUEUE_LAYOUT, QUEUE_STATE
+-- QUEUE_DEFAULTS is the queue's job defaults (newjobs.lua's job_defaults),
+-- false or nil for none: bind reads them for a script that enqueues
+-- (claims is 'defaults') when the queue's layout says it has some (or it
+-- has no layout yet: its first enqueue), so that an enqueue on a queue
+-- without defaults makes no read more than before.
+local QUEUE_LAYOUT, QUEUE_STATE, QUEUE_DEFAULTS
 
 -- LIBRARY is true when the scripts run as a Functions library, whose Lua
 -- state lives on between calls (lua.go sets it); false under EVAL.
@@ -92,8 +102,8 @@ local LIBRARY = false
 -- takes its ARGV. It returns the call's refusal when the queue's layout is
 -- newer than LAYOUT (the script does not run), else nothing. claims is
 -- true for a script that may claim (QUEUE_STATE), false for one that
--- never does, or the index of the ARGV that says how many this call
--- claims (lua.go's Script.claims). Library functions run with the keys and arguments as
+-- never does, the index of the ARGV that says how many this call
+-- claims, or 'defaults' for one that enqueues (lua.go's Script.claims). Library functions run with the keys and arguments as
 -- parameters, EVAL with them as globals: both come through here. It makes
 -- no table: it runs on every call.
 local function bind(keys, argv, roles, claims)
@@ -123,9 +133,16 @@ local function bind(keys, argv, roles, claims)
     end
   end
   BASE, WAKE, ARGV = argv[1], argv[2], argv
-  QUEUE_LAYOUT, QUEUE_STATE = nil, nil
+  QUEUE_LAYOUT, QUEUE_STATE, QUEUE_DEFAULTS = nil, nil, nil
   if META then
-    if claims == true or (claims and (tonumber(argv[claims]) or 0) > 0) then
+    if claims == 'defaults' then
+      QUEUE_LAYOUT = redis.call('HGET', META, 'layout')
+      -- "1.0" has job defaults; a plain version (below 100) is at most two
+      -- characters: a length, where a call of string.find would cost.
+      if not QUEUE_LAYOUT or #QUEUE_LAYOUT > 2 then
+        QUEUE_DEFAULTS = redis.call('HGET', META, 'defaults')
+      end
+    elseif claims == true or (claims and (tonumber(argv[claims]) or 0) > 0) then
       QUEUE_STATE = redis.call('HMGET', META, 'layout', 'paused', 'flow', 'grouped', 'due')
       QUEUE_LAYOUT = QUEUE_STATE[1]
     else

@@ -9,6 +9,8 @@
 -- ARGV[3] id
 -- ARGV[4] actor, ARGV[5] role: who asked, for the event
 --
+-- promote_all.lua promotes many jobs in the same steps: a change here is
+-- one there too.
 -- Returns the job reply.
 -- Errors: EMQGONE no such job; EMQSTATE the job is not delayed.
 

@@ -4,6 +4,9 @@
 --   url, timeout_ms, concurrency, lease_ms   the target
 --   secret                                   its signing secret, when set;
 --                                            never in a reply or an event
+--   headers                                  the headers each delivery
+--                                            carries, a JSON object, when
+--                                            set; kept as private as secret
 --   updated_at                               ms, when it was last put
 --
 -- and the last PUSH_ERRORS_KEPT delivery errors, newest first, in the

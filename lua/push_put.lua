@@ -7,9 +7,11 @@
 -- ARGV[4] timeout_ms, ARGV[5] concurrency, ARGV[6] lease_ms
 -- ARGV[7] secret, "" for none
 -- ARGV[8] actor, ARGV[9] role: who asked, for the event
+-- ARGV[10] headers sent with every delivery, a JSON object; "" for none
 --
--- A target replaces the old one whole, its secret too. The "push_set"
--- event names the url and who asked, never the secret; "push_deleted" who
+-- A target replaces the old one whole, its secret and headers too. The
+-- "push_set" event names the url and who asked, never the secret nor the
+-- headers; "push_deleted" who
 -- took it away (only when there was one). The delivery errors kept stay:
 -- they say what happened before.
 -- Returns {existed (0/1), updated_at (ms; 0 once taken away)}.
@@ -27,6 +29,9 @@ local now = int(now_ms())
 local fields = { 'url', ARGV[3], 'timeout_ms', ARGV[4], 'concurrency', ARGV[5], 'lease_ms', ARGV[6], 'updated_at', now }
 if ARGV[7] ~= '' then
   fields[#fields + 1], fields[#fields + 2] = 'secret', ARGV[7]
+end
+if ARGV[10] ~= '' then
+  fields[#fields + 1], fields[#fields + 2] = 'headers', ARGV[10]
 end
 redis.call('HSET', BASE .. 'push', unpack(fields))
 emit('push_set', nil, nil, 'url', ARGV[3], 'actor', ARGV[8], 'role', ARGV[9])

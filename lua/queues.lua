@@ -11,7 +11,9 @@
 local function queue_deleted()
   redis.call('DEL', META, BASE .. 'pending', BASE .. 'active', BASE .. 'delayed', BASE .. 'completed',
     BASE .. 'dead', BASE .. 'cancelled', BASE .. 'events', BASE .. 'reaper')
-  COMPLETIONS[BASE .. 'completed'] = nil -- the library's count of its completions (lifecycle.lua)
+  for _, state in ipairs({ 'completed', 'dead', 'cancelled' }) do
+    retention.since[BASE .. state] = nil -- the library's count of its finishes (lifecycle.lua)
+  end
   for _, names in ipairs({ FLOW_KEYS, ADMISSION_KEYS, PUSH_KEYS, SCHEDULE_KEYS }) do
     for _, name in ipairs(names) do
       redis.call('DEL', fkey(name))

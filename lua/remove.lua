@@ -1,4 +1,4 @@
--- remove.lua: delete a job and its row.
+-- remove.lua: delete a job, its row and its log (log_append.lua).
 --
 -- KEYS[1] pending
 -- KEYS[2] active
@@ -24,9 +24,9 @@
 -- Errors: EMQGONE no such job; EMQSTATE the job is active and force is not set.
 
 local id = ARGV[3]
-local state, group, flowed, dedupe_key, dedupe_mode, batch_id, dependants, depends_on =
+local state, group, flowed, dedupe_key, dedupe_mode, batch_id, dependants, depends_on, logs =
   unpack(redis.call('HMGET', JOB, 'state', 'group', 'flow', 'dedupe_key', 'dedupe_mode',
-    'batch_id', 'dependants', 'depends_on'))
+    'batch_id', 'dependants', 'depends_on', 'logs'))
 if not state then
   return error_reply('EMQGONE', id)
 end
@@ -35,6 +35,10 @@ if state == 'active' and ARGV[4] ~= '1' then
 end
 local row = (group or flowed or batch_id or dependants or depends_on) and read_row(id)
 flow_check(row)
+if logs then
+  flow_here() -- a job's log is a key no script declares
+  redis.call('DEL', BASE .. 'logs:' .. id)
+end
 redis.call('ZREM', set_of(state), id)
 if group or flowed then
   if state == 'active' then

@@ -20,6 +20,8 @@
 -- left to its window.
 -- A job of a batch that is not done is counted in it again; of one that
 -- is done, it leaves the batch (batches.lua).
+-- retry_all.lua retries many jobs in the same steps: a change here is one
+-- there too.
 -- Returns the job reply.
 -- Errors: EMQGONE no such job; EMQSTATE the job is not dead or cancelled.
 

@@ -5,7 +5,8 @@
 -- cancel_requested ("1" when set), cancel_reason, worker, backoff
 -- ("type:delay_ms:max_delay_ms", absent for the default), created_at,
 -- run_at, started_at, finished_at (ms), token (the current claim's fencing
--- token) and outcomes (fence.lua); not the lease, which is the job's score
+-- token), outcomes (fence.lua) and logs (the lines its log was ever
+-- given, log_append.lua); not the lease, which is the job's score
 -- in the active set (a row claimed by an earlier release may keep a
 -- lease_expires_at, which readers pass over). Absent fields mean
 -- zero, false or never, and an absent max_attempts DEFAULT_MAX_ATTEMPTS:

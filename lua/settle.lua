@@ -14,14 +14,18 @@
 -- ARGV[3] max_age_ms: events older than this are trimmed (XTRIM MINID,
 --         beside the stream's MAXLEN), and an empty queue is forgotten
 --         this long after its last event
+-- ARGV[4] keep: how many completed jobs a queue whose settings name no
+--         completed retention keeps (EMQ_KEEP_COMPLETED; 0 all)
 --
 -- It trims the queue's events by age and, when they are few, compacts
 -- the stream (below). The next time is the earliest of: the active set's
 -- first lease end, the delayed set's first run-at, the first expiry and
 -- the first throttle window's end (admission.lua), and a second on while
--- a batch callback is owed (batches.lua); for a queue with none of those
+-- a batch callback is owed (batches.lua), and when finished jobs a
+-- retention rule lets go age out (now, when some are due: trim.lua's
+-- work); for a queue with none of those
 -- that is empty, its forgetting time. Empty: no job in any state, no batch, no
--- schedule, no push target, no flow control settings, not paused. An empty
+-- schedule, no push target, no settings, not paused. An empty
 -- queue whose last event is max_age_ms old (or that has none) is forgotten
 -- at once: every key deleted (queues.lua's queue_deleted), as obliterate
 -- leaves it. A job enqueued after that makes the queue anew.
@@ -54,6 +58,22 @@ for _, key in ipairs({ ACTIVE, DELAYED, BASE .. 'expiring', BASE .. 'dedupe_ttl'
     next = at
   end
 end
+-- Retention (lifecycle.lua's retention): finished jobs a rule lets go now
+-- are the reaper's work (trim.lua); under an age rule, so is the oldest
+-- job's ageing out, when it comes, on an idle queue too.
+local kept = redis.call('HGET', META, 'retention')
+for _, state in ipairs({ 'completed', 'dead', 'cancelled' }) do
+  local rule, set, at = retention.rule(kept, state, tonumber(ARGV[4]) or 0), set_of(state), nil
+  if rule and retention.excess(set, rule, now) > 0 then
+    at = now
+  elseif rule and rule[2] > 0 then
+    local first = first_score(set)
+    at = first and first + rule[2]
+  end
+  if at and (not next or at < next) then
+    next = at
+  end
+end
 local work = next and next <= now and 1 or 0 -- the reaper's, due now
 -- A batch callback owed (batches.lua) is the dispatchers' work; the
 -- service makes sure they look at the queue (owes), and the reaper looks
@@ -65,10 +85,11 @@ if owed and (not next or owed < next) then
 end
 
 -- A batch's entry in the batches set outlives its keys (batches.lua's
--- KEEP_MS): the entries of batches whose keys have expired go, and the
--- queue is looked at again when the next one's do.
+-- KEEP_MS): the entries of batches whose keys have expired go (from the
+-- listing's index too: batches.forget), and the queue is looked at again
+-- when the next one's do.
 local batches_key = BASE .. 'batches'
-if call_here('ZREMRANGEBYSCORE', batches_key, '-inf', int(now)) == false then
+if not batches.forget(now) then
   try_again(batches_key)
 end
 local kept = first_score(batches_key)
@@ -82,8 +103,8 @@ end
 -- no push target, no settings, no pause, no paused group (the flow
 -- control keys a grouped job left are not the user's).
 local function empty()
-  local meta = redis.call('HMGET', META, 'layout', 'paused', 'flow')
-  if not meta[1] or meta[2] or meta[3] then
+  local meta = redis.call('HMGET', META, 'layout', 'paused', 'flow', 'defaults', 'retention')
+  if not meta[1] or meta[2] or meta[3] or meta[4] or meta[5] then
     return false
   end
   for _, key in ipairs({ PENDING, COMPLETED, DEAD, CANCELLED }) do

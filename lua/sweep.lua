@@ -25,6 +25,8 @@
 -- requested cancel wins; dead at max_attempts, failed total + 1; else
 -- retried after its backoff, delayed or pending), stalled unchanged.
 -- The old holder's token stops fencing anything: the job is not active.
+-- Jobs that end dead or cancelled may trim the oldest of their set
+-- (lifecycle.lua's retention).
 -- Returns {recovered, dead, cancelled, retried}, four lists of ids
 -- (retried: timed out and waiting for another attempt).
 -- Errors: TRYAGAIN (here.lua).
@@ -90,6 +92,12 @@ for i, id in ipairs(lapsed) do
       recovered[#recovered + 1] = id
     end
   end
+end
+if #dead > 0 then
+  retention.finished('dead', DEAD, #dead, now, 0)
+end
+if #cancelled > 0 then
+  retention.finished('cancelled', CANCELLED, #cancelled, now, 0)
 end
 wake(#recovered + #retried)
 return { recovered, dead, cancelled, retried }

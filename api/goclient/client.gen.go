@@ -125,6 +125,27 @@ func (e ClaimResponseHeldBy) Valid() bool {
 	}
 }
 
+// Defines values for CleanJobsRequestState.
+const (
+	CleanJobsRequestStateCancelled CleanJobsRequestState = "cancelled"
+	CleanJobsRequestStateCompleted CleanJobsRequestState = "completed"
+	CleanJobsRequestStateDead      CleanJobsRequestState = "dead"
+)
+
+// Valid indicates whether the value is a known member of the CleanJobsRequestState enum.
+func (e CleanJobsRequestState) Valid() bool {
+	switch e {
+	case CleanJobsRequestStateCancelled:
+		return true
+	case CleanJobsRequestStateCompleted:
+		return true
+	case CleanJobsRequestStateDead:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for CompleteResponseOnDependencyFailure.
 const (
 	CompleteResponseOnDependencyFailureCancel CompleteResponseOnDependencyFailure = "cancel"
@@ -213,6 +234,7 @@ const (
 	EventKindScheduleSet     EventKind = "schedule_set"
 	EventKindSettings        EventKind = "settings"
 	EventKindSnoozed         EventKind = "snoozed"
+	EventKindUpdated         EventKind = "updated"
 )
 
 // Valid indicates whether the value is a known member of the EventKind enum.
@@ -275,6 +297,8 @@ func (e EventKind) Valid() bool {
 	case EventKindSettings:
 		return true
 	case EventKindSnoozed:
+		return true
+	case EventKindUpdated:
 		return true
 	default:
 		return false
@@ -341,6 +365,24 @@ const (
 func (e QueueSettingsGroupOrder) Valid() bool {
 	switch e {
 	case Fifo:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RetryJobsRequestState.
+const (
+	RetryJobsRequestStateCancelled RetryJobsRequestState = "cancelled"
+	RetryJobsRequestStateDead      RetryJobsRequestState = "dead"
+)
+
+// Valid indicates whether the value is a known member of the RetryJobsRequestState enum.
+func (e RetryJobsRequestState) Valid() bool {
+	switch e {
+	case RetryJobsRequestStateCancelled:
+		return true
+	case RetryJobsRequestStateDead:
 		return true
 	default:
 		return false
@@ -532,6 +574,15 @@ type BatchCounts struct {
 	Waiting   int `json:"waiting"`
 }
 
+// BatchPage defines model for BatchPage.
+type BatchPage struct {
+	// Batches Each batch as GET /queues/{queue}/batches/{id} answers it.
+	Batches []Batch `json:"batches"`
+
+	// NextCursor Fetches the next page; null on the last one.
+	NextCursor *string `json:"next_cursor"`
+}
+
 // CancelRequest defines model for CancelRequest.
 type CancelRequest struct {
 	Reason *string `json:"reason,omitempty"`
@@ -590,6 +641,32 @@ type ClaimResponse struct {
 // ClaimResponseHeldBy The limit that held the claim back ("paused": the queue is paused
 // and jobs wait behind the pause). Absent when none did.
 type ClaimResponseHeldBy string
+
+// CleanJobsRequest defines model for CleanJobsRequest.
+type CleanJobsRequest struct {
+	// Limit At most this many jobs in this call, oldest finished first; default
+	// 1000.
+	Limit *int `json:"limit,omitempty"`
+
+	// OlderThanMs Only jobs that finished more than this many ms ago, on Redis's clock;
+	// 0 for all of them.
+	OlderThanMs int64 `json:"older_than_ms"`
+
+	// State The state of the jobs to delete.
+	State CleanJobsRequestState `json:"state"`
+}
+
+// CleanJobsRequestState The state of the jobs to delete.
+type CleanJobsRequestState string
+
+// CleanedJobs defines model for CleanedJobs.
+type CleanedJobs struct {
+	// More Whether jobs of the state and age are left: call again until false.
+	More bool `json:"more"`
+
+	// Removed How many jobs were deleted, rows, logs and all.
+	Removed int `json:"removed"`
+}
 
 // CompleteBatchRequest defines model for CompleteBatchRequest.
 type CompleteBatchRequest struct {
@@ -671,8 +748,12 @@ type CompleteResponse struct {
 	Id             string     `json:"id"`
 	LastError      *string    `json:"last_error,omitempty"`
 	LeaseExpiresAt *time.Time `json:"lease_expires_at,omitempty"`
-	MaxAttempts    int        `json:"max_attempts"`
-	Next           *[]Job     `json:"next,omitempty"`
+
+	// LogLines How many lines the job's log holds (at most 1000), when it has
+	// any: GET /queues/{queue}/jobs/{id}/logs reads them.
+	LogLines    *int   `json:"log_lines,omitempty"`
+	MaxAttempts int    `json:"max_attempts"`
+	Next        *[]Job `json:"next,omitempty"`
 
 	// OnDependencyFailure With depends_on: what it does when one of them ends dead or
 	// cancelled (cancel: it is cancelled; run: it runs anyway).
@@ -762,8 +843,9 @@ type EnqueueBatchRequest struct {
 
 // EnqueueRequest defines model for EnqueueRequest.
 type EnqueueRequest struct {
-	// Backoff The retry delay after a failed attempt; when absent, exponential from
-	// 1000 ms, capped at one hour.
+	// Backoff The retry delay after a failed attempt; when absent, the queue's
+	// job_defaults (settings), else exponential from 1000 ms, capped at one
+	// hour.
 	Backoff *Backoff `json:"backoff,omitempty"`
 
 	// Dedupe At most one job per key at a time, or per window: see DedupeRequest.
@@ -781,7 +863,9 @@ type EnqueueRequest struct {
 	DependsOn *[]string `json:"depends_on,omitempty"`
 
 	// ExpiresInMs A job not started within this many ms of its enqueue is never
-	// claimed: it ends cancelled with cancel_reason "expired". Default none.
+	// claimed: it ends cancelled with cancel_reason "expired". Default: the
+	// queue's job_defaults (settings, not for a job with depends_on), else
+	// none.
 	ExpiresInMs *int64 `json:"expires_in_ms,omitempty"`
 
 	// Group The job's group (flow control): claims take turns over the groups
@@ -794,7 +878,7 @@ type EnqueueRequest struct {
 	Id *string `json:"id,omitempty"`
 
 	// MaxAttempts How many claims the job may have: a fail of the last one is dead.
-	// Default 3.
+	// Default: the queue's job_defaults (settings), else 3.
 	MaxAttempts *int `json:"max_attempts,omitempty"`
 
 	// OnDependencyFailure With depends_on: when a dependency ends dead or cancelled, "cancel"
@@ -806,13 +890,19 @@ type EnqueueRequest struct {
 	Payload interface{} `json:"payload"`
 
 	// Priority 0 to 9, lower first: a pending job of priority 0 is claimed before
-	// any of priority 1; FIFO within one priority. Default 0.
+	// any of priority 1; FIFO within one priority. Default: the queue's
+	// job_defaults (settings), else 0.
 	Priority *int `json:"priority,omitempty"`
+
+	// RunAt When the job runs, an RFC 3339 time from 1970 to 9999, on the Redis
+	// server's clock: delayed until then, or pending at once when it has
+	// passed. Not with delay_ms.
+	RunAt *time.Time `json:"run_at,omitempty"`
 
 	// TimeoutMs The total time one attempt may run, in ms: extends never move the
 	// lease past started_at + timeout_ms, and the sweep then fails the
 	// attempt with last_error "timeout" (retried under the backoff).
-	// Default none.
+	// Default: the queue's job_defaults (settings), else none.
 	TimeoutMs *int64 `json:"timeout_ms,omitempty"`
 }
 
@@ -835,12 +925,20 @@ type Event struct {
 	Error *string `json:"error,omitempty"`
 
 	// Group The group a group_paused or group_resumed event is about.
-	Group  *string   `json:"group,omitempty"`
-	JobId  *string   `json:"job_id,omitempty"`
-	Kind   EventKind `json:"kind"`
-	Queue  string    `json:"queue"`
-	Reason *string   `json:"reason,omitempty"`
-	Role   *string   `json:"role,omitempty"`
+	Group *string   `json:"group,omitempty"`
+	JobId *string   `json:"job_id,omitempty"`
+	Kind  EventKind `json:"kind"`
+
+	// Progress The progress a progress event stored, as the worker sent it, when
+	// its JSON is at most 1024 bytes.
+	Progress interface{} `json:"progress,omitempty"`
+
+	// ProgressTruncated true on a progress event whose progress is over 1024 bytes: it is
+	// left out; read the job for it.
+	ProgressTruncated *bool   `json:"progress_truncated,omitempty"`
+	Queue             string  `json:"queue"`
+	Reason            *string `json:"reason,omitempty"`
+	Role              *string `json:"role,omitempty"`
 
 	// Schedule The schedule a schedule_* event is about.
 	Schedule *string `json:"schedule,omitempty"`
@@ -953,7 +1051,11 @@ type Job struct {
 	Id             string     `json:"id"`
 	LastError      *string    `json:"last_error,omitempty"`
 	LeaseExpiresAt *time.Time `json:"lease_expires_at,omitempty"`
-	MaxAttempts    int        `json:"max_attempts"`
+
+	// LogLines How many lines the job's log holds (at most 1000), when it has
+	// any: GET /queues/{queue}/jobs/{id}/logs reads them.
+	LogLines    *int `json:"log_lines,omitempty"`
+	MaxAttempts int  `json:"max_attempts"`
 
 	// OnDependencyFailure With depends_on: what it does when one of them ends dead or
 	// cancelled (cancel: it is cancelled; run: it runs anyway).
@@ -994,6 +1096,28 @@ type Job struct {
 // cancelled (cancel: it is cancelled; run: it runs anyway).
 type JobOnDependencyFailure string
 
+// JobDefaults defines model for JobDefaults.
+type JobDefaults struct {
+	// Backoff The retry delay after a failed attempt; the service's default is
+	// exponential from 1000 ms, capped at one hour. Answered with its
+	// delay_ms and max_delay_ms filled in.
+	Backoff *Backoff `json:"backoff,omitempty"`
+
+	// ExpiresInMs A job not started within this many ms of its enqueue ends cancelled,
+	// "expired"; not given to a job with depends_on.
+	ExpiresInMs *int64 `json:"expires_in_ms,omitempty"`
+
+	// MaxAttempts How many claims a job may have; the service's default is 3.
+	MaxAttempts *int `json:"max_attempts,omitempty"`
+
+	// Priority 0 to 9, lower first; the service's default is 0. A job whose enqueue
+	// names priority 0 keeps 0.
+	Priority *int `json:"priority,omitempty"`
+
+	// TimeoutMs The total time one attempt may run, in ms.
+	TimeoutMs *int64 `json:"timeout_ms,omitempty"`
+}
+
 // JobList defines model for JobList.
 type JobList struct {
 	Jobs []Job `json:"jobs"`
@@ -1010,6 +1134,41 @@ type JobPage struct {
 // JobState A job's state: pending (claimable), active (leased to a holder), delayed (until its run_at), waiting (for its dependencies), or finished: completed, dead or cancelled.
 type JobState string
 
+// LogAppendRequest defines model for LogAppendRequest.
+type LogAppendRequest struct {
+	// Lines The lines, oldest first: 1 to 1000, each at most 2048 bytes of
+	// UTF-8. Any text: a line may be empty or hold a newline.
+	Lines []string `json:"lines"`
+	Token int64    `json:"token"`
+}
+
+// LogAppendResponse defines model for LogAppendResponse.
+type LogAppendResponse struct {
+	// Appended The lines this call appended.
+	Appended int `json:"appended"`
+
+	// Total How many lines the job's log holds now: at most 1000, the oldest
+	// dropped first.
+	Total int `json:"total"`
+}
+
+// LogLine defines model for LogLine.
+type LogLine struct {
+	// At When it was appended, on the server's clock.
+	At   time.Time `json:"at"`
+	Line string    `json:"line"`
+}
+
+// LogPage defines model for LogPage.
+type LogPage struct {
+	Lines []LogLine `json:"lines"`
+
+	// NextCursor Reads on after this page: pass it back as cursor. Never null: at
+	// the end of the log it is the cursor that was sent, and reading with
+	// it again answers the lines appended since (a tail).
+	NextCursor string `json:"next_cursor"`
+}
+
 // Problem defines model for Problem.
 type Problem struct {
 	Code     string        `json:"code"`
@@ -1019,6 +1178,22 @@ type Problem struct {
 	Status   int           `json:"status"`
 	Title    string        `json:"title"`
 	Type     string        `json:"type"`
+}
+
+// PromoteJobsRequest defines model for PromoteJobsRequest.
+type PromoteJobsRequest struct {
+	// Limit At most this many jobs in this call, earliest run-at first; default
+	// 1000.
+	Limit *int `json:"limit,omitempty"`
+}
+
+// PromotedJobs defines model for PromotedJobs.
+type PromotedJobs struct {
+	// More Whether delayed jobs are left: call again until false.
+	More bool `json:"more"`
+
+	// Promoted How many delayed jobs were made pending.
+	Promoted int `json:"promoted"`
 }
 
 // PushError defines model for PushError.
@@ -1037,8 +1212,12 @@ type PushError struct {
 
 // PushTarget defines model for PushTarget.
 type PushTarget struct {
-	Concurrency int   `json:"concurrency"`
-	LeaseMs     int64 `json:"lease_ms"`
+	Concurrency int `json:"concurrency"`
+
+	// HeaderNames The names of the headers each delivery carries, canonical and
+	// sorted; never their values.
+	HeaderNames []string `json:"header_names"`
+	LeaseMs     int64    `json:"lease_ms"`
 
 	// RecentErrors The last failed deliveries, newest first (at most 20).
 	RecentErrors []PushError `json:"recent_errors"`
@@ -1055,6 +1234,18 @@ type PushTargetRequest struct {
 	// Concurrency At most this many of the queue's jobs active at once, across every
 	// service replica (a worker's claimed jobs count too). Default 10.
 	Concurrency *int `json:"concurrency,omitempty"`
+
+	// Headers Headers sent with every delivery, such as a gateway's own token in
+	// front of the receiver: at most 20, names HTTP tokens given once
+	// (case does not matter), values printable ASCII without CR or LF,
+	// at most 8192 bytes together. Names each delivery sets or that would
+	// break it are refused: Host, Content-Type, Content-Length,
+	// Content-Encoding, Transfer-Encoding, Connection, Keep-Alive, TE,
+	// Trailer, Upgrade, Expect, Accept-Encoding, Proxy-*, User-Agent,
+	// traceparent, tracestate, baggage and webhook-*. Never answered back
+	// (header_names says which are set), logged or put in an event.
+	// Default none.
+	Headers *map[string]string `json:"headers,omitempty"`
 
 	// LeaseMs Each delivery's lease, in ms: at least timeout_ms + 1000, time to
 	// report the answer. A receiver that answers 202 has this long before
@@ -1113,8 +1304,16 @@ type QueueSettings struct {
 	// GroupRateLimit At most limit claims start in any window_ms, per group.
 	GroupRateLimit *RateLimit `json:"group_rate_limit,omitempty"`
 
+	// JobDefaults What an enqueue that does not name them gets; absent: none.
+	JobDefaults *JobDefaults `json:"job_defaults,omitempty"`
+
 	// RateLimit At most limit claims start in any window_ms, for the whole queue.
 	RateLimit *RateLimit `json:"rate_limit,omitempty"`
+
+	// Retention How many finished jobs are kept, and how long; absent: the service's
+	// defaults (completed: the newest EMQ_KEEP_COMPLETED, default 10,000;
+	// dead and cancelled: all).
+	Retention *Retention `json:"retention,omitempty"`
 }
 
 // QueueSettingsGroupOrder "fifo": at most one job per group in flight (active, or delayed for
@@ -1132,6 +1331,45 @@ type RateLimit struct {
 type Removed struct {
 	Removed int `json:"removed"`
 }
+
+// Retention defines model for Retention.
+type Retention struct {
+	Cancelled *RetentionRule `json:"cancelled,omitempty"`
+	Completed *RetentionRule `json:"completed,omitempty"`
+	Dead      *RetentionRule `json:"dead,omitempty"`
+}
+
+// RetentionRule defines model for RetentionRule.
+type RetentionRule struct {
+	// AgeMs Jobs that finished more than this many ms ago are deleted; absent or
+	// 0: however long ago (at most 10 years).
+	AgeMs *int64 `json:"age_ms,omitempty"`
+
+	// Count The newest this many are kept; absent or 0: any number.
+	Count *int `json:"count,omitempty"`
+}
+
+// RetriedJobs defines model for RetriedJobs.
+type RetriedJobs struct {
+	// More Whether jobs of the state are left: call again until false.
+	More bool `json:"more"`
+
+	// Retried How many jobs went back to pending.
+	Retried int `json:"retried"`
+}
+
+// RetryJobsRequest defines model for RetryJobsRequest.
+type RetryJobsRequest struct {
+	// Limit At most this many jobs in this call, oldest finished first; default
+	// 1000.
+	Limit *int `json:"limit,omitempty"`
+
+	// State The state of the jobs to retry.
+	State RetryJobsRequestState `json:"state"`
+}
+
+// RetryJobsRequestState The state of the jobs to retry.
+type RetryJobsRequestState string
 
 // Schedule defines model for Schedule.
 type Schedule struct {
@@ -1188,13 +1426,15 @@ type ScheduleJob struct {
 	// Group The jobs' group (flow control). Default none.
 	Group *string `json:"group,omitempty"`
 
-	// MaxAttempts How many claims each job may have. Default 3.
+	// MaxAttempts How many claims each job may have. Default: the queue's job_defaults
+	// (settings), else 3.
 	MaxAttempts *int `json:"max_attempts,omitempty"`
 
 	// Payload Any JSON value, null included, at most 1 MiB by default.
 	Payload interface{} `json:"payload"`
 
-	// Priority 0 to 9, lower first. Default 0.
+	// Priority 0 to 9, lower first. Default (and 0): the queue's job_defaults
+	// (settings), else 0.
 	Priority *int `json:"priority,omitempty"`
 
 	// TimeoutMs The total time one attempt of each job may run; then the sweep fails
@@ -1281,6 +1521,28 @@ type SweepResponse struct {
 	// last_error "timeout", waiting for another attempt (delayed or
 	// pending); those at max_attempts are in dead.
 	Retried []string `json:"retried"`
+}
+
+// UpdateJobRequest defines model for UpdateJobRequest.
+type UpdateJobRequest struct {
+	// DelayMs Runs the job this long after now, in ms: 0 makes a delayed job
+	// pending now. For a waiting job, how long after now it runs once its
+	// dependencies have ended.
+	DelayMs *int64 `json:"delay_ms,omitempty"`
+
+	// Payload The new payload, replacing the old one whole: any JSON value, null
+	// included, at most 1 MiB by default.
+	Payload interface{} `json:"payload,omitempty"`
+
+	// Priority The new priority, 0 to 9, lower first. A pending job moves to the new
+	// priority's place for the time it was enqueued: among the jobs of that
+	// priority, after those enqueued before it.
+	Priority *int `json:"priority,omitempty"`
+
+	// RunAt Runs the job at this time (RFC 3339, 1970 to 9999), on the Redis
+	// server's clock: a time that has passed makes a delayed job pending
+	// now.
+	RunAt *time.Time `json:"run_at,omitempty"`
 }
 
 // WhoAmI defines model for WhoAmI.
@@ -1400,6 +1662,21 @@ type GetQueueParams struct {
 	XEMQSignature *Signature `json:"X-EMQ-Signature,omitempty"`
 }
 
+// ListBatchesParams defines parameters for ListBatches.
+type ListBatchesParams struct {
+	// Limit batches per page
+	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor next_cursor of the previous page
+	Cursor *string `form:"cursor,omitempty" json:"cursor,omitempty"`
+
+	// XEMQTimestamp With X-EMQ-Signature, instead of a bearer key: the Unix time in seconds at which the request was signed, within 5 minutes of the service's clock.
+	XEMQTimestamp *SignatureTimestamp `json:"X-EMQ-Timestamp,omitempty"`
+
+	// XEMQSignature Instead of a bearer key: sha256= and the hex HMAC-SHA256, under a key of EMQ_API_KEYS, of "<X-EMQ-Timestamp>.<METHOD>.<path and query>.<body>". Each signature is accepted once: a sender that retries signs again.
+	XEMQSignature *Signature `json:"X-EMQ-Signature,omitempty"`
+}
+
 // CreateBatchParams defines parameters for CreateBatch.
 type CreateBatchParams struct {
 	// Traceparent the producer's W3C traceparent, kept with every job (ignored unless valid)
@@ -1444,6 +1721,15 @@ type AddBatchJobsParams struct {
 
 // ClaimJobsParams defines parameters for ClaimJobs.
 type ClaimJobsParams struct {
+	// XEMQTimestamp With X-EMQ-Signature, instead of a bearer key: the Unix time in seconds at which the request was signed, within 5 minutes of the service's clock.
+	XEMQTimestamp *SignatureTimestamp `json:"X-EMQ-Timestamp,omitempty"`
+
+	// XEMQSignature Instead of a bearer key: sha256= and the hex HMAC-SHA256, under a key of EMQ_API_KEYS, of "<X-EMQ-Timestamp>.<METHOD>.<path and query>.<body>". Each signature is accepted once: a sender that retries signs again.
+	XEMQSignature *Signature `json:"X-EMQ-Signature,omitempty"`
+}
+
+// CleanJobsParams defines parameters for CleanJobs.
+type CleanJobsParams struct {
 	// XEMQTimestamp With X-EMQ-Signature, instead of a bearer key: the Unix time in seconds at which the request was signed, within 5 minutes of the service's clock.
 	XEMQTimestamp *SignatureTimestamp `json:"X-EMQ-Timestamp,omitempty"`
 
@@ -1586,6 +1872,15 @@ type GetJobParams struct {
 	XEMQSignature *Signature `json:"X-EMQ-Signature,omitempty"`
 }
 
+// UpdateJobParams defines parameters for UpdateJob.
+type UpdateJobParams struct {
+	// XEMQTimestamp With X-EMQ-Signature, instead of a bearer key: the Unix time in seconds at which the request was signed, within 5 minutes of the service's clock.
+	XEMQTimestamp *SignatureTimestamp `json:"X-EMQ-Timestamp,omitempty"`
+
+	// XEMQSignature Instead of a bearer key: sha256= and the hex HMAC-SHA256, under a key of EMQ_API_KEYS, of "<X-EMQ-Timestamp>.<METHOD>.<path and query>.<body>". Each signature is accepted once: a sender that retries signs again.
+	XEMQSignature *Signature `json:"X-EMQ-Signature,omitempty"`
+}
+
 // CancelJobParams defines parameters for CancelJob.
 type CancelJobParams struct {
 	// XEMQTimestamp With X-EMQ-Signature, instead of a bearer key: the Unix time in seconds at which the request was signed, within 5 minutes of the service's clock.
@@ -1640,6 +1935,30 @@ type ExtendLeaseParams struct {
 	XEMQSignature *Signature `json:"X-EMQ-Signature,omitempty"`
 }
 
+// ListJobLogsParams defines parameters for ListJobLogs.
+type ListJobLogsParams struct {
+	// Limit lines per page
+	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor next_cursor of the previous page; none: from the oldest line kept
+	Cursor *string `form:"cursor,omitempty" json:"cursor,omitempty"`
+
+	// XEMQTimestamp With X-EMQ-Signature, instead of a bearer key: the Unix time in seconds at which the request was signed, within 5 minutes of the service's clock.
+	XEMQTimestamp *SignatureTimestamp `json:"X-EMQ-Timestamp,omitempty"`
+
+	// XEMQSignature Instead of a bearer key: sha256= and the hex HMAC-SHA256, under a key of EMQ_API_KEYS, of "<X-EMQ-Timestamp>.<METHOD>.<path and query>.<body>". Each signature is accepted once: a sender that retries signs again.
+	XEMQSignature *Signature `json:"X-EMQ-Signature,omitempty"`
+}
+
+// AppendJobLogParams defines parameters for AppendJobLog.
+type AppendJobLogParams struct {
+	// XEMQTimestamp With X-EMQ-Signature, instead of a bearer key: the Unix time in seconds at which the request was signed, within 5 minutes of the service's clock.
+	XEMQTimestamp *SignatureTimestamp `json:"X-EMQ-Timestamp,omitempty"`
+
+	// XEMQSignature Instead of a bearer key: sha256= and the hex HMAC-SHA256, under a key of EMQ_API_KEYS, of "<X-EMQ-Timestamp>.<METHOD>.<path and query>.<body>". Each signature is accepted once: a sender that retries signs again.
+	XEMQSignature *Signature `json:"X-EMQ-Signature,omitempty"`
+}
+
 // PromoteJobParams defines parameters for PromoteJob.
 type PromoteJobParams struct {
 	// XEMQTimestamp With X-EMQ-Signature, instead of a bearer key: the Unix time in seconds at which the request was signed, within 5 minutes of the service's clock.
@@ -1676,6 +1995,15 @@ type PauseQueueParams struct {
 	XEMQSignature *Signature `json:"X-EMQ-Signature,omitempty"`
 }
 
+// PromoteJobsParams defines parameters for PromoteJobs.
+type PromoteJobsParams struct {
+	// XEMQTimestamp With X-EMQ-Signature, instead of a bearer key: the Unix time in seconds at which the request was signed, within 5 minutes of the service's clock.
+	XEMQTimestamp *SignatureTimestamp `json:"X-EMQ-Timestamp,omitempty"`
+
+	// XEMQSignature Instead of a bearer key: sha256= and the hex HMAC-SHA256, under a key of EMQ_API_KEYS, of "<X-EMQ-Timestamp>.<METHOD>.<path and query>.<body>". Each signature is accepted once: a sender that retries signs again.
+	XEMQSignature *Signature `json:"X-EMQ-Signature,omitempty"`
+}
+
 // DeletePushTargetParams defines parameters for DeletePushTarget.
 type DeletePushTargetParams struct {
 	// XEMQTimestamp With X-EMQ-Signature, instead of a bearer key: the Unix time in seconds at which the request was signed, within 5 minutes of the service's clock.
@@ -1705,6 +2033,15 @@ type PutPushTargetParams struct {
 
 // ResumeQueueParams defines parameters for ResumeQueue.
 type ResumeQueueParams struct {
+	// XEMQTimestamp With X-EMQ-Signature, instead of a bearer key: the Unix time in seconds at which the request was signed, within 5 minutes of the service's clock.
+	XEMQTimestamp *SignatureTimestamp `json:"X-EMQ-Timestamp,omitempty"`
+
+	// XEMQSignature Instead of a bearer key: sha256= and the hex HMAC-SHA256, under a key of EMQ_API_KEYS, of "<X-EMQ-Timestamp>.<METHOD>.<path and query>.<body>". Each signature is accepted once: a sender that retries signs again.
+	XEMQSignature *Signature `json:"X-EMQ-Signature,omitempty"`
+}
+
+// RetryJobsParams defines parameters for RetryJobs.
+type RetryJobsParams struct {
 	// XEMQTimestamp With X-EMQ-Signature, instead of a bearer key: the Unix time in seconds at which the request was signed, within 5 minutes of the service's clock.
 	XEMQTimestamp *SignatureTimestamp `json:"X-EMQ-Timestamp,omitempty"`
 
@@ -1838,6 +2175,9 @@ type AddBatchJobsJSONRequestBody = AddBatchJobsRequest
 // ClaimJobsJSONRequestBody defines body for ClaimJobs for application/json ContentType.
 type ClaimJobsJSONRequestBody = ClaimRequest
 
+// CleanJobsJSONRequestBody defines body for CleanJobs for application/json ContentType.
+type CleanJobsJSONRequestBody = CleanJobsRequest
+
 // CompleteJobsJSONRequestBody defines body for CompleteJobs for application/json ContentType.
 type CompleteJobsJSONRequestBody = CompleteBatchRequest
 
@@ -1846,6 +2186,9 @@ type EnqueueJobJSONRequestBody = EnqueueRequest
 
 // EnqueueJobsJSONRequestBody defines body for EnqueueJobs for application/json ContentType.
 type EnqueueJobsJSONRequestBody = EnqueueBatchRequest
+
+// UpdateJobJSONRequestBody defines body for UpdateJob for application/json ContentType.
+type UpdateJobJSONRequestBody = UpdateJobRequest
 
 // CancelJobJSONRequestBody defines body for CancelJob for application/json ContentType.
 type CancelJobJSONRequestBody = CancelRequest
@@ -1859,11 +2202,20 @@ type FailJobJSONRequestBody = FailRequest
 // ExtendLeaseJSONRequestBody defines body for ExtendLease for application/json ContentType.
 type ExtendLeaseJSONRequestBody = ExtendRequest
 
+// AppendJobLogJSONRequestBody defines body for AppendJobLog for application/json ContentType.
+type AppendJobLogJSONRequestBody = LogAppendRequest
+
 // SnoozeJobJSONRequestBody defines body for SnoozeJob for application/json ContentType.
 type SnoozeJobJSONRequestBody = SnoozeRequest
 
+// PromoteJobsJSONRequestBody defines body for PromoteJobs for application/json ContentType.
+type PromoteJobsJSONRequestBody = PromoteJobsRequest
+
 // PutPushTargetJSONRequestBody defines body for PutPushTarget for application/json ContentType.
 type PutPushTargetJSONRequestBody = PushTargetRequest
+
+// RetryJobsJSONRequestBody defines body for RetryJobs for application/json ContentType.
+type RetryJobsJSONRequestBody = RetryJobsRequest
 
 // PutScheduleJSONRequestBody defines body for PutSchedule for application/json ContentType.
 type PutScheduleJSONRequestBody = ScheduleRequest
@@ -2052,6 +2404,13 @@ type ClientInterface interface {
 	// Corresponds with GET /queues/{queue} (the `GetQueue` operationId).
 	GetQueue(ctx context.Context, queue string, params *GetQueueParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ListBatches List a queue's batches
+	//
+	// A page of the queue's batches, newest first (by created_at; ties by id), each as GET /queues/{queue}/batches/{id} answers it: open, running and done ones (a done batch is kept 7 days). Pass next_cursor back as cursor until it is null; a cursor the service did not give out is 400 EMQINVALID (field cursor). Cursors are stable: no batch is given twice or skipped across pages while others are made (a new batch comes before the first page). Each batch not done has its jobs' states read for its counts, as GET does.
+	//
+	// Corresponds with GET /queues/{queue}/batches (the `ListBatches` operationId).
+	ListBatches(ctx context.Context, queue string, params *ListBatchesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// CreateBatchWithBody Create a batch
 	//
 	// Enqueues up to 1000 jobs as one batch, in one atomic step; each job carries batch_id. When every job of the committed batch has ended (completed, dead or cancelled), exactly one callback job is enqueued when a callback was asked for: id "batch:<id>", on callback.queue, with the batch and callback.payload as its payload (with when: success, only if every job completed); without callback, none is. jobs needs at least one job unless open is true. With open: true, add more jobs and then commit. An id that exists answers 200 with that batch and adds nothing.
@@ -2119,6 +2478,24 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /queues/{queue}/claim (the `ClaimJobs` operationId).
 	ClaimJobs(ctx context.Context, queue string, params *ClaimJobsParams, body ClaimJobsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CleanJobsWithBody Delete finished jobs
+	//
+	// Deletes up to limit (default and at most 1000) of the queue's completed, dead or cancelled jobs that finished more than older_than_ms ago (0: all of them), oldest first, each as DELETE /queues/{queue}/jobs/{id} does one: row, log and all, one removed event each. One atomic step; more says such jobs are left, so call again until it is false.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /queues/{queue}/clean (the `CleanJobs` operationId).
+	CleanJobsWithBody(ctx context.Context, queue string, params *CleanJobsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CleanJobs Delete finished jobs
+	//
+	// Deletes up to limit (default and at most 1000) of the queue's completed, dead or cancelled jobs that finished more than older_than_ms ago (0: all of them), oldest first, each as DELETE /queues/{queue}/jobs/{id} does one: row, log and all, one removed event each. One atomic step; more says such jobs are left, so call again until it is false.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /queues/{queue}/clean (the `CleanJobs` operationId).
+	CleanJobs(ctx context.Context, queue string, params *CleanJobsParams, body CleanJobsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CompleteJobsWithBody Complete many jobs
 	//
@@ -2230,6 +2607,24 @@ type ClientInterface interface {
 	// Corresponds with GET /queues/{queue}/jobs/{id} (the `GetJob` operationId).
 	GetJob(ctx context.Context, queue string, id string, params *GetJobParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// UpdateJobWithBody Change a job that has not started
+	//
+	// Changes a pending, delayed or waiting job in one atomic step, as BullMQ's updateData, changePriority and changeDelay do: payload replaces the payload; priority moves a pending job to its place among the jobs of that priority (by the time it was enqueued); delay_ms or run_at sets when it runs, on the Redis server's clock: a time to come makes a pending job delayed and moves a delayed one, a time that has come (delay_ms 0, a run_at passed) makes a delayed job pending now and leaves a pending one as it is; a waiting job stays waiting and runs then once its dependencies have ended (a delay counts from now). Writes the event "updated" with the key that asked. An active or finished job is 409 EMQSTATE and is not changed.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PATCH /queues/{queue}/jobs/{id} (the `UpdateJob` operationId).
+	UpdateJobWithBody(ctx context.Context, queue string, id string, params *UpdateJobParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdateJob Change a job that has not started
+	//
+	// Changes a pending, delayed or waiting job in one atomic step, as BullMQ's updateData, changePriority and changeDelay do: payload replaces the payload; priority moves a pending job to its place among the jobs of that priority (by the time it was enqueued); delay_ms or run_at sets when it runs, on the Redis server's clock: a time to come makes a pending job delayed and moves a delayed one, a time that has come (delay_ms 0, a run_at passed) makes a delayed job pending now and leaves a pending one as it is; a waiting job stays waiting and runs then once its dependencies have ended (a delay counts from now). Writes the event "updated" with the key that asked. An active or finished job is 409 EMQSTATE and is not changed.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PATCH /queues/{queue}/jobs/{id} (the `UpdateJob` operationId).
+	UpdateJob(ctx context.Context, queue string, id string, params *UpdateJobParams, body UpdateJobJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// CancelJobWithBody Cancel a job
 	//
 	// A cancel is a message, never a kill. A pending or delayed job is cancelled at once (200). An active job is marked cancel_requested for its current attempt (202): the holder sees it at its next extend or cancellation check and reports fail (cancelled) or complete. If its lease lapses first, the sweep cancels it. Cancelling a cancelled job answers 200; a completed or dead one, 409 EMQSTATE.
@@ -2309,6 +2704,31 @@ type ClientInterface interface {
 	// Corresponds with POST /queues/{queue}/jobs/{id}/lease (the `ExtendLease` operationId).
 	ExtendLease(ctx context.Context, queue string, id string, params *ExtendLeaseParams, body ExtendLeaseJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ListJobLogs Read a job's log
+	//
+	// A page of the job's log, oldest line first, each line with the server's time of its append. Pass next_cursor back as cursor to read on. next_cursor is never null: at the end of the log it is the cursor sent, and the same request later answers the lines appended since, so polling with it tails the log. Lines keep their place when older ones are dropped (a job keeps its last 1000): a cursor whose lines were dropped reads from the oldest kept.
+	//
+	// Corresponds with GET /queues/{queue}/jobs/{id}/logs (the `ListJobLogs` operationId).
+	ListJobLogs(ctx context.Context, queue string, id string, params *ListJobLogsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// AppendJobLogWithBody Append to a job's log
+	//
+	// Appends lines to the log of the job held under token (BullMQ's job.log), each stamped with the server's time: 1 to 1000 lines a call, each at most 2048 bytes. A job keeps its last 1000 lines, the oldest dropped first, across its attempts, and its log is deleted with it. Fenced by the token as a lease extension is: a token that does not hold the job, or a job that is no longer active under it, is 409 EMQSTALE. Appending writes no event.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /queues/{queue}/jobs/{id}/logs (the `AppendJobLog` operationId).
+	AppendJobLogWithBody(ctx context.Context, queue string, id string, params *AppendJobLogParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// AppendJobLog Append to a job's log
+	//
+	// Appends lines to the log of the job held under token (BullMQ's job.log), each stamped with the server's time: 1 to 1000 lines a call, each at most 2048 bytes. A job keeps its last 1000 lines, the oldest dropped first, across its attempts, and its log is deleted with it. Fenced by the token as a lease extension is: a token that does not hold the job, or a job that is no longer active under it, is 409 EMQSTALE. Appending writes no event.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /queues/{queue}/jobs/{id}/logs (the `AppendJobLog` operationId).
+	AppendJobLog(ctx context.Context, queue string, id string, params *AppendJobLogParams, body AppendJobLogJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// PromoteJob Promote a job
 	//
 	// Makes a delayed job pending now.
@@ -2348,6 +2768,24 @@ type ClientInterface interface {
 	// Corresponds with POST /queues/{queue}/pause (the `PauseQueue` operationId).
 	PauseQueue(ctx context.Context, queue string, params *PauseQueueParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// PromoteJobsWithBody Promote delayed jobs
+	//
+	// Makes up to limit (default and at most 1000) of the queue's delayed jobs pending now, earliest run-at first, each as POST /queues/{queue}/jobs/{id}/promote does one: one promoted event each, claimers woken. One atomic step; more says delayed jobs are left, so call again until it is false.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /queues/{queue}/promote (the `PromoteJobs` operationId).
+	PromoteJobsWithBody(ctx context.Context, queue string, params *PromoteJobsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PromoteJobs Promote delayed jobs
+	//
+	// Makes up to limit (default and at most 1000) of the queue's delayed jobs pending now, earliest run-at first, each as POST /queues/{queue}/jobs/{id}/promote does one: one promoted event each, claimers woken. One atomic step; more says delayed jobs are left, so call again until it is false.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /queues/{queue}/promote (the `PromoteJobs` operationId).
+	PromoteJobs(ctx context.Context, queue string, params *PromoteJobsParams, body PromoteJobsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// DeletePushTarget Stop pushing a queue's jobs
 	//
 	// Takes the target away: no delivery starts once each replica has seen it (within a second); deliveries under way finish and report. The queue's jobs wait for workers again. Audited.
@@ -2386,6 +2824,24 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /queues/{queue}/resume (the `ResumeQueue` operationId).
 	ResumeQueue(ctx context.Context, queue string, params *ResumeQueueParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RetryJobsWithBody Retry dead or cancelled jobs
+	//
+	// Sends up to limit (default and at most 1000) of the queue's dead or cancelled jobs back to pending, oldest finished first, each as POST /queues/{queue}/jobs/{id}/retry does one: a fresh attempt budget, its stalled count reset, its group and batch rules kept, one retried event each. One atomic step; more says jobs of the state are left, so call again until it is false.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /queues/{queue}/retry (the `RetryJobs` operationId).
+	RetryJobsWithBody(ctx context.Context, queue string, params *RetryJobsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RetryJobs Retry dead or cancelled jobs
+	//
+	// Sends up to limit (default and at most 1000) of the queue's dead or cancelled jobs back to pending, oldest finished first, each as POST /queues/{queue}/jobs/{id}/retry does one: a fresh attempt budget, its stalled count reset, its group and batch rules kept, one retried event each. One atomic step; more says jobs of the state are left, so call again until it is false.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /queues/{queue}/retry (the `RetryJobs` operationId).
+	RetryJobs(ctx context.Context, queue string, params *RetryJobsParams, body RetryJobsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListSchedules List a queue's schedules
 	//
@@ -2447,25 +2903,25 @@ type ClientInterface interface {
 	// Corresponds with POST /queues/{queue}/schedules/{name}/run (the `RunSchedule` operationId).
 	RunSchedule(ctx context.Context, queue string, name string, params *RunScheduleParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// GetQueueSettings Read a queue's flow control settings
+	// GetQueueSettings Read a queue's settings
 	//
-	// The limits the queue has; an absent field is no limit, and a queue that never had settings answers {}.
+	// The settings as put: flow control limits (an absent field is no limit), job_defaults (absent: none) and retention (an absent state keeps the service's default: completed the newest EMQ_KEEP_COMPLETED, default 10,000; dead and cancelled all). A queue that never had settings answers {}.
 	//
 	// Corresponds with GET /queues/{queue}/settings (the `GetQueueSettings` operationId).
 	GetQueueSettings(ctx context.Context, queue string, params *GetQueueSettingsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// PutQueueSettingsWithBody Set a queue's flow control settings
+	// PutQueueSettingsWithBody Set a queue's settings
 	//
-	// Replaces the settings whole: an absent or null field is no limit, {} removes every limit. Takes effect at the next claim, on every service replica; jobs already active run on (a lowered limit holds new claims back until enough finish). Audited as a settings event.
+	// Replaces the settings whole: an absent or null field is no limit (no job default, the default retention), {} removes every limit. Limits take effect at the next claim, job_defaults at the next enqueue (and schedule tick), retention at the next finish and reaper visit, on every service replica; jobs already active run on (a lowered limit holds new claims back until enough finish), jobs already enqueued keep their values. Invalid settings are 400 EMQINVALID naming the field, and change nothing. Audited as a settings event, which carries them.
 	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with PUT /queues/{queue}/settings (the `PutQueueSettings` operationId).
 	PutQueueSettingsWithBody(ctx context.Context, queue string, params *PutQueueSettingsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// PutQueueSettings Set a queue's flow control settings
+	// PutQueueSettings Set a queue's settings
 	//
-	// Replaces the settings whole: an absent or null field is no limit, {} removes every limit. Takes effect at the next claim, on every service replica; jobs already active run on (a lowered limit holds new claims back until enough finish). Audited as a settings event.
+	// Replaces the settings whole: an absent or null field is no limit (no job default, the default retention), {} removes every limit. Limits take effect at the next claim, job_defaults at the next enqueue (and schedule tick), retention at the next finish and reaper visit, on every service replica; jobs already active run on (a lowered limit holds new claims back until enough finish), jobs already enqueued keep their values. Invalid settings are 400 EMQINVALID naming the field, and change nothing. Audited as a settings event, which carries them.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -2614,6 +3070,23 @@ func (c *Client) GetQueue(ctx context.Context, queue string, params *GetQueuePar
 	return c.Client.Do(req)
 }
 
+// ListBatches List a queue's batches
+//
+// A page of the queue's batches, newest first (by created_at; ties by id), each as GET /queues/{queue}/batches/{id} answers it: open, running and done ones (a done batch is kept 7 days). Pass next_cursor back as cursor until it is null; a cursor the service did not give out is 400 EMQINVALID (field cursor). Cursors are stable: no batch is given twice or skipped across pages while others are made (a new batch comes before the first page). Each batch not done has its jobs' states read for its counts, as GET does.
+//
+// Corresponds with GET /queues/{queue}/batches (the `ListBatches` operationId).
+func (c *Client) ListBatches(ctx context.Context, queue string, params *ListBatchesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListBatchesRequest(c.Server, queue, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // CreateBatchWithBody Create a batch
 //
 // Enqueues up to 1000 jobs as one batch, in one atomic step; each job carries batch_id. When every job of the committed batch has ended (completed, dead or cancelled), exactly one callback job is enqueued when a callback was asked for: id "batch:<id>", on callback.queue, with the batch and callback.payload as its payload (with when: success, only if every job completed); without callback, none is. jobs needs at least one job unless open is true. With open: true, add more jobs and then commit. An id that exists answers 200 with that batch and adds nothing.
@@ -2752,6 +3225,44 @@ func (c *Client) ClaimJobsWithBody(ctx context.Context, queue string, params *Cl
 // Corresponds with POST /queues/{queue}/claim (the `ClaimJobs` operationId).
 func (c *Client) ClaimJobs(ctx context.Context, queue string, params *ClaimJobsParams, body ClaimJobsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewClaimJobsRequest(c.Server, queue, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CleanJobsWithBody Delete finished jobs
+//
+// Deletes up to limit (default and at most 1000) of the queue's completed, dead or cancelled jobs that finished more than older_than_ms ago (0: all of them), oldest first, each as DELETE /queues/{queue}/jobs/{id} does one: row, log and all, one removed event each. One atomic step; more says such jobs are left, so call again until it is false.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /queues/{queue}/clean (the `CleanJobs` operationId).
+func (c *Client) CleanJobsWithBody(ctx context.Context, queue string, params *CleanJobsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCleanJobsRequestWithBody(c.Server, queue, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CleanJobs Delete finished jobs
+//
+// Deletes up to limit (default and at most 1000) of the queue's completed, dead or cancelled jobs that finished more than older_than_ms ago (0: all of them), oldest first, each as DELETE /queues/{queue}/jobs/{id} does one: row, log and all, one removed event each. One atomic step; more says such jobs are left, so call again until it is false.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /queues/{queue}/clean (the `CleanJobs` operationId).
+func (c *Client) CleanJobs(ctx context.Context, queue string, params *CleanJobsParams, body CleanJobsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCleanJobsRequest(c.Server, queue, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -3012,6 +3523,44 @@ func (c *Client) GetJob(ctx context.Context, queue string, id string, params *Ge
 	return c.Client.Do(req)
 }
 
+// UpdateJobWithBody Change a job that has not started
+//
+// Changes a pending, delayed or waiting job in one atomic step, as BullMQ's updateData, changePriority and changeDelay do: payload replaces the payload; priority moves a pending job to its place among the jobs of that priority (by the time it was enqueued); delay_ms or run_at sets when it runs, on the Redis server's clock: a time to come makes a pending job delayed and moves a delayed one, a time that has come (delay_ms 0, a run_at passed) makes a delayed job pending now and leaves a pending one as it is; a waiting job stays waiting and runs then once its dependencies have ended (a delay counts from now). Writes the event "updated" with the key that asked. An active or finished job is 409 EMQSTATE and is not changed.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PATCH /queues/{queue}/jobs/{id} (the `UpdateJob` operationId).
+func (c *Client) UpdateJobWithBody(ctx context.Context, queue string, id string, params *UpdateJobParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateJobRequestWithBody(c.Server, queue, id, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpdateJob Change a job that has not started
+//
+// Changes a pending, delayed or waiting job in one atomic step, as BullMQ's updateData, changePriority and changeDelay do: payload replaces the payload; priority moves a pending job to its place among the jobs of that priority (by the time it was enqueued); delay_ms or run_at sets when it runs, on the Redis server's clock: a time to come makes a pending job delayed and moves a delayed one, a time that has come (delay_ms 0, a run_at passed) makes a delayed job pending now and leaves a pending one as it is; a waiting job stays waiting and runs then once its dependencies have ended (a delay counts from now). Writes the event "updated" with the key that asked. An active or finished job is 409 EMQSTATE and is not changed.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PATCH /queues/{queue}/jobs/{id} (the `UpdateJob` operationId).
+func (c *Client) UpdateJob(ctx context.Context, queue string, id string, params *UpdateJobParams, body UpdateJobJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateJobRequest(c.Server, queue, id, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // CancelJobWithBody Cancel a job
 //
 // A cancel is a message, never a kill. A pending or delayed job is cancelled at once (200). An active job is marked cancel_requested for its current attempt (202): the holder sees it at its next extend or cancellation check and reports fail (cancelled) or complete. If its lease lapses first, the sweep cancels it. Cancelling a cancelled job answers 200; a completed or dead one, 409 EMQSTATE.
@@ -3181,6 +3730,61 @@ func (c *Client) ExtendLease(ctx context.Context, queue string, id string, param
 	return c.Client.Do(req)
 }
 
+// ListJobLogs Read a job's log
+//
+// A page of the job's log, oldest line first, each line with the server's time of its append. Pass next_cursor back as cursor to read on. next_cursor is never null: at the end of the log it is the cursor sent, and the same request later answers the lines appended since, so polling with it tails the log. Lines keep their place when older ones are dropped (a job keeps its last 1000): a cursor whose lines were dropped reads from the oldest kept.
+//
+// Corresponds with GET /queues/{queue}/jobs/{id}/logs (the `ListJobLogs` operationId).
+func (c *Client) ListJobLogs(ctx context.Context, queue string, id string, params *ListJobLogsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListJobLogsRequest(c.Server, queue, id, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// AppendJobLogWithBody Append to a job's log
+//
+// Appends lines to the log of the job held under token (BullMQ's job.log), each stamped with the server's time: 1 to 1000 lines a call, each at most 2048 bytes. A job keeps its last 1000 lines, the oldest dropped first, across its attempts, and its log is deleted with it. Fenced by the token as a lease extension is: a token that does not hold the job, or a job that is no longer active under it, is 409 EMQSTALE. Appending writes no event.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /queues/{queue}/jobs/{id}/logs (the `AppendJobLog` operationId).
+func (c *Client) AppendJobLogWithBody(ctx context.Context, queue string, id string, params *AppendJobLogParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewAppendJobLogRequestWithBody(c.Server, queue, id, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// AppendJobLog Append to a job's log
+//
+// Appends lines to the log of the job held under token (BullMQ's job.log), each stamped with the server's time: 1 to 1000 lines a call, each at most 2048 bytes. A job keeps its last 1000 lines, the oldest dropped first, across its attempts, and its log is deleted with it. Fenced by the token as a lease extension is: a token that does not hold the job, or a job that is no longer active under it, is 409 EMQSTALE. Appending writes no event.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /queues/{queue}/jobs/{id}/logs (the `AppendJobLog` operationId).
+func (c *Client) AppendJobLog(ctx context.Context, queue string, id string, params *AppendJobLogParams, body AppendJobLogJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewAppendJobLogRequest(c.Server, queue, id, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // PromoteJob Promote a job
 //
 // Makes a delayed job pending now.
@@ -3270,6 +3874,44 @@ func (c *Client) PauseQueue(ctx context.Context, queue string, params *PauseQueu
 	return c.Client.Do(req)
 }
 
+// PromoteJobsWithBody Promote delayed jobs
+//
+// Makes up to limit (default and at most 1000) of the queue's delayed jobs pending now, earliest run-at first, each as POST /queues/{queue}/jobs/{id}/promote does one: one promoted event each, claimers woken. One atomic step; more says delayed jobs are left, so call again until it is false.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /queues/{queue}/promote (the `PromoteJobs` operationId).
+func (c *Client) PromoteJobsWithBody(ctx context.Context, queue string, params *PromoteJobsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPromoteJobsRequestWithBody(c.Server, queue, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PromoteJobs Promote delayed jobs
+//
+// Makes up to limit (default and at most 1000) of the queue's delayed jobs pending now, earliest run-at first, each as POST /queues/{queue}/jobs/{id}/promote does one: one promoted event each, claimers woken. One atomic step; more says delayed jobs are left, so call again until it is false.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /queues/{queue}/promote (the `PromoteJobs` operationId).
+func (c *Client) PromoteJobs(ctx context.Context, queue string, params *PromoteJobsParams, body PromoteJobsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPromoteJobsRequest(c.Server, queue, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // DeletePushTarget Stop pushing a queue's jobs
 //
 // Takes the target away: no delivery starts once each replica has seen it (within a second); deliveries under way finish and report. The queue's jobs wait for workers again. Audited.
@@ -3349,6 +3991,44 @@ func (c *Client) PutPushTarget(ctx context.Context, queue string, params *PutPus
 // Corresponds with POST /queues/{queue}/resume (the `ResumeQueue` operationId).
 func (c *Client) ResumeQueue(ctx context.Context, queue string, params *ResumeQueueParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewResumeQueueRequest(c.Server, queue, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RetryJobsWithBody Retry dead or cancelled jobs
+//
+// Sends up to limit (default and at most 1000) of the queue's dead or cancelled jobs back to pending, oldest finished first, each as POST /queues/{queue}/jobs/{id}/retry does one: a fresh attempt budget, its stalled count reset, its group and batch rules kept, one retried event each. One atomic step; more says jobs of the state are left, so call again until it is false.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /queues/{queue}/retry (the `RetryJobs` operationId).
+func (c *Client) RetryJobsWithBody(ctx context.Context, queue string, params *RetryJobsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRetryJobsRequestWithBody(c.Server, queue, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RetryJobs Retry dead or cancelled jobs
+//
+// Sends up to limit (default and at most 1000) of the queue's dead or cancelled jobs back to pending, oldest finished first, each as POST /queues/{queue}/jobs/{id}/retry does one: a fresh attempt budget, its stalled count reset, its group and batch rules kept, one retried event each. One atomic step; more says jobs of the state are left, so call again until it is false.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /queues/{queue}/retry (the `RetryJobs` operationId).
+func (c *Client) RetryJobs(ctx context.Context, queue string, params *RetryJobsParams, body RetryJobsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRetryJobsRequest(c.Server, queue, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -3499,9 +4179,9 @@ func (c *Client) RunSchedule(ctx context.Context, queue string, name string, par
 	return c.Client.Do(req)
 }
 
-// GetQueueSettings Read a queue's flow control settings
+// GetQueueSettings Read a queue's settings
 //
-// The limits the queue has; an absent field is no limit, and a queue that never had settings answers {}.
+// The settings as put: flow control limits (an absent field is no limit), job_defaults (absent: none) and retention (an absent state keeps the service's default: completed the newest EMQ_KEEP_COMPLETED, default 10,000; dead and cancelled all). A queue that never had settings answers {}.
 //
 // Corresponds with GET /queues/{queue}/settings (the `GetQueueSettings` operationId).
 func (c *Client) GetQueueSettings(ctx context.Context, queue string, params *GetQueueSettingsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -3516,9 +4196,9 @@ func (c *Client) GetQueueSettings(ctx context.Context, queue string, params *Get
 	return c.Client.Do(req)
 }
 
-// PutQueueSettingsWithBody Set a queue's flow control settings
+// PutQueueSettingsWithBody Set a queue's settings
 //
-// Replaces the settings whole: an absent or null field is no limit, {} removes every limit. Takes effect at the next claim, on every service replica; jobs already active run on (a lowered limit holds new claims back until enough finish). Audited as a settings event.
+// Replaces the settings whole: an absent or null field is no limit (no job default, the default retention), {} removes every limit. Limits take effect at the next claim, job_defaults at the next enqueue (and schedule tick), retention at the next finish and reaper visit, on every service replica; jobs already active run on (a lowered limit holds new claims back until enough finish), jobs already enqueued keep their values. Invalid settings are 400 EMQINVALID naming the field, and change nothing. Audited as a settings event, which carries them.
 //
 // Takes any type of body and a specified content type.
 //
@@ -3535,9 +4215,9 @@ func (c *Client) PutQueueSettingsWithBody(ctx context.Context, queue string, par
 	return c.Client.Do(req)
 }
 
-// PutQueueSettings Set a queue's flow control settings
+// PutQueueSettings Set a queue's settings
 //
-// Replaces the settings whole: an absent or null field is no limit, {} removes every limit. Takes effect at the next claim, on every service replica; jobs already active run on (a lowered limit holds new claims back until enough finish). Audited as a settings event.
+// Replaces the settings whole: an absent or null field is no limit (no job default, the default retention), {} removes every limit. Limits take effect at the next claim, job_defaults at the next enqueue (and schedule tick), retention at the next finish and reaper visit, on every service replica; jobs already active run on (a lowered limit holds new claims back until enough finish), jobs already enqueued keep their values. Invalid settings are 400 EMQINVALID naming the field, and change nothing. Audited as a settings event, which carries them.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -4027,6 +4707,105 @@ func NewGetQueueRequest(server string, queue string, params *GetQueueParams) (*h
 	return req, nil
 }
 
+// NewListBatchesRequest constructs an http.Request for the ListBatches method
+func NewListBatchesRequest(server string, queue string, params *ListBatchesParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "queue", queue, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/queues/%s/batches", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.XEMQTimestamp != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-EMQ-Timestamp", *params.XEMQTimestamp, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-EMQ-Timestamp", headerParam0)
+		}
+
+		if params.XEMQSignature != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "X-EMQ-Signature", *params.XEMQSignature, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-EMQ-Signature", headerParam1)
+		}
+
+	}
+
+	return req, nil
+}
+
 // NewCreateBatchRequest calls the generic CreateBatch builder with application/json body
 func NewCreateBatchRequest(server string, queue string, params *CreateBatchParams, body CreateBatchJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
@@ -4364,6 +5143,79 @@ func NewClaimJobsRequestWithBody(server string, queue string, params *ClaimJobsP
 	}
 
 	operationPath := fmt.Sprintf("/queues/%s/claim", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.XEMQTimestamp != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-EMQ-Timestamp", *params.XEMQTimestamp, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-EMQ-Timestamp", headerParam0)
+		}
+
+		if params.XEMQSignature != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "X-EMQ-Signature", *params.XEMQSignature, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-EMQ-Signature", headerParam1)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewCleanJobsRequest calls the generic CleanJobs builder with application/json body
+func NewCleanJobsRequest(server string, queue string, params *CleanJobsParams, body CleanJobsJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCleanJobsRequestWithBody(server, queue, params, "application/json", bodyReader)
+}
+
+// NewCleanJobsRequestWithBody constructs an http.Request for the CleanJobs method, with any body, and a specified content type
+func NewCleanJobsRequestWithBody(server string, queue string, params *CleanJobsParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "queue", queue, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/queues/%s/clean", pathParam0)
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -5332,6 +6184,86 @@ func NewGetJobRequest(server string, queue string, id string, params *GetJobPara
 	return req, nil
 }
 
+// NewUpdateJobRequest calls the generic UpdateJob builder with application/json body
+func NewUpdateJobRequest(server string, queue string, id string, params *UpdateJobParams, body UpdateJobJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewUpdateJobRequestWithBody(server, queue, id, params, "application/json", bodyReader)
+}
+
+// NewUpdateJobRequestWithBody constructs an http.Request for the UpdateJob method, with any body, and a specified content type
+func NewUpdateJobRequestWithBody(server string, queue string, id string, params *UpdateJobParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "queue", queue, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/queues/%s/jobs/%s", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPatch, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.XEMQTimestamp != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-EMQ-Timestamp", *params.XEMQTimestamp, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-EMQ-Timestamp", headerParam0)
+		}
+
+		if params.XEMQSignature != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "X-EMQ-Signature", *params.XEMQSignature, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-EMQ-Signature", headerParam1)
+		}
+
+	}
+
+	return req, nil
+}
+
 // NewCancelJobRequest calls the generic CancelJob builder with application/json body
 func NewCancelJobRequest(server string, queue string, id string, params *CancelJobParams, body CancelJobJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
@@ -5764,6 +6696,192 @@ func NewExtendLeaseRequestWithBody(server string, queue string, id string, param
 	return req, nil
 }
 
+// NewListJobLogsRequest constructs an http.Request for the ListJobLogs method
+func NewListJobLogsRequest(server string, queue string, id string, params *ListJobLogsParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "queue", queue, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/queues/%s/jobs/%s/logs", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.XEMQTimestamp != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-EMQ-Timestamp", *params.XEMQTimestamp, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-EMQ-Timestamp", headerParam0)
+		}
+
+		if params.XEMQSignature != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "X-EMQ-Signature", *params.XEMQSignature, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-EMQ-Signature", headerParam1)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewAppendJobLogRequest calls the generic AppendJobLog builder with application/json body
+func NewAppendJobLogRequest(server string, queue string, id string, params *AppendJobLogParams, body AppendJobLogJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewAppendJobLogRequestWithBody(server, queue, id, params, "application/json", bodyReader)
+}
+
+// NewAppendJobLogRequestWithBody constructs an http.Request for the AppendJobLog method, with any body, and a specified content type
+func NewAppendJobLogRequestWithBody(server string, queue string, id string, params *AppendJobLogParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "queue", queue, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/queues/%s/jobs/%s/logs", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.XEMQTimestamp != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-EMQ-Timestamp", *params.XEMQTimestamp, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-EMQ-Timestamp", headerParam0)
+		}
+
+		if params.XEMQSignature != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "X-EMQ-Signature", *params.XEMQSignature, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-EMQ-Signature", headerParam1)
+		}
+
+	}
+
+	return req, nil
+}
+
 // NewPromoteJobRequest constructs an http.Request for the PromoteJob method
 func NewPromoteJobRequest(server string, queue string, id string, params *PromoteJobParams) (*http.Request, error) {
 	var err error
@@ -6038,6 +7156,79 @@ func NewPauseQueueRequest(server string, queue string, params *PauseQueueParams)
 	return req, nil
 }
 
+// NewPromoteJobsRequest calls the generic PromoteJobs builder with application/json body
+func NewPromoteJobsRequest(server string, queue string, params *PromoteJobsParams, body PromoteJobsJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewPromoteJobsRequestWithBody(server, queue, params, "application/json", bodyReader)
+}
+
+// NewPromoteJobsRequestWithBody constructs an http.Request for the PromoteJobs method, with any body, and a specified content type
+func NewPromoteJobsRequestWithBody(server string, queue string, params *PromoteJobsParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "queue", queue, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/queues/%s/promote", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.XEMQTimestamp != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-EMQ-Timestamp", *params.XEMQTimestamp, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-EMQ-Timestamp", headerParam0)
+		}
+
+		if params.XEMQSignature != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "X-EMQ-Signature", *params.XEMQSignature, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-EMQ-Signature", headerParam1)
+		}
+
+	}
+
+	return req, nil
+}
+
 // NewDeletePushTargetRequest constructs an http.Request for the DeletePushTarget method
 func NewDeletePushTargetRequest(server string, queue string, params *DeletePushTargetParams) (*http.Request, error) {
 	var err error
@@ -6261,6 +7452,79 @@ func NewResumeQueueRequest(server string, queue string, params *ResumeQueueParam
 	if err != nil {
 		return nil, err
 	}
+
+	if params != nil {
+
+		if params.XEMQTimestamp != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-EMQ-Timestamp", *params.XEMQTimestamp, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-EMQ-Timestamp", headerParam0)
+		}
+
+		if params.XEMQSignature != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "X-EMQ-Signature", *params.XEMQSignature, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-EMQ-Signature", headerParam1)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewRetryJobsRequest calls the generic RetryJobs builder with application/json body
+func NewRetryJobsRequest(server string, queue string, params *RetryJobsParams, body RetryJobsJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewRetryJobsRequestWithBody(server, queue, params, "application/json", bodyReader)
+}
+
+// NewRetryJobsRequestWithBody constructs an http.Request for the RetryJobs method, with any body, and a specified content type
+func NewRetryJobsRequestWithBody(server string, queue string, params *RetryJobsParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "queue", queue, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/queues/%s/retry", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
 
 	if params != nil {
 
@@ -7276,6 +8540,15 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /queues/{queue} (the `GetQueue` operationId).
 	GetQueueWithResponse(ctx context.Context, queue string, params *GetQueueParams, reqEditors ...RequestEditorFn) (*GetQueueResponse, error)
 
+	// ListBatchesWithResponse List a queue's batches
+	//
+	// A page of the queue's batches, newest first (by created_at; ties by id), each as GET /queues/{queue}/batches/{id} answers it: open, running and done ones (a done batch is kept 7 days). Pass next_cursor back as cursor until it is null; a cursor the service did not give out is 400 EMQINVALID (field cursor). Cursors are stable: no batch is given twice or skipped across pages while others are made (a new batch comes before the first page). Each batch not done has its jobs' states read for its counts, as GET does.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /queues/{queue}/batches (the `ListBatches` operationId).
+	ListBatchesWithResponse(ctx context.Context, queue string, params *ListBatchesParams, reqEditors ...RequestEditorFn) (*ListBatchesResponse, error)
+
 	// CreateBatchWithBodyWithResponse Create a batch
 	//
 	// Enqueues up to 1000 jobs as one batch, in one atomic step; each job carries batch_id. When every job of the committed batch has ended (completed, dead or cancelled), exactly one callback job is enqueued when a callback was asked for: id "batch:<id>", on callback.queue, with the batch and callback.payload as its payload (with when: success, only if every job completed); without callback, none is. jobs needs at least one job unless open is true. With open: true, add more jobs and then commit. An id that exists answers 200 with that batch and adds nothing.
@@ -7347,6 +8620,24 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /queues/{queue}/claim (the `ClaimJobs` operationId).
 	ClaimJobsWithResponse(ctx context.Context, queue string, params *ClaimJobsParams, body ClaimJobsJSONRequestBody, reqEditors ...RequestEditorFn) (*ClaimJobsResponse, error)
+
+	// CleanJobsWithBodyWithResponse Delete finished jobs
+	//
+	// Deletes up to limit (default and at most 1000) of the queue's completed, dead or cancelled jobs that finished more than older_than_ms ago (0: all of them), oldest first, each as DELETE /queues/{queue}/jobs/{id} does one: row, log and all, one removed event each. One atomic step; more says such jobs are left, so call again until it is false.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /queues/{queue}/clean (the `CleanJobs` operationId).
+	CleanJobsWithBodyWithResponse(ctx context.Context, queue string, params *CleanJobsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CleanJobsResponse, error)
+
+	// CleanJobsWithResponse Delete finished jobs
+	//
+	// Deletes up to limit (default and at most 1000) of the queue's completed, dead or cancelled jobs that finished more than older_than_ms ago (0: all of them), oldest first, each as DELETE /queues/{queue}/jobs/{id} does one: row, log and all, one removed event each. One atomic step; more says such jobs are left, so call again until it is false.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /queues/{queue}/clean (the `CleanJobs` operationId).
+	CleanJobsWithResponse(ctx context.Context, queue string, params *CleanJobsParams, body CleanJobsJSONRequestBody, reqEditors ...RequestEditorFn) (*CleanJobsResponse, error)
 
 	// CompleteJobsWithBodyWithResponse Complete many jobs
 	//
@@ -7474,6 +8765,24 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /queues/{queue}/jobs/{id} (the `GetJob` operationId).
 	GetJobWithResponse(ctx context.Context, queue string, id string, params *GetJobParams, reqEditors ...RequestEditorFn) (*GetJobResponse, error)
 
+	// UpdateJobWithBodyWithResponse Change a job that has not started
+	//
+	// Changes a pending, delayed or waiting job in one atomic step, as BullMQ's updateData, changePriority and changeDelay do: payload replaces the payload; priority moves a pending job to its place among the jobs of that priority (by the time it was enqueued); delay_ms or run_at sets when it runs, on the Redis server's clock: a time to come makes a pending job delayed and moves a delayed one, a time that has come (delay_ms 0, a run_at passed) makes a delayed job pending now and leaves a pending one as it is; a waiting job stays waiting and runs then once its dependencies have ended (a delay counts from now). Writes the event "updated" with the key that asked. An active or finished job is 409 EMQSTATE and is not changed.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /queues/{queue}/jobs/{id} (the `UpdateJob` operationId).
+	UpdateJobWithBodyWithResponse(ctx context.Context, queue string, id string, params *UpdateJobParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateJobResponse, error)
+
+	// UpdateJobWithResponse Change a job that has not started
+	//
+	// Changes a pending, delayed or waiting job in one atomic step, as BullMQ's updateData, changePriority and changeDelay do: payload replaces the payload; priority moves a pending job to its place among the jobs of that priority (by the time it was enqueued); delay_ms or run_at sets when it runs, on the Redis server's clock: a time to come makes a pending job delayed and moves a delayed one, a time that has come (delay_ms 0, a run_at passed) makes a delayed job pending now and leaves a pending one as it is; a waiting job stays waiting and runs then once its dependencies have ended (a delay counts from now). Writes the event "updated" with the key that asked. An active or finished job is 409 EMQSTATE and is not changed.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /queues/{queue}/jobs/{id} (the `UpdateJob` operationId).
+	UpdateJobWithResponse(ctx context.Context, queue string, id string, params *UpdateJobParams, body UpdateJobJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateJobResponse, error)
+
 	// CancelJobWithBodyWithResponse Cancel a job
 	//
 	// A cancel is a message, never a kill. A pending or delayed job is cancelled at once (200). An active job is marked cancel_requested for its current attempt (202): the holder sees it at its next extend or cancellation check and reports fail (cancelled) or complete. If its lease lapses first, the sweep cancels it. Cancelling a cancelled job answers 200; a completed or dead one, 409 EMQSTATE.
@@ -7555,6 +8864,33 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /queues/{queue}/jobs/{id}/lease (the `ExtendLease` operationId).
 	ExtendLeaseWithResponse(ctx context.Context, queue string, id string, params *ExtendLeaseParams, body ExtendLeaseJSONRequestBody, reqEditors ...RequestEditorFn) (*ExtendLeaseResponse, error)
 
+	// ListJobLogsWithResponse Read a job's log
+	//
+	// A page of the job's log, oldest line first, each line with the server's time of its append. Pass next_cursor back as cursor to read on. next_cursor is never null: at the end of the log it is the cursor sent, and the same request later answers the lines appended since, so polling with it tails the log. Lines keep their place when older ones are dropped (a job keeps its last 1000): a cursor whose lines were dropped reads from the oldest kept.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /queues/{queue}/jobs/{id}/logs (the `ListJobLogs` operationId).
+	ListJobLogsWithResponse(ctx context.Context, queue string, id string, params *ListJobLogsParams, reqEditors ...RequestEditorFn) (*ListJobLogsResponse, error)
+
+	// AppendJobLogWithBodyWithResponse Append to a job's log
+	//
+	// Appends lines to the log of the job held under token (BullMQ's job.log), each stamped with the server's time: 1 to 1000 lines a call, each at most 2048 bytes. A job keeps its last 1000 lines, the oldest dropped first, across its attempts, and its log is deleted with it. Fenced by the token as a lease extension is: a token that does not hold the job, or a job that is no longer active under it, is 409 EMQSTALE. Appending writes no event.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /queues/{queue}/jobs/{id}/logs (the `AppendJobLog` operationId).
+	AppendJobLogWithBodyWithResponse(ctx context.Context, queue string, id string, params *AppendJobLogParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*AppendJobLogResponse, error)
+
+	// AppendJobLogWithResponse Append to a job's log
+	//
+	// Appends lines to the log of the job held under token (BullMQ's job.log), each stamped with the server's time: 1 to 1000 lines a call, each at most 2048 bytes. A job keeps its last 1000 lines, the oldest dropped first, across its attempts, and its log is deleted with it. Fenced by the token as a lease extension is: a token that does not hold the job, or a job that is no longer active under it, is 409 EMQSTALE. Appending writes no event.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /queues/{queue}/jobs/{id}/logs (the `AppendJobLog` operationId).
+	AppendJobLogWithResponse(ctx context.Context, queue string, id string, params *AppendJobLogParams, body AppendJobLogJSONRequestBody, reqEditors ...RequestEditorFn) (*AppendJobLogResponse, error)
+
 	// PromoteJobWithResponse Promote a job
 	//
 	// Makes a delayed job pending now.
@@ -7600,6 +8936,24 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /queues/{queue}/pause (the `PauseQueue` operationId).
 	PauseQueueWithResponse(ctx context.Context, queue string, params *PauseQueueParams, reqEditors ...RequestEditorFn) (*PauseQueueResponse, error)
 
+	// PromoteJobsWithBodyWithResponse Promote delayed jobs
+	//
+	// Makes up to limit (default and at most 1000) of the queue's delayed jobs pending now, earliest run-at first, each as POST /queues/{queue}/jobs/{id}/promote does one: one promoted event each, claimers woken. One atomic step; more says delayed jobs are left, so call again until it is false.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /queues/{queue}/promote (the `PromoteJobs` operationId).
+	PromoteJobsWithBodyWithResponse(ctx context.Context, queue string, params *PromoteJobsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PromoteJobsResponse, error)
+
+	// PromoteJobsWithResponse Promote delayed jobs
+	//
+	// Makes up to limit (default and at most 1000) of the queue's delayed jobs pending now, earliest run-at first, each as POST /queues/{queue}/jobs/{id}/promote does one: one promoted event each, claimers woken. One atomic step; more says delayed jobs are left, so call again until it is false.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /queues/{queue}/promote (the `PromoteJobs` operationId).
+	PromoteJobsWithResponse(ctx context.Context, queue string, params *PromoteJobsParams, body PromoteJobsJSONRequestBody, reqEditors ...RequestEditorFn) (*PromoteJobsResponse, error)
+
 	// DeletePushTargetWithResponse Stop pushing a queue's jobs
 	//
 	// Takes the target away: no delivery starts once each replica has seen it (within a second); deliveries under way finish and report. The queue's jobs wait for workers again. Audited.
@@ -7644,6 +8998,24 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /queues/{queue}/resume (the `ResumeQueue` operationId).
 	ResumeQueueWithResponse(ctx context.Context, queue string, params *ResumeQueueParams, reqEditors ...RequestEditorFn) (*ResumeQueueResponse, error)
+
+	// RetryJobsWithBodyWithResponse Retry dead or cancelled jobs
+	//
+	// Sends up to limit (default and at most 1000) of the queue's dead or cancelled jobs back to pending, oldest finished first, each as POST /queues/{queue}/jobs/{id}/retry does one: a fresh attempt budget, its stalled count reset, its group and batch rules kept, one retried event each. One atomic step; more says jobs of the state are left, so call again until it is false.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /queues/{queue}/retry (the `RetryJobs` operationId).
+	RetryJobsWithBodyWithResponse(ctx context.Context, queue string, params *RetryJobsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RetryJobsResponse, error)
+
+	// RetryJobsWithResponse Retry dead or cancelled jobs
+	//
+	// Sends up to limit (default and at most 1000) of the queue's dead or cancelled jobs back to pending, oldest finished first, each as POST /queues/{queue}/jobs/{id}/retry does one: a fresh attempt budget, its stalled count reset, its group and batch rules kept, one retried event each. One atomic step; more says jobs of the state are left, so call again until it is false.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /queues/{queue}/retry (the `RetryJobs` operationId).
+	RetryJobsWithResponse(ctx context.Context, queue string, params *RetryJobsParams, body RetryJobsJSONRequestBody, reqEditors ...RequestEditorFn) (*RetryJobsResponse, error)
 
 	// ListSchedulesWithResponse List a queue's schedules
 	//
@@ -7717,27 +9089,27 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /queues/{queue}/schedules/{name}/run (the `RunSchedule` operationId).
 	RunScheduleWithResponse(ctx context.Context, queue string, name string, params *RunScheduleParams, reqEditors ...RequestEditorFn) (*RunScheduleResponse, error)
 
-	// GetQueueSettingsWithResponse Read a queue's flow control settings
+	// GetQueueSettingsWithResponse Read a queue's settings
 	//
-	// The limits the queue has; an absent field is no limit, and a queue that never had settings answers {}.
+	// The settings as put: flow control limits (an absent field is no limit), job_defaults (absent: none) and retention (an absent state keeps the service's default: completed the newest EMQ_KEEP_COMPLETED, default 10,000; dead and cancelled all). A queue that never had settings answers {}.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /queues/{queue}/settings (the `GetQueueSettings` operationId).
 	GetQueueSettingsWithResponse(ctx context.Context, queue string, params *GetQueueSettingsParams, reqEditors ...RequestEditorFn) (*GetQueueSettingsResponse, error)
 
-	// PutQueueSettingsWithBodyWithResponse Set a queue's flow control settings
+	// PutQueueSettingsWithBodyWithResponse Set a queue's settings
 	//
-	// Replaces the settings whole: an absent or null field is no limit, {} removes every limit. Takes effect at the next claim, on every service replica; jobs already active run on (a lowered limit holds new claims back until enough finish). Audited as a settings event.
+	// Replaces the settings whole: an absent or null field is no limit (no job default, the default retention), {} removes every limit. Limits take effect at the next claim, job_defaults at the next enqueue (and schedule tick), retention at the next finish and reaper visit, on every service replica; jobs already active run on (a lowered limit holds new claims back until enough finish), jobs already enqueued keep their values. Invalid settings are 400 EMQINVALID naming the field, and change nothing. Audited as a settings event, which carries them.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with PUT /queues/{queue}/settings (the `PutQueueSettings` operationId).
 	PutQueueSettingsWithBodyWithResponse(ctx context.Context, queue string, params *PutQueueSettingsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PutQueueSettingsResponse, error)
 
-	// PutQueueSettingsWithResponse Set a queue's flow control settings
+	// PutQueueSettingsWithResponse Set a queue's settings
 	//
-	// Replaces the settings whole: an absent or null field is no limit, {} removes every limit. Takes effect at the next claim, on every service replica; jobs already active run on (a lowered limit holds new claims back until enough finish). Audited as a settings event.
+	// Replaces the settings whole: an absent or null field is no limit (no job default, the default retention), {} removes every limit. Limits take effect at the next claim, job_defaults at the next enqueue (and schedule tick), retention at the next finish and reaper visit, on every service replica; jobs already active run on (a lowered limit holds new claims back until enough finish), jobs already enqueued keep their values. Invalid settings are 400 EMQINVALID naming the field, and change nothing. Audited as a settings event, which carries them.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -8261,6 +9633,96 @@ func (r GetQueueResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r GetQueueResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListBatchesResponse401Headers the declared response headers of an HTTP 401 response for ListBatches
+type ListBatchesResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// ListBatchesResponse503Headers the declared response headers of an HTTP 503 response for ListBatches
+type ListBatchesResponse503Headers struct {
+	RetryAfter *int
+}
+
+type ListBatchesResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *BatchPage
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Problem
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListBatchesResponse401Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListBatchesResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListBatchesResponse) GetJSON200() *BatchPage {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ListBatchesResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ListBatchesResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r ListBatchesResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r ListBatchesResponse) GetApplicationproblemJSON500() *Problem {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ListBatchesResponse) GetApplicationproblemJSON503() *Problem {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListBatchesResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListBatchesResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListBatchesResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListBatchesResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -8802,6 +10264,110 @@ func (r ClaimJobsResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r ClaimJobsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// CleanJobsResponse401Headers the declared response headers of an HTTP 401 response for CleanJobs
+type CleanJobsResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// CleanJobsResponse503Headers the declared response headers of an HTTP 503 response for CleanJobs
+type CleanJobsResponse503Headers struct {
+	RetryAfter *int
+}
+
+type CleanJobsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *CleanedJobs
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *Problem
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *Problem
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Problem
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *CleanJobsResponse401Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *CleanJobsResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r CleanJobsResponse) GetJSON200() *CleanedJobs {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r CleanJobsResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r CleanJobsResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r CleanJobsResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r CleanJobsResponse) GetApplicationproblemJSON413() *Problem {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r CleanJobsResponse) GetApplicationproblemJSON415() *Problem {
+	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r CleanJobsResponse) GetApplicationproblemJSON500() *Problem {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r CleanJobsResponse) GetApplicationproblemJSON503() *Problem {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r CleanJobsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CleanJobsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CleanJobsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CleanJobsResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -9889,6 +11455,124 @@ func (r GetJobResponse) ContentType() string {
 	return ""
 }
 
+// UpdateJobResponse401Headers the declared response headers of an HTTP 401 response for UpdateJob
+type UpdateJobResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// UpdateJobResponse503Headers the declared response headers of an HTTP 503 response for UpdateJob
+type UpdateJobResponse503Headers struct {
+	RetryAfter *int
+}
+
+type UpdateJobResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Job
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Problem
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *Problem
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *Problem
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Problem
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *UpdateJobResponse401Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *UpdateJobResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r UpdateJobResponse) GetJSON200() *Job {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r UpdateJobResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r UpdateJobResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r UpdateJobResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r UpdateJobResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r UpdateJobResponse) GetApplicationproblemJSON409() *Problem {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r UpdateJobResponse) GetApplicationproblemJSON413() *Problem {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r UpdateJobResponse) GetApplicationproblemJSON415() *Problem {
+	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r UpdateJobResponse) GetApplicationproblemJSON500() *Problem {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r UpdateJobResponse) GetApplicationproblemJSON503() *Problem {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r UpdateJobResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r UpdateJobResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r UpdateJobResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r UpdateJobResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // CancelJobResponse401Headers the declared response headers of an HTTP 401 response for CancelJob
 type CancelJobResponse401Headers struct {
 	WWWAuthenticate *string
@@ -10486,6 +12170,214 @@ func (r ExtendLeaseResponse) ContentType() string {
 	return ""
 }
 
+// ListJobLogsResponse401Headers the declared response headers of an HTTP 401 response for ListJobLogs
+type ListJobLogsResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// ListJobLogsResponse503Headers the declared response headers of an HTTP 503 response for ListJobLogs
+type ListJobLogsResponse503Headers struct {
+	RetryAfter *int
+}
+
+type ListJobLogsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *LogPage
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Problem
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListJobLogsResponse401Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListJobLogsResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListJobLogsResponse) GetJSON200() *LogPage {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ListJobLogsResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ListJobLogsResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r ListJobLogsResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r ListJobLogsResponse) GetApplicationproblemJSON500() *Problem {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ListJobLogsResponse) GetApplicationproblemJSON503() *Problem {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListJobLogsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListJobLogsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListJobLogsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListJobLogsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// AppendJobLogResponse401Headers the declared response headers of an HTTP 401 response for AppendJobLog
+type AppendJobLogResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// AppendJobLogResponse503Headers the declared response headers of an HTTP 503 response for AppendJobLog
+type AppendJobLogResponse503Headers struct {
+	RetryAfter *int
+}
+
+type AppendJobLogResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *LogAppendResponse
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Problem
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *Problem
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *Problem
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Problem
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *AppendJobLogResponse401Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *AppendJobLogResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r AppendJobLogResponse) GetJSON200() *LogAppendResponse {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r AppendJobLogResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r AppendJobLogResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r AppendJobLogResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r AppendJobLogResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r AppendJobLogResponse) GetApplicationproblemJSON409() *Problem {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r AppendJobLogResponse) GetApplicationproblemJSON413() *Problem {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r AppendJobLogResponse) GetApplicationproblemJSON415() *Problem {
+	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r AppendJobLogResponse) GetApplicationproblemJSON500() *Problem {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r AppendJobLogResponse) GetApplicationproblemJSON503() *Problem {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r AppendJobLogResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r AppendJobLogResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r AppendJobLogResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r AppendJobLogResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // PromoteJobResponse401Headers the declared response headers of an HTTP 401 response for PromoteJob
 type PromoteJobResponse401Headers struct {
 	WWWAuthenticate *string
@@ -10909,6 +12801,110 @@ func (r PauseQueueResponse) ContentType() string {
 	return ""
 }
 
+// PromoteJobsResponse401Headers the declared response headers of an HTTP 401 response for PromoteJobs
+type PromoteJobsResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// PromoteJobsResponse503Headers the declared response headers of an HTTP 503 response for PromoteJobs
+type PromoteJobsResponse503Headers struct {
+	RetryAfter *int
+}
+
+type PromoteJobsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *PromotedJobs
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *Problem
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *Problem
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Problem
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *PromoteJobsResponse401Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *PromoteJobsResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r PromoteJobsResponse) GetJSON200() *PromotedJobs {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r PromoteJobsResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r PromoteJobsResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r PromoteJobsResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r PromoteJobsResponse) GetApplicationproblemJSON413() *Problem {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r PromoteJobsResponse) GetApplicationproblemJSON415() *Problem {
+	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r PromoteJobsResponse) GetApplicationproblemJSON500() *Problem {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r PromoteJobsResponse) GetApplicationproblemJSON503() *Problem {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r PromoteJobsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PromoteJobsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PromoteJobsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PromoteJobsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // DeletePushTargetResponse401Headers the declared response headers of an HTTP 401 response for DeletePushTarget
 type DeletePushTargetResponse401Headers struct {
 	WWWAuthenticate *string
@@ -11305,6 +13301,110 @@ func (r ResumeQueueResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r ResumeQueueResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// RetryJobsResponse401Headers the declared response headers of an HTTP 401 response for RetryJobs
+type RetryJobsResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// RetryJobsResponse503Headers the declared response headers of an HTTP 503 response for RetryJobs
+type RetryJobsResponse503Headers struct {
+	RetryAfter *int
+}
+
+type RetryJobsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *RetriedJobs
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *Problem
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *Problem
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Problem
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *RetryJobsResponse401Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *RetryJobsResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r RetryJobsResponse) GetJSON200() *RetriedJobs {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r RetryJobsResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r RetryJobsResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r RetryJobsResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r RetryJobsResponse) GetApplicationproblemJSON413() *Problem {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r RetryJobsResponse) GetApplicationproblemJSON415() *Problem {
+	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r RetryJobsResponse) GetApplicationproblemJSON500() *Problem {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r RetryJobsResponse) GetApplicationproblemJSON503() *Problem {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r RetryJobsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r RetryJobsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r RetryJobsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r RetryJobsResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -12634,6 +14734,21 @@ func (c *ClientWithResponses) GetQueueWithResponse(ctx context.Context, queue st
 	return ParseGetQueueResponse(rsp)
 }
 
+// ListBatchesWithResponse List a queue's batches
+//
+// A page of the queue's batches, newest first (by created_at; ties by id), each as GET /queues/{queue}/batches/{id} answers it: open, running and done ones (a done batch is kept 7 days). Pass next_cursor back as cursor until it is null; a cursor the service did not give out is 400 EMQINVALID (field cursor). Cursors are stable: no batch is given twice or skipped across pages while others are made (a new batch comes before the first page). Each batch not done has its jobs' states read for its counts, as GET does.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /queues/{queue}/batches (the `ListBatches` operationId).
+func (c *ClientWithResponses) ListBatchesWithResponse(ctx context.Context, queue string, params *ListBatchesParams, reqEditors ...RequestEditorFn) (*ListBatchesResponse, error) {
+	rsp, err := c.ListBatches(ctx, queue, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListBatchesResponse(rsp)
+}
+
 // CreateBatchWithBodyWithResponse Create a batch
 //
 // Enqueues up to 1000 jobs as one batch, in one atomic step; each job carries batch_id. When every job of the committed batch has ended (completed, dead or cancelled), exactly one callback job is enqueued when a callback was asked for: id "batch:<id>", on callback.queue, with the batch and callback.payload as its payload (with when: success, only if every job completed); without callback, none is. jobs needs at least one job unless open is true. With open: true, add more jobs and then commit. An id that exists answers 200 with that batch and adds nothing.
@@ -12752,6 +14867,36 @@ func (c *ClientWithResponses) ClaimJobsWithResponse(ctx context.Context, queue s
 		return nil, err
 	}
 	return ParseClaimJobsResponse(rsp)
+}
+
+// CleanJobsWithBodyWithResponse Delete finished jobs
+//
+// Deletes up to limit (default and at most 1000) of the queue's completed, dead or cancelled jobs that finished more than older_than_ms ago (0: all of them), oldest first, each as DELETE /queues/{queue}/jobs/{id} does one: row, log and all, one removed event each. One atomic step; more says such jobs are left, so call again until it is false.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /queues/{queue}/clean (the `CleanJobs` operationId).
+func (c *ClientWithResponses) CleanJobsWithBodyWithResponse(ctx context.Context, queue string, params *CleanJobsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CleanJobsResponse, error) {
+	rsp, err := c.CleanJobsWithBody(ctx, queue, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCleanJobsResponse(rsp)
+}
+
+// CleanJobsWithResponse Delete finished jobs
+//
+// Deletes up to limit (default and at most 1000) of the queue's completed, dead or cancelled jobs that finished more than older_than_ms ago (0: all of them), oldest first, each as DELETE /queues/{queue}/jobs/{id} does one: row, log and all, one removed event each. One atomic step; more says such jobs are left, so call again until it is false.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /queues/{queue}/clean (the `CleanJobs` operationId).
+func (c *ClientWithResponses) CleanJobsWithResponse(ctx context.Context, queue string, params *CleanJobsParams, body CleanJobsJSONRequestBody, reqEditors ...RequestEditorFn) (*CleanJobsResponse, error) {
+	rsp, err := c.CleanJobs(ctx, queue, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCleanJobsResponse(rsp)
 }
 
 // CompleteJobsWithBodyWithResponse Complete many jobs
@@ -12964,6 +15109,36 @@ func (c *ClientWithResponses) GetJobWithResponse(ctx context.Context, queue stri
 	return ParseGetJobResponse(rsp)
 }
 
+// UpdateJobWithBodyWithResponse Change a job that has not started
+//
+// Changes a pending, delayed or waiting job in one atomic step, as BullMQ's updateData, changePriority and changeDelay do: payload replaces the payload; priority moves a pending job to its place among the jobs of that priority (by the time it was enqueued); delay_ms or run_at sets when it runs, on the Redis server's clock: a time to come makes a pending job delayed and moves a delayed one, a time that has come (delay_ms 0, a run_at passed) makes a delayed job pending now and leaves a pending one as it is; a waiting job stays waiting and runs then once its dependencies have ended (a delay counts from now). Writes the event "updated" with the key that asked. An active or finished job is 409 EMQSTATE and is not changed.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /queues/{queue}/jobs/{id} (the `UpdateJob` operationId).
+func (c *ClientWithResponses) UpdateJobWithBodyWithResponse(ctx context.Context, queue string, id string, params *UpdateJobParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateJobResponse, error) {
+	rsp, err := c.UpdateJobWithBody(ctx, queue, id, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateJobResponse(rsp)
+}
+
+// UpdateJobWithResponse Change a job that has not started
+//
+// Changes a pending, delayed or waiting job in one atomic step, as BullMQ's updateData, changePriority and changeDelay do: payload replaces the payload; priority moves a pending job to its place among the jobs of that priority (by the time it was enqueued); delay_ms or run_at sets when it runs, on the Redis server's clock: a time to come makes a pending job delayed and moves a delayed one, a time that has come (delay_ms 0, a run_at passed) makes a delayed job pending now and leaves a pending one as it is; a waiting job stays waiting and runs then once its dependencies have ended (a delay counts from now). Writes the event "updated" with the key that asked. An active or finished job is 409 EMQSTATE and is not changed.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /queues/{queue}/jobs/{id} (the `UpdateJob` operationId).
+func (c *ClientWithResponses) UpdateJobWithResponse(ctx context.Context, queue string, id string, params *UpdateJobParams, body UpdateJobJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateJobResponse, error) {
+	rsp, err := c.UpdateJob(ctx, queue, id, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateJobResponse(rsp)
+}
+
 // CancelJobWithBodyWithResponse Cancel a job
 //
 // A cancel is a message, never a kill. A pending or delayed job is cancelled at once (200). An active job is marked cancel_requested for its current attempt (202): the holder sees it at its next extend or cancellation check and reports fail (cancelled) or complete. If its lease lapses first, the sweep cancels it. Cancelling a cancelled job answers 200; a completed or dead one, 409 EMQSTATE.
@@ -13099,6 +15274,51 @@ func (c *ClientWithResponses) ExtendLeaseWithResponse(ctx context.Context, queue
 	return ParseExtendLeaseResponse(rsp)
 }
 
+// ListJobLogsWithResponse Read a job's log
+//
+// A page of the job's log, oldest line first, each line with the server's time of its append. Pass next_cursor back as cursor to read on. next_cursor is never null: at the end of the log it is the cursor sent, and the same request later answers the lines appended since, so polling with it tails the log. Lines keep their place when older ones are dropped (a job keeps its last 1000): a cursor whose lines were dropped reads from the oldest kept.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /queues/{queue}/jobs/{id}/logs (the `ListJobLogs` operationId).
+func (c *ClientWithResponses) ListJobLogsWithResponse(ctx context.Context, queue string, id string, params *ListJobLogsParams, reqEditors ...RequestEditorFn) (*ListJobLogsResponse, error) {
+	rsp, err := c.ListJobLogs(ctx, queue, id, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListJobLogsResponse(rsp)
+}
+
+// AppendJobLogWithBodyWithResponse Append to a job's log
+//
+// Appends lines to the log of the job held under token (BullMQ's job.log), each stamped with the server's time: 1 to 1000 lines a call, each at most 2048 bytes. A job keeps its last 1000 lines, the oldest dropped first, across its attempts, and its log is deleted with it. Fenced by the token as a lease extension is: a token that does not hold the job, or a job that is no longer active under it, is 409 EMQSTALE. Appending writes no event.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /queues/{queue}/jobs/{id}/logs (the `AppendJobLog` operationId).
+func (c *ClientWithResponses) AppendJobLogWithBodyWithResponse(ctx context.Context, queue string, id string, params *AppendJobLogParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*AppendJobLogResponse, error) {
+	rsp, err := c.AppendJobLogWithBody(ctx, queue, id, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseAppendJobLogResponse(rsp)
+}
+
+// AppendJobLogWithResponse Append to a job's log
+//
+// Appends lines to the log of the job held under token (BullMQ's job.log), each stamped with the server's time: 1 to 1000 lines a call, each at most 2048 bytes. A job keeps its last 1000 lines, the oldest dropped first, across its attempts, and its log is deleted with it. Fenced by the token as a lease extension is: a token that does not hold the job, or a job that is no longer active under it, is 409 EMQSTALE. Appending writes no event.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /queues/{queue}/jobs/{id}/logs (the `AppendJobLog` operationId).
+func (c *ClientWithResponses) AppendJobLogWithResponse(ctx context.Context, queue string, id string, params *AppendJobLogParams, body AppendJobLogJSONRequestBody, reqEditors ...RequestEditorFn) (*AppendJobLogResponse, error) {
+	rsp, err := c.AppendJobLog(ctx, queue, id, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseAppendJobLogResponse(rsp)
+}
+
 // PromoteJobWithResponse Promote a job
 //
 // Makes a delayed job pending now.
@@ -13174,6 +15394,36 @@ func (c *ClientWithResponses) PauseQueueWithResponse(ctx context.Context, queue 
 	return ParsePauseQueueResponse(rsp)
 }
 
+// PromoteJobsWithBodyWithResponse Promote delayed jobs
+//
+// Makes up to limit (default and at most 1000) of the queue's delayed jobs pending now, earliest run-at first, each as POST /queues/{queue}/jobs/{id}/promote does one: one promoted event each, claimers woken. One atomic step; more says delayed jobs are left, so call again until it is false.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /queues/{queue}/promote (the `PromoteJobs` operationId).
+func (c *ClientWithResponses) PromoteJobsWithBodyWithResponse(ctx context.Context, queue string, params *PromoteJobsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PromoteJobsResponse, error) {
+	rsp, err := c.PromoteJobsWithBody(ctx, queue, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePromoteJobsResponse(rsp)
+}
+
+// PromoteJobsWithResponse Promote delayed jobs
+//
+// Makes up to limit (default and at most 1000) of the queue's delayed jobs pending now, earliest run-at first, each as POST /queues/{queue}/jobs/{id}/promote does one: one promoted event each, claimers woken. One atomic step; more says delayed jobs are left, so call again until it is false.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /queues/{queue}/promote (the `PromoteJobs` operationId).
+func (c *ClientWithResponses) PromoteJobsWithResponse(ctx context.Context, queue string, params *PromoteJobsParams, body PromoteJobsJSONRequestBody, reqEditors ...RequestEditorFn) (*PromoteJobsResponse, error) {
+	rsp, err := c.PromoteJobs(ctx, queue, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePromoteJobsResponse(rsp)
+}
+
 // DeletePushTargetWithResponse Stop pushing a queue's jobs
 //
 // Takes the target away: no delivery starts once each replica has seen it (within a second); deliveries under way finish and report. The queue's jobs wait for workers again. Audited.
@@ -13247,6 +15497,36 @@ func (c *ClientWithResponses) ResumeQueueWithResponse(ctx context.Context, queue
 		return nil, err
 	}
 	return ParseResumeQueueResponse(rsp)
+}
+
+// RetryJobsWithBodyWithResponse Retry dead or cancelled jobs
+//
+// Sends up to limit (default and at most 1000) of the queue's dead or cancelled jobs back to pending, oldest finished first, each as POST /queues/{queue}/jobs/{id}/retry does one: a fresh attempt budget, its stalled count reset, its group and batch rules kept, one retried event each. One atomic step; more says jobs of the state are left, so call again until it is false.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /queues/{queue}/retry (the `RetryJobs` operationId).
+func (c *ClientWithResponses) RetryJobsWithBodyWithResponse(ctx context.Context, queue string, params *RetryJobsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RetryJobsResponse, error) {
+	rsp, err := c.RetryJobsWithBody(ctx, queue, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRetryJobsResponse(rsp)
+}
+
+// RetryJobsWithResponse Retry dead or cancelled jobs
+//
+// Sends up to limit (default and at most 1000) of the queue's dead or cancelled jobs back to pending, oldest finished first, each as POST /queues/{queue}/jobs/{id}/retry does one: a fresh attempt budget, its stalled count reset, its group and batch rules kept, one retried event each. One atomic step; more says jobs of the state are left, so call again until it is false.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /queues/{queue}/retry (the `RetryJobs` operationId).
+func (c *ClientWithResponses) RetryJobsWithResponse(ctx context.Context, queue string, params *RetryJobsParams, body RetryJobsJSONRequestBody, reqEditors ...RequestEditorFn) (*RetryJobsResponse, error) {
+	rsp, err := c.RetryJobs(ctx, queue, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRetryJobsResponse(rsp)
 }
 
 // ListSchedulesWithResponse List a queue's schedules
@@ -13369,9 +15649,9 @@ func (c *ClientWithResponses) RunScheduleWithResponse(ctx context.Context, queue
 	return ParseRunScheduleResponse(rsp)
 }
 
-// GetQueueSettingsWithResponse Read a queue's flow control settings
+// GetQueueSettingsWithResponse Read a queue's settings
 //
-// The limits the queue has; an absent field is no limit, and a queue that never had settings answers {}.
+// The settings as put: flow control limits (an absent field is no limit), job_defaults (absent: none) and retention (an absent state keeps the service's default: completed the newest EMQ_KEEP_COMPLETED, default 10,000; dead and cancelled all). A queue that never had settings answers {}.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -13384,9 +15664,9 @@ func (c *ClientWithResponses) GetQueueSettingsWithResponse(ctx context.Context, 
 	return ParseGetQueueSettingsResponse(rsp)
 }
 
-// PutQueueSettingsWithBodyWithResponse Set a queue's flow control settings
+// PutQueueSettingsWithBodyWithResponse Set a queue's settings
 //
-// Replaces the settings whole: an absent or null field is no limit, {} removes every limit. Takes effect at the next claim, on every service replica; jobs already active run on (a lowered limit holds new claims back until enough finish). Audited as a settings event.
+// Replaces the settings whole: an absent or null field is no limit (no job default, the default retention), {} removes every limit. Limits take effect at the next claim, job_defaults at the next enqueue (and schedule tick), retention at the next finish and reaper visit, on every service replica; jobs already active run on (a lowered limit holds new claims back until enough finish), jobs already enqueued keep their values. Invalid settings are 400 EMQINVALID naming the field, and change nothing. Audited as a settings event, which carries them.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -13399,9 +15679,9 @@ func (c *ClientWithResponses) PutQueueSettingsWithBodyWithResponse(ctx context.C
 	return ParsePutQueueSettingsResponse(rsp)
 }
 
-// PutQueueSettingsWithResponse Set a queue's flow control settings
+// PutQueueSettingsWithResponse Set a queue's settings
 //
-// Replaces the settings whole: an absent or null field is no limit, {} removes every limit. Takes effect at the next claim, on every service replica; jobs already active run on (a lowered limit holds new claims back until enough finish). Audited as a settings event.
+// Replaces the settings whole: an absent or null field is no limit (no job default, the default retention), {} removes every limit. Limits take effect at the next claim, job_defaults at the next enqueue (and schedule tick), retention at the next finish and reaper visit, on every service replica; jobs already active run on (a lowered limit holds new claims back until enough finish), jobs already enqueued keep their values. Invalid settings are 400 EMQINVALID naming the field, and change nothing. Audited as a settings event, which carries them.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -13924,6 +16204,90 @@ func ParseGetQueueResponse(rsp *http.Response) (*GetQueueResponse, error) {
 	return response, nil
 }
 
+// ParseListBatchesResponse parses an HTTP response from a ListBatchesWithResponse call
+func ParseListBatchesResponse(rsp *http.Response) (*ListBatchesResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListBatchesResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest BatchPage
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ListBatchesResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListBatchesResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseCreateBatchResponse parses an HTTP response from a CreateBatchWithResponse call
 func ParseCreateBatchResponse(rsp *http.Response) (*CreateBatchResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -14425,6 +16789,104 @@ func ParseClaimJobsResponse(rsp *http.Response) (*ClaimJobsResponse, error) {
 		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers ClaimJobsResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCleanJobsResponse parses an HTTP response from a CleanJobsWithResponse call
+func ParseCleanJobsResponse(rsp *http.Response) (*CleanJobsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CleanJobsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest CleanedJobs
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers CleanJobsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 503:
+		var headers CleanJobsResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -15459,6 +17921,118 @@ func ParseGetJobResponse(rsp *http.Response) (*GetJobResponse, error) {
 	return response, nil
 }
 
+// ParseUpdateJobResponse parses an HTTP response from a UpdateJobWithResponse call
+func ParseUpdateJobResponse(rsp *http.Response) (*UpdateJobResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &UpdateJobResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Job
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers UpdateJobResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 503:
+		var headers UpdateJobResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseCancelJobResponse parses an HTTP response from a CancelJobWithResponse call
 func ParseCancelJobResponse(rsp *http.Response) (*CancelJobResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -16032,6 +18606,202 @@ func ParseExtendLeaseResponse(rsp *http.Response) (*ExtendLeaseResponse, error) 
 	return response, nil
 }
 
+// ParseListJobLogsResponse parses an HTTP response from a ListJobLogsWithResponse call
+func ParseListJobLogsResponse(rsp *http.Response) (*ListJobLogsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListJobLogsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest LogPage
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ListJobLogsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListJobLogsResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseAppendJobLogResponse parses an HTTP response from a AppendJobLogWithResponse call
+func ParseAppendJobLogResponse(rsp *http.Response) (*AppendJobLogResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &AppendJobLogResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest LogAppendResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers AppendJobLogResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 503:
+		var headers AppendJobLogResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
 // ParsePromoteJobResponse parses an HTTP response from a PromoteJobWithResponse call
 func ParsePromoteJobResponse(rsp *http.Response) (*PromoteJobResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -16431,6 +19201,104 @@ func ParsePauseQueueResponse(rsp *http.Response) (*PauseQueueResponse, error) {
 	return response, nil
 }
 
+// ParsePromoteJobsResponse parses an HTTP response from a PromoteJobsWithResponse call
+func ParsePromoteJobsResponse(rsp *http.Response) (*PromoteJobsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PromoteJobsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest PromotedJobs
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers PromoteJobsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 503:
+		var headers PromoteJobsResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseDeletePushTargetResponse parses an HTTP response from a DeletePushTargetWithResponse call
 func ParseDeletePushTargetResponse(rsp *http.Response) (*DeletePushTargetResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -16796,6 +19664,104 @@ func ParseResumeQueueResponse(rsp *http.Response) (*ResumeQueueResponse, error) 
 		response.Headers401 = &headers
 	case rsp.StatusCode == 503:
 		var headers ResumeQueueResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseRetryJobsResponse parses an HTTP response from a RetryJobsWithResponse call
+func ParseRetryJobsResponse(rsp *http.Response) (*RetryJobsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &RetryJobsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest RetriedJobs
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers RetryJobsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 503:
+		var headers RetryJobsResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {

@@ -48,7 +48,7 @@ func newServices(cfg config, rdb redis.UniversalClient, tel *telemetry.Telemetry
 	act := keyspace.NewActivity(rdb, cfg.Prefix)
 	m := metrics.New(depthOf(adm, act, hist), metrics.MaxQueues(cfg.MetricsMaxQueues))
 	m.SetLogger(log)
-	return services{rdb: rdb, admin: adm, sweeper: stall.NewService(rdb, cfg.Prefix, stall.Registry(reg)),
+	return services{rdb: rdb, admin: adm, sweeper: stall.NewService(rdb, cfg.Prefix, stall.Registry(reg), stall.KeepCompleted(cfg.KeepCompleted)),
 		hub: wake.NewHub(rdb, cfg.Prefix, log), metrics: m, sched: scheduler.NewService(rdb, cfg.Prefix, scheduler.Registry(reg)),
 		pushes: push.NewStore(rdb, cfg.Prefix, push.Registry(reg)), history: hist, tel: tel, queues: reg,
 		activity: act}

@@ -3,39 +3,48 @@ package admin
 import (
 	"context"
 	"encoding/base64"
-	"errors"
 	"fmt"
-
-	"github.com/redis/go-redis/v9"
 
 	"github.com/echo-mq/echo_mq/internal/flow"
 	"github.com/echo-mq/echo_mq/internal/keyspace"
 	"github.com/echo-mq/echo_mq/lua"
 )
 
-// Settings are a queue's flow control settings (docs/design.md#flow-control);
-// a queue that never had any has none.
+// Settings are a queue's settings: its flow control
+// (docs/design.md#flow-control), job defaults and retention; a queue that
+// never had any has none.
 func (s *Service) Settings(ctx context.Context, queue string) (flow.Settings, error) {
-	text, err := s.rdb.HGet(ctx, keyspace.NewQueue(s.prefix, queue).Meta(), "flow").Result()
-	if errors.Is(err, redis.Nil) {
-		return flow.Settings{}, nil
-	}
+	texts, err := s.rdb.HMGet(ctx, keyspace.NewQueue(s.prefix, queue).Meta(), "flow", "defaults", "retention").Result()
 	if err != nil {
 		return flow.Settings{}, err
 	}
-	return flow.Decode(text)
+	field := func(i int) string {
+		text, _ := texts[i].(string) // nil: absent
+		return text
+	}
+	set, err := flow.Decode(field(0))
+	if err == nil {
+		set.Defaults, err = flow.DecodeJobDefaults(field(1))
+	}
+	if err == nil {
+		set.Retention, err = flow.DecodeRetention(field(2))
+	}
+	return set, err
 }
 
-// SetSettings replaces a queue's flow control settings whole, and writes a
-// "settings" event with them (asJSON) and who asked. The groups a limit
-// held back are looked at again under the new settings. A queue that is
-// not known yet must have a place (keyspace.ErrQuota).
+// SetSettings replaces a queue's settings whole, and writes a "settings"
+// event with them (asJSON) and who asked. The groups a limit held back are
+// looked at again under the new settings; the job defaults hold from the
+// next enqueue on, and the retention from the next finish and reaper
+// visit on. A queue that is not known yet must have a place
+// (keyspace.ErrQuota).
 func (s *Service) SetSettings(ctx context.Context, queue string, set flow.Settings, asJSON string, by Actor) error {
 	added, err := s.queues.Admit(ctx, queue)
 	if err != nil {
 		return err
 	}
-	_, err = s.run(ctx, queue, lua.SettingsArgs{Encoded: set.Encode(), JSON: asJSON, By: by})
+	_, err = s.run(ctx, queue, lua.SettingsArgs{Encoded: set.Encode(), JSON: asJSON, By: by,
+		Defaults: set.Defaults.Encode(), Retention: set.Retention.Encode()})
 	s.withdrawIf(ctx, queue, added, err)
 	return err
 }

@@ -1,6 +1,7 @@
-// Package flow is the shape of a queue's flow control (docs/design.md#flow-control):
-// its settings, as the API gives them and as the scripts keep them, and
-// the limits that hold a claim back.
+// Package flow is the shape of a queue's settings: its flow control
+// (docs/design.md#flow-control), as the API gives them and as the scripts
+// keep them, and the limits that hold a claim back; and its job defaults
+// and retention (settings.go).
 package flow
 
 import (
@@ -15,23 +16,26 @@ type Rate struct {
 	WindowMS int64
 }
 
-// Settings are a queue's limits; a nil one is no limit.
+// Settings are a queue's limits (a nil one is no limit), its job defaults
+// and its retention.
 type Settings struct {
 	Concurrency      *int  // at most this many of the queue's jobs active at once
 	RateLimit        *Rate // claims starting, for the whole queue
 	GroupConcurrency *int  // active jobs per group
 	GroupRateLimit   *Rate // claims starting, per group
 	FIFO             bool  // group_order "fifo": one job per group in flight, in order
+	Defaults         JobDefaults
+	Retention        Retention
 }
 
-// None reports whether s sets no limit at all.
+// None reports whether s sets no flow control limit at all.
 func (s Settings) None() bool {
 	return s.Concurrency == nil && s.RateLimit == nil && s.GroupConcurrency == nil &&
 		s.GroupRateLimit == nil && !s.FIFO
 }
 
-// Encode is the form the scripts keep in the queue's meta hash
-// ("c,rl,rw,gc,grl,grw,order", lua/flow.lua), or "" for no settings.
+// Encode is the form the scripts keep of its limits in the queue's meta
+// hash ("c,rl,rw,gc,grl,grw,order", lua/flow.lua), or "" for none.
 func (s Settings) Encode() string {
 	if s.None() {
 		return ""

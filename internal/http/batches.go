@@ -20,6 +20,7 @@ type batches interface {
 	Add(ctx context.Context, queue, id string, jobs []lease.NewJob) (batch.Batch, []lease.Enqueued, error)
 	Commit(ctx context.Context, queue, id string) (batch.Batch, error)
 	Get(ctx context.Context, queue, id string) (batch.Batch, error)
+	List(ctx context.Context, queue, cursor string, limit int) ([]batch.Batch, string, error)
 }
 
 // BatchCallbackRequest is the job a batch enqueues once every job of it

@@ -63,6 +63,9 @@ type Job struct {
 	StartedAt           string `json:"started_at,omitempty" format:"date-time"`
 	LeaseExpiresAt      string `json:"lease_expires_at,omitempty" format:"date-time"`
 	FinishedAt          string `json:"finished_at,omitempty" format:"date-time"`
+	// How many lines the job's log holds (at most 1000), when it has
+	// any: GET /queues/{queue}/jobs/{id}/logs reads them.
+	LogLines int `json:"log_lines,omitempty" example:"120"`
 } // @name Job
 
 // stamp formats t as RFC 3339 UTC with milliseconds, "" for the zero time.

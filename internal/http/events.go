@@ -27,7 +27,7 @@ const (
 // Event is the data of one Server-Sent Event of GET /queues/{queue}/events
 // and GET /events: one state change of a queue or of one of its jobs.
 type Event struct {
-	Kind   string `json:"kind" binding:"required" enums:"enqueued,claimed,progress,completed,failed,dead,cancel_requested,cancelled,recovered,retried,promoted,due,released,batch_done,removed,paused,resumed,drained,settings,group_paused,group_resumed,snoozed,debounced,schedule_set,schedule_paused,schedule_resumed,schedule_deleted,push_set,push_deleted" example:"completed"`
+	Kind   string `json:"kind" binding:"required" enums:"enqueued,claimed,progress,completed,failed,dead,cancel_requested,cancelled,recovered,retried,promoted,updated,due,released,batch_done,removed,paused,resumed,drained,settings,group_paused,group_resumed,snoozed,debounced,schedule_set,schedule_paused,schedule_resumed,schedule_deleted,push_set,push_deleted" example:"completed"`
 	Queue  string `json:"queue" binding:"required" example:"emails"`
 	JobID  string `json:"job_id,omitempty" example:"0190f8a2-7c4e-7d2a-9b1e-3f5c2a1b0c9d"`
 	State  string `json:"state,omitempty" enums:"pending,active,delayed,waiting,completed,dead,cancelled" example:"completed"`
@@ -48,6 +48,12 @@ type Event struct {
 	URL string `json:"url,omitempty" example:"https://worker.example.com/jobs"`
 	// The new settings of a settings event.
 	Settings *QueueSettings `json:"settings,omitempty"`
+	// The progress a progress event stored, as the worker sent it, when
+	// its JSON is at most 1024 bytes.
+	Progress json.RawMessage `json:"progress,omitempty" swaggertype:"object" extensions:"x-any-json"`
+	// true on a progress event whose progress is over 1024 bytes: it is
+	// left out; read the job for it.
+	ProgressTruncated bool `json:"progress_truncated,omitempty"`
 } // @name Event
 
 // eventTiming is how often a stream polls and sends heartbeats.
@@ -265,6 +271,10 @@ func eventOf(queue string, e events.Entry) Event {
 			ev.Settings = &s
 		}
 	}
+	if text := e.Field("progress"); text != "" && json.Valid([]byte(text)) {
+		ev.Progress = json.RawMessage(text)
+	}
+	ev.ProgressTruncated = e.Field("progress_truncated") == "1"
 	return ev
 }
 

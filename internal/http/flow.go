@@ -14,8 +14,9 @@ type RateLimit struct {
 	WindowMs int64 `json:"window_ms" format:"int64" validate:"required,min=10,max=86400000" example:"1000"`
 } // @name RateLimit
 
-// QueueSettings are a queue's flow control settings, put whole: an absent
-// (or null) field is no limit, and an answer leaves it out.
+// QueueSettings are a queue's settings, put whole: its flow control (an
+// absent or null field is no limit, and an answer leaves it out), the
+// defaults of its jobs and its retention of finished jobs.
 type QueueSettings struct {
 	// At most this many of the queue's jobs active at once, across every
 	// worker and service replica.
@@ -30,9 +31,16 @@ type QueueSettings struct {
 	// its retry), and a group's next job starts only when that one has
 	// finished; a retried job keeps its group's head.
 	GroupOrder *string `json:"group_order,omitempty" validate:"omitnil,oneof=fifo" enums:"fifo" example:"fifo"`
+	// What an enqueue that does not name them gets; absent: none.
+	JobDefaults *JobDefaults `json:"job_defaults,omitempty"`
+	// How many finished jobs are kept, and how long; absent: the service's
+	// defaults (completed: the newest EMQ_KEEP_COMPLETED, default 10,000;
+	// dead and cancelled: all).
+	Retention *Retention `json:"retention,omitempty"`
 } // @name QueueSettings
 
-// settingsOf is the API view of s: the limits it sets.
+// settingsOf is the API view of s: the limits it sets, its job defaults
+// and its retention, as put.
 func settingsOf(s flow.Settings) QueueSettings {
 	rate := func(r *flow.Rate) *RateLimit {
 		if r == nil {
@@ -41,7 +49,8 @@ func settingsOf(s flow.Settings) QueueSettings {
 		return &RateLimit{Limit: r.Limit, WindowMs: r.WindowMS}
 	}
 	out := QueueSettings{Concurrency: s.Concurrency, RateLimit: rate(s.RateLimit),
-		GroupConcurrency: s.GroupConcurrency, GroupRateLimit: rate(s.GroupRateLimit)}
+		GroupConcurrency: s.GroupConcurrency, GroupRateLimit: rate(s.GroupRateLimit),
+		JobDefaults: jobDefaultsOf(s.Defaults), Retention: retentionOf(s.Retention)}
 	if s.FIFO {
 		fifo := "fifo"
 		out.GroupOrder = &fifo
@@ -59,13 +68,13 @@ func (q QueueSettings) settings() flow.Settings {
 	}
 	return flow.Settings{Concurrency: q.Concurrency, RateLimit: rate(q.RateLimit),
 		GroupConcurrency: q.GroupConcurrency, GroupRateLimit: rate(q.GroupRateLimit),
-		FIFO: q.GroupOrder != nil}
+		FIFO: q.GroupOrder != nil, Defaults: q.JobDefaults.jobDefaults(), Retention: q.Retention.retention()}
 }
 
 // handleSettingsGet godoc
 //
-//	@Summary		Read a queue's flow control settings
-//	@Description	The limits the queue has; an absent field is no limit, and a queue that never had settings answers {}.
+//	@Summary		Read a queue's settings
+//	@Description	The settings as put: flow control limits (an absent field is no limit), job_defaults (absent: none) and retention (an absent state keeps the service's default: completed the newest EMQ_KEEP_COMPLETED, default 10,000; dead and cancelled all). A queue that never had settings answers {}.
 //	@ID				getQueueSettings
 //	@Tags			operator
 //	@Security		BearerAuth
@@ -92,8 +101,8 @@ func (s *server) handleSettingsGet(w http.ResponseWriter, r *http.Request) {
 
 // handleSettingsPut godoc
 //
-//	@Summary		Set a queue's flow control settings
-//	@Description	Replaces the settings whole: an absent or null field is no limit, {} removes every limit. Takes effect at the next claim, on every service replica; jobs already active run on (a lowered limit holds new claims back until enough finish). Audited as a settings event.
+//	@Summary		Set a queue's settings
+//	@Description	Replaces the settings whole: an absent or null field is no limit (no job default, the default retention), {} removes every limit. Limits take effect at the next claim, job_defaults at the next enqueue (and schedule tick), retention at the next finish and reaper visit, on every service replica; jobs already active run on (a lowered limit holds new claims back until enough finish), jobs already enqueued keep their values. Invalid settings are 400 EMQINVALID naming the field, and change nothing. Audited as a settings event, which carries them.
 //	@ID				putQueueSettings
 //	@Tags			operator
 //	@Security		BearerAuth
@@ -124,7 +133,8 @@ func (s *server) handleSettingsPut(w http.ResponseWriter, r *http.Request) {
 		s.writeProblem(w, r, err)
 		return
 	}
-	s.audit(r, "settings", "queue", queue, "settings", set.Encode())
+	s.audit(r, "settings", "queue", queue, "settings", set.Encode(),
+		"job_defaults", set.Defaults.Encode(), "retention", set.Retention.Encode())
 	writeJSON(w, http.StatusOK, answer)
 }
 

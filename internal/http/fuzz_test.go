@@ -84,7 +84,7 @@ func newFuzzRig(f *testing.F) *fuzzRig {
 	h.stop() // long polls and event streams answer at once: no execution waits
 	return &fuzzRig{h: h, keyRE: regexp.MustCompile(`^` + regexp.QuoteMeta(h.prefix) +
 		`:(?:queues|queue_names|batches|active|due|\{([^{}]*)\}:(?:meta|pending|active|delayed|waiting|completed|dead|cancelled|events|stats|` +
-		`batches|batches_due|job:(.*)|deps:(.*)|batch:(.*)|batch_jobs:(.*)))$`)}
+		`batches|batches_created|batches_due|job:(.*)|deps:(.*)|batch:(.*)|batch_jobs:(.*)))$`)}
 }
 
 // reset deletes every key under the rig's prefix, so that each execution
@@ -414,7 +414,9 @@ func FuzzEnqueue(f *testing.F) {
 		`{"payload":"`+strings.Repeat("x", fzValueBytes)+`"}`, `{"PAYLOAD":1,"Id":"up"}`,
 		`{"payload":{"x":1,"x":2},"payload":3}`, `{"id":"{q}","payload":1}`, `{"id":"a b","payload":1}`,
 		"{\"payload\":[\"\xed\xa0\x80\"]}", `{"payload":"\udfff\ud800"}`, `{"payload":{"a":1,"A":2,"b":{"a":1}}}`,
-		"{\"payload\":1,\"dedupe\":{\"key\":\"\xc3\",\"mode\":\"until_done\"}}", `{"payload":1,"Dedupe":{"key":"k","mode":"until_done"}}`)
+		"{\"payload\":1,\"dedupe\":{\"key\":\"\xc3\",\"mode\":\"until_done\"}}", `{"payload":1,"Dedupe":{"key":"k","mode":"until_done"}}`,
+		`{"payload":1,"run_at":"2030-01-01T00:00:00Z"}`, `{"payload":1,"run_at":"2000-01-01T00:00:00.5+14:00","delay_ms":0}`,
+		`{"payload":1,"run_at":"1969-12-31T23:59:59Z"}`, `{"payload":1,"run_at":"9999-12-31T23:59:59.999Z","depends_on":["a"]}`)
 	r := newFuzzRig(f)
 	f.Fuzz(func(t *testing.T, body []byte) {
 		q := r.reset(t)

@@ -617,6 +617,8 @@ func (h *harness) snapshot(tb testing.TB) map[string]string {
 			v = m
 		case "string":
 			v = h.rdb.Get(ctx, k).Val()
+		case "list":
+			v = h.rdb.LRange(ctx, k, 0, -1).Val()
 		default:
 			v = typ
 		}

@@ -206,7 +206,11 @@ func appendJobFields(b []byte, j job.Job, v view) []byte {
 	b = appendStamp(b, `,"run_at":`, j.RunAt)
 	b = appendStamp(b, `,"started_at":`, j.StartedAt)
 	b = appendStamp(b, `,"lease_expires_at":`, j.LeaseExpiresAt)
-	return appendStamp(b, `,"finished_at":`, j.FinishedAt)
+	b = appendStamp(b, `,"finished_at":`, j.FinishedAt)
+	if j.LogLines != 0 {
+		b = strconv.AppendInt(append(b, `,"log_lines":`...), int64(j.LogLines), 10)
+	}
+	return b
 }
 
 // appendRaw appends key and the stored value v; nothing when v is empty.

@@ -38,7 +38,7 @@ func TestJobJSON(t *testing.T) {
 		CreatedAt: at, RunAt: at.Add(time.Millisecond), StartedAt: time.UnixMilli(0).UTC(),
 		LeaseExpiresAt: at.Add(time.Hour), FinishedAt: at.Add(-time.Hour),
 		Traceparent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
-		BatchID:     "import-7", DependsOn: []string{"a", "b:c"}, RunOnFailure: true}
+		BatchID:     "import-7", DependsOn: []string{"a", "b:c"}, RunOnFailure: true, LogLines: 1000}
 	for _, c := range []struct {
 		name string
 		j    job.Job
@@ -206,6 +206,7 @@ func jobOf(j job.Job) Job {
 		OnDependencyFailure: dependencyFailureOf(j),
 		CreatedAt:           stamp(j.CreatedAt), RunAt: stamp(j.RunAt), StartedAt: stamp(j.StartedAt),
 		LeaseExpiresAt: stamp(j.LeaseExpiresAt), FinishedAt: stamp(j.FinishedAt),
+		LogLines: j.LogLines,
 	}
 }
 
@@ -335,7 +336,8 @@ func (s *jobSource) job() job.Job {
 		DedupeKey: s.string(), ExpiresAt: s.time(), Timeout: time.Duration(s.int()%1e9) * time.Millisecond,
 		Token: s.int(), CreatedAt: s.time(), RunAt: s.time(), StartedAt: s.time(),
 		LeaseExpiresAt: s.time(), FinishedAt: s.time(), Traceparent: s.string(),
-		BatchID: s.string(), DependsOn: s.strings(), RunOnFailure: s.next()%2 == 1}
+		BatchID: s.string(), DependsOn: s.strings(), RunOnFailure: s.next()%2 == 1,
+		LogLines: int(s.next()) * 4}
 }
 
 // strings is 0 to 3 strings.

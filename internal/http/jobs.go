@@ -24,16 +24,22 @@ type EnqueueRequest struct {
 	// Any JSON value, null included, at most 1 MiB by default.
 	Payload json.RawMessage `json:"payload" validate:"required" swaggertype:"object" extensions:"x-any-json"`
 	// 0 to 9, lower first: a pending job of priority 0 is claimed before
-	// any of priority 1; FIFO within one priority. Default 0.
-	Priority int `json:"priority,omitempty" validate:"min=0,max=9" example:"0"`
+	// any of priority 1; FIFO within one priority. Default: the queue's
+	// job_defaults (settings), else 0.
+	Priority *int `json:"priority,omitempty" validate:"omitnil,min=0,max=9" example:"0"`
 	// How long the job waits, delayed, before it may be claimed, in ms;
 	// default 0 (pending at once).
 	DelayMs int64 `json:"delay_ms,omitempty" format:"int64" validate:"min=0,max=31536000000" example:"0"`
+	// When the job runs, an RFC 3339 time from 1970 to 9999, on the Redis
+	// server's clock: delayed until then, or pending at once when it has
+	// passed. Not with delay_ms.
+	RunAt *string `json:"run_at,omitempty" format:"date-time" example:"2026-12-01T09:00:00Z"`
 	// How many claims the job may have: a fail of the last one is dead.
-	// Default 3.
+	// Default: the queue's job_defaults (settings), else 3.
 	MaxAttempts *int `json:"max_attempts,omitempty" validate:"omitnil,min=1,max=1000" example:"3"`
-	// The retry delay after a failed attempt; when absent, exponential from
-	// 1000 ms, capped at one hour.
+	// The retry delay after a failed attempt; when absent, the queue's
+	// job_defaults (settings), else exponential from 1000 ms, capped at one
+	// hour.
 	Backoff *BackoffRequest `json:"backoff,omitempty"`
 	// The job's group (flow control): claims take turns over the groups
 	// that have a claimable job, and the queue's group limits apply to each
@@ -42,12 +48,14 @@ type EnqueueRequest struct {
 	// At most one job per key at a time, or per window: see DedupeRequest.
 	Dedupe *DedupeRequest `json:"dedupe,omitempty"`
 	// A job not started within this many ms of its enqueue is never
-	// claimed: it ends cancelled with cancel_reason "expired". Default none.
+	// claimed: it ends cancelled with cancel_reason "expired". Default: the
+	// queue's job_defaults (settings, not for a job with depends_on), else
+	// none.
 	ExpiresInMs *int64 `json:"expires_in_ms,omitempty" format:"int64" validate:"omitnil,min=1,max=31536000000" example:"600000"`
 	// The total time one attempt may run, in ms: extends never move the
 	// lease past started_at + timeout_ms, and the sweep then fails the
 	// attempt with last_error "timeout" (retried under the backoff).
-	// Default none.
+	// Default: the queue's job_defaults (settings), else none.
 	TimeoutMs *int64 `json:"timeout_ms,omitempty" format:"int64" validate:"omitnil,min=100,max=86400000" example:"30000"`
 	// The ids of up to 100 jobs of the queue (or of the same request) the
 	// job waits for: it is waiting until each has completed, then pending
@@ -219,8 +227,14 @@ func (s *server) newJob(field valueField, req EnqueueRequest) (lease.NewJob, err
 	if err := s.checkSize(field, payload); err != nil {
 		return lease.NewJob{}, err
 	}
-	nj := lease.NewJob{ID: req.ID, Payload: payload, Priority: req.Priority,
+	nj := lease.NewJob{ID: req.ID, Payload: payload,
 		Delay: time.Duration(req.DelayMs) * time.Millisecond}
+	if req.Priority != nil {
+		nj.Priority, nj.PriorityNamed = *req.Priority, true
+	}
+	if err := runAtOf(field, req, &nj); err != nil {
+		return lease.NewJob{}, err
+	}
 	if req.Group != nil {
 		nj.Group = *req.Group
 	}

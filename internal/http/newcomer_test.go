@@ -110,7 +110,7 @@ func TestAllowListsHeadBesideGet(t *testing.T) {
 	base, c := served(t, h)
 	for _, tc := range []struct{ method, path, allow string }{
 		{"PUT", "/healthz", "GET,HEAD"},
-		{"PUT", jobPath(q, "a"), "GET,HEAD,DELETE"},
+		{"PUT", jobPath(q, "a"), "GET,HEAD,PATCH,DELETE"},
 		{"POST", "/ui/app.js", "GET,HEAD"},
 		{"HEAD", "/queues/" + q + "/claim", "POST"},
 	} {

@@ -12,6 +12,7 @@ import (
 	"github.com/go-chi/chi/v5/middleware"
 
 	"github.com/echo-mq/echo_mq/internal/admin"
+	"github.com/echo-mq/echo_mq/internal/batch"
 	"github.com/echo-mq/echo_mq/internal/job"
 	"github.com/echo-mq/echo_mq/internal/keyspace"
 	"github.com/echo-mq/echo_mq/internal/rediserr"
@@ -99,7 +100,7 @@ func codeOf(err error) string {
 	switch {
 	case errors.As(err, &re):
 		return re.code
-	case errors.Is(err, admin.ErrCursor), errors.Is(err, job.ErrInvalid):
+	case errors.Is(err, admin.ErrCursor), errors.Is(err, batch.ErrCursor), errors.Is(err, job.ErrInvalid):
 		return CodeInvalid
 	case errors.Is(err, job.ErrStale):
 		return CodeStale
@@ -130,7 +131,7 @@ func (s *server) writeProblem(w http.ResponseWriter, r *http.Request, err error)
 		p.Errors = re.fields
 		p.Status = cmp.Or(re.status, p.Status)
 	}
-	if errors.Is(err, admin.ErrCursor) {
+	if errors.Is(err, admin.ErrCursor) || errors.Is(err, batch.ErrCursor) {
 		p.Errors = []FieldError{{Field: "cursor", Message: "is not a cursor this service gave out"}}
 	}
 	switch {

@@ -28,6 +28,17 @@ type PushTargetRequest struct {
 	// to 64 random bytes. Each delivery then carries webhook-signature.
 	// Never answered back. Default none (unsigned deliveries).
 	Secret *string `json:"secret,omitempty" validate:"omitnil,max=200" example:"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"`
+	// Headers sent with every delivery, such as a gateway's own token in
+	// front of the receiver: at most 20, names HTTP tokens given once
+	// (case does not matter), values printable ASCII without CR or LF,
+	// at most 8192 bytes together. Names each delivery sets or that would
+	// break it are refused: Host, Content-Type, Content-Length,
+	// Content-Encoding, Transfer-Encoding, Connection, Keep-Alive, TE,
+	// Trailer, Upgrade, Expect, Accept-Encoding, Proxy-*, User-Agent,
+	// traceparent, tracestate, baggage and webhook-*. Never answered back
+	// (header_names says which are set), logged or put in an event.
+	// Default none.
+	Headers map[string]string `json:"headers,omitempty" example:"Authorization:Bearer gw-token"`
 } // @name PushTargetRequest
 
 // PushTarget is a queue's push target as the service answers it: never
@@ -38,8 +49,11 @@ type PushTarget struct {
 	Concurrency int    `json:"concurrency" binding:"required" example:"10"`
 	LeaseMs     int64  `json:"lease_ms" binding:"required" format:"int64" example:"60000"`
 	// Whether deliveries are signed.
-	SecretSet bool   `json:"secret_set" binding:"required"`
-	UpdatedAt string `json:"updated_at" binding:"required" format:"date-time" example:"2026-12-02T09:30:00.000Z"`
+	SecretSet bool `json:"secret_set" binding:"required"`
+	// The names of the headers each delivery carries, canonical and
+	// sorted; never their values.
+	HeaderNames []string `json:"header_names" binding:"required" example:"Authorization"`
+	UpdatedAt   string   `json:"updated_at" binding:"required" format:"date-time" example:"2026-12-02T09:30:00.000Z"`
 	// The last failed deliveries, newest first (at most 20).
 	RecentErrors []PushError `json:"recent_errors" binding:"required"`
 } // @name PushTarget
@@ -72,6 +86,7 @@ func (s *server) target(req PushTargetRequest) (push.Target, error) {
 	if req.Secret != nil {
 		t.Secret = *req.Secret
 	}
+	t.Headers = req.Headers
 	t = t.WithDefaults()
 	var fe *push.FieldError
 	switch err := push.Check(t, s.cfg.PushAllow); {
@@ -87,8 +102,8 @@ func (s *server) target(req PushTargetRequest) (push.Target, error) {
 
 func pushTargetOf(t push.Target, recent []push.DeliveryError) PushTarget {
 	out := PushTarget{URL: t.URL, TimeoutMs: t.Timeout.Milliseconds(), Concurrency: t.Concurrency,
-		LeaseMs: t.Lease.Milliseconds(), SecretSet: t.Secret != "", UpdatedAt: stamp(t.UpdatedAt),
-		RecentErrors: make([]PushError, len(recent))}
+		LeaseMs: t.Lease.Milliseconds(), SecretSet: t.Secret != "", HeaderNames: push.HeaderNames(t.Headers),
+		UpdatedAt: stamp(t.UpdatedAt), RecentErrors: make([]PushError, len(recent))}
 	for i, e := range recent {
 		out.RecentErrors[i] = PushError{At: stamp(e.At), JobID: e.JobID, Attempt: e.Attempt, Status: e.Status, Error: e.Error}
 	}
@@ -138,7 +153,8 @@ func (s *server) handlePushPut(w http.ResponseWriter, r *http.Request) {
 		s.writeProblem(w, r, err)
 		return
 	}
-	s.audit(r, "put_push", "queue", queue, "url", t.URL, "concurrency", t.Concurrency, "signed", t.Secret != "")
+	s.audit(r, "put_push", "queue", queue, "url", t.URL, "concurrency", t.Concurrency, "signed", t.Secret != "",
+		"header_names", push.HeaderNames(t.Headers)) // never their values
 	writeJSON(w, http.StatusOK, pushTargetOf(t, recent))
 }
 

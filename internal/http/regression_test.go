@@ -82,8 +82,8 @@ func TestMethodNotAllowedSaysWhatIsAllowed(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, h *harness) {
 		r := h.do(t, "PUT", jobPath(redistest.Queue(t), "a"), nil)
 		wantProblem(t, r, http.StatusMethodNotAllowed, "EMQMETHOD")
-		if got := strings.Join(r.Header.Values("Allow"), ","); got != "GET,HEAD,DELETE" {
-			t.Fatalf("Allow = %q, want GET,HEAD,DELETE", got)
+		if got := strings.Join(r.Header.Values("Allow"), ","); got != "GET,HEAD,PATCH,DELETE" {
+			t.Fatalf("Allow = %q, want GET,HEAD,PATCH,DELETE", got)
 		}
 	})
 }

@@ -28,9 +28,11 @@ type schedules interface {
 type ScheduleJob struct {
 	// Any JSON value, null included, at most 1 MiB by default.
 	Payload json.RawMessage `json:"payload" validate:"required" swaggertype:"object" extensions:"x-any-json"`
-	// 0 to 9, lower first. Default 0.
+	// 0 to 9, lower first. Default (and 0): the queue's job_defaults
+	// (settings), else 0.
 	Priority int `json:"priority,omitempty" validate:"min=0,max=9" example:"0"`
-	// How many claims each job may have. Default 3.
+	// How many claims each job may have. Default: the queue's job_defaults
+	// (settings), else 3.
 	MaxAttempts *int `json:"max_attempts,omitempty" validate:"omitnil,min=1,max=1000" example:"3"`
 	// The retry delay after a failed attempt; when absent, exponential from
 	// 1000 ms, capped at one hour.
@@ -111,7 +113,13 @@ type SchedulePage struct {
 // definition is the scheduler.Definition req asks for, its values checked;
 // req has been validated, so it has a job.
 func (s *server) definition(req ScheduleRequest) (scheduler.Definition, error) {
-	nj, err := s.newJob(topField("job.payload"), EnqueueRequest{Payload: req.Job.Payload, Priority: req.Job.Priority,
+	// A schedule keeps no priority 0 (it is not told from none): its
+	// jobs take the queue's default priority then (docs/design.md#job-defaults).
+	var priority *int
+	if req.Job.Priority != 0 {
+		priority = &req.Job.Priority
+	}
+	nj, err := s.newJob(topField("job.payload"), EnqueueRequest{Payload: req.Job.Payload, Priority: priority,
 		MaxAttempts: req.Job.MaxAttempts, Backoff: req.Job.Backoff, Group: req.Job.Group,
 		ExpiresInMs: req.Job.ExpiresInMs, TimeoutMs: req.Job.TimeoutMs})
 	if err != nil {

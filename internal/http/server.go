@@ -92,6 +92,7 @@ type leaser interface {
 	Fail(ctx context.Context, queue, id string, p lease.FailParams) (job.Job, error)
 	Snooze(ctx context.Context, queue, id string, token int64, delay time.Duration) (job.Job, error)
 	Cancel(ctx context.Context, queue, id string, p lease.CancelParams) (job.Job, bool, error)
+	AppendLog(ctx context.Context, queue, id string, token int64, lines []string) (lease.Logged, error)
 }
 
 // jobAdmin is the operator plane the handlers need (*admin.Service).
@@ -100,16 +101,21 @@ type jobAdmin interface {
 	Remove(ctx context.Context, queue, id string, force bool, by admin.Actor) error
 	Retry(ctx context.Context, queue, id string, by admin.Actor) (job.Job, error)
 	Promote(ctx context.Context, queue, id string, by admin.Actor) (job.Job, error)
+	Update(ctx context.Context, queue, id string, c admin.Change, by admin.Actor) (job.Job, error)
 	List(ctx context.Context, queue, state, cursor string, limit int) (admin.Page, error)
 	Queue(ctx context.Context, queue string) (admin.QueueInfo, error)
 	Queues(ctx context.Context, prefix, cursor string, limit int) ([]admin.QueueInfo, string, error)
 	SetPaused(ctx context.Context, queue string, paused bool, by admin.Actor) (admin.QueueInfo, error)
 	Drain(ctx context.Context, queue string, by admin.Actor) (int, error)
+	RetryAll(ctx context.Context, queue, state string, limit int, by admin.Actor) (admin.Bulk, error)
+	PromoteAll(ctx context.Context, queue string, limit int, by admin.Actor) (admin.Bulk, error)
+	Clean(ctx context.Context, queue, state string, olderThanMS int64, limit int, by admin.Actor) (admin.Bulk, error)
 	Obliterate(ctx context.Context, queue string, force bool) (int, error)
 	Settings(ctx context.Context, queue string) (flow.Settings, error)
 	SetSettings(ctx context.Context, queue string, set flow.Settings, asJSON string, by admin.Actor) error
 	Groups(ctx context.Context, queue, cursor string, limit int) ([]flow.Group, string, error)
 	SetGroupPaused(ctx context.Context, queue, group string, paused bool, by admin.Actor) (flow.Group, error)
+	Logs(ctx context.Context, queue, id, cursor string, limit int) (admin.LogPage, error)
 }
 
 // sweeper runs the stalled sweep (*stall.Service).
@@ -250,7 +256,7 @@ func (s *server) routes() http.Handler {
 	if len(s.cfg.CORSOrigins) > 0 {
 		r.Use(cors.Handler(cors.Options{
 			AllowedOrigins: s.cfg.CORSOrigins,
-			AllowedMethods: []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodDelete},
+			AllowedMethods: []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete},
 			AllowedHeaders: []string{"Authorization", "Content-Type", "Last-Event-ID", "Prefer", "traceparent", "tracestate"},
 			ExposedHeaders: []string{"Preference-Applied", "Retry-After"},
 			MaxAge:         600,

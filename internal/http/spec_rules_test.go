@@ -81,9 +81,11 @@ func TestSpecRulesHold(t *testing.T) {
 // exclusive are, by operation, the top-level fields of its body of which
 // one is given (their descriptions say so: exactly one of a schedule's
 // cron and every_ms, at least one of a checkpoint's lease_ms and
-// progress): a body made from the required fields takes the first, and a
-// body that varies one drops the others.
-var exclusive = map[string][]string{"putSchedule": {"cron", "every_ms"}, "extendLease": {"lease_ms", "progress"}}
+// progress, at most one of a job's change's delay_ms and run_at, which
+// needs one field at least): a body made from the required fields takes
+// the first, and a body that varies one drops the others.
+var exclusive = map[string][]string{"putSchedule": {"cron", "every_ms"}, "extendLease": {"lease_ms", "progress"},
+	"updateJob": {"delay_ms", "run_at"}}
 
 // modal are the fields of a dedupe that go with one mode, which the spec
 // cannot say (ttl_ms with throttle, max_wait_ms with debounce, and the mode

@@ -43,6 +43,10 @@ func OnDependencyFailure(run bool) string {
 // value is part of the row format: changing it changes stored jobs too.
 const DefaultMaxAttempts = 3
 
+// MaxLogLines is how many lines of its log a job keeps: an append beyond
+// drops the oldest (lua/log_append.lua).
+const MaxLogLines = 1000
+
 // Job is one job as its row in Redis holds it. Zero times are absent.
 type Job struct {
 	ID              string
@@ -87,6 +91,9 @@ type Job struct {
 	// FailedAt is when its last attempt failed and was retried: that
 	// attempt's end, for its run's length; zero when none has.
 	FailedAt time.Time
+	// LogLines is how many lines of its log the job keeps (at most
+	// MaxLogLines); 0 for none.
+	LogLines int
 }
 
 // Parse reads a job from the reply forms the scripts use: the id, then
@@ -233,6 +240,9 @@ func (j *Job) set(field, value string) error {
 		j.FinishedAt, err = millis(value)
 	case "failed_at":
 		j.FailedAt, err = millis(value)
+	case "logs": // every line ever appended: the job keeps the last MaxLogLines
+		j.LogLines, err = atoi(value)
+		j.LogLines = min(j.LogLines, MaxLogLines)
 	}
 	return err
 }

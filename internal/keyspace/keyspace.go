@@ -78,6 +78,10 @@ func (q Queue) Base() string { return q.base }
 // Job is the key of job id's row.
 func (q Queue) Job(id string) string { return q.base + "job:" + id }
 
+// Logs is the key of job id's log lines (lua/log_append.lua), deleted
+// with its row.
+func (q Queue) Logs(id string) string { return q.base + "logs:" + id }
+
 // Meta is the key of the queue's meta hash (counters, paused flag).
 func (q Queue) Meta() string { return q.base + "meta" }
 
@@ -100,7 +104,7 @@ func (q Queue) Keys() []string {
 	keys := []string{
 		q.Meta(), q.Set("pending"), q.Set("active"), q.Set("delayed"),
 		q.Set("completed"), q.Set("dead"), q.Set("cancelled"), q.Events(), q.Stats(),
-		q.Set("waiting"), q.base + "batches", q.base + "batches_due",
+		q.Set("waiting"), q.base + "batches", q.base + "batches_created", q.base + "batches_due",
 	}
 	for _, more := range [][]string{q.FlowKeys(), q.ScheduleKeys(), q.AdmissionKeys(), q.PushKeys()} {
 		keys = append(keys, more...)

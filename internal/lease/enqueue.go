@@ -20,7 +20,8 @@ type NewJob struct {
 	Payload     json.RawMessage
 	Priority    int
 	Delay       time.Duration
-	MaxAttempts int // 0: DefaultMaxAttempts
+	RunAt       time.Time // not zero: when it runs, on Redis's clock, instead of Delay (pending once passed)
+	MaxAttempts int       // 0: the queue's default, or DefaultMaxAttempts
 	Backoff     *Backoff
 	Group       string // "": none (docs/design.md#flow-control)
 	// Admission and lifetime options (docs/design.md#admission-and-lifetimes);
@@ -39,6 +40,11 @@ type NewJob struct {
 	// than be cancelled.
 	DependsOn    []string
 	RunOnFailure bool
+	// PriorityNamed says the enqueue named Priority, even 0. What an
+	// enqueue does not name (Priority 0 not named, MaxAttempts 0, Backoff
+	// nil, ExpiresIn 0, Timeout 0) the queue's job defaults fill in, in the
+	// script (docs/design.md#job-defaults).
+	PriorityNamed bool
 }
 
 // Dedupe modes.
@@ -204,8 +210,8 @@ func ScriptJob(nj NewJob) lua.NewJob {
 	if nj.ID == "" {
 		nj.ID = uuid.Must(uuid.NewV7()).String()
 	}
-	maxAttempts := "" // the default, not stored
-	if nj.MaxAttempts != 0 && nj.MaxAttempts != DefaultMaxAttempts {
+	maxAttempts := "" // none named: the queue's default, or DefaultMaxAttempts, not stored
+	if nj.MaxAttempts != 0 {
 		maxAttempts = strconv.Itoa(nj.MaxAttempts)
 	}
 	backoff := ""
@@ -216,5 +222,16 @@ func ScriptJob(nj NewJob) lua.NewJob {
 		DelayMS: millis(nj.Delay), MaxAttempts: maxAttempts, Backoff: backoff, Group: nj.Group,
 		Dedupe:      lua.Dedupe{Key: nj.Dedupe.Key, Mode: nj.Dedupe.Mode, WindowMS: millis(nj.Dedupe.Window)},
 		ExpiresInMS: millis(nj.ExpiresIn), TimeoutMS: millis(nj.Timeout), Traceparent: nj.Traceparent,
-		DependsOn: nj.DependsOn, RunOnFailure: nj.RunOnFailure}
+		DependsOn: nj.DependsOn, RunOnFailure: nj.RunOnFailure, RunAtMS: runAtMS(nj.RunAt),
+		PriorityNamed: nj.PriorityNamed}
+}
+
+// runAtMS is a job's run time as the enqueue script takes it: ms since the
+// epoch, 0 for none (the zero time; the epoch itself has passed, and a
+// job with no run time and no delay is pending alike).
+func runAtMS(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMilli()
 }

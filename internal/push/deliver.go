@@ -360,6 +360,7 @@ func (d *Deliverer) post(ctx context.Context, queue string, t Target, j job.Job)
 	if err != nil {
 		return answer{outcome: Unreachable, text: "the target cannot be called: " + err.Error()}
 	}
+	setHeaders(req.Header, t.Headers) // first: the delivery's own come after
 	d.passTrace(ctx, req.Header, j)
 	if err := sign(req.Header, t.Secret, queue+":"+j.ID+":"+strconv.FormatInt(j.Token, 10), body); err != nil {
 		return answer{outcome: Unreachable, text: "the delivery cannot be signed: " + err.Error()}

@@ -52,12 +52,17 @@ func NewStore(rdb redis.UniversalClient, prefix string, opts ...StoreOption) *St
 // answers it as stored, and whether the queue had none before. A queue
 // that is not known yet must have a place (keyspace.ErrQuota).
 func (s *Store) Put(ctx context.Context, queue string, t Target, by Actor) (Target, bool, error) {
+	headers, err := encodeHeaders(t.Headers)
+	if err != nil {
+		return Target{}, false, err
+	}
 	added, err := s.queues.Admit(ctx, queue)
 	if err != nil {
 		return Target{}, false, err
 	}
 	reply, err := s.scripts.Reply(ctx, lua.PushPutArgs{URL: t.URL, TimeoutMS: t.Timeout.Milliseconds(),
-		Concurrency: t.Concurrency, LeaseMS: t.Lease.Milliseconds(), Secret: t.Secret, By: by}.Call(s.queue(queue)))
+		Concurrency: t.Concurrency, LeaseMS: t.Lease.Milliseconds(), Secret: t.Secret, Headers: headers,
+		By: by}.Call(s.queue(queue)))
 	if err != nil {
 		if added { // a refused put leaves nothing behind
 			_ = s.queues.Withdraw(context.WithoutCancel(ctx), queue)
@@ -90,7 +95,8 @@ func (s *Store) Delete(ctx context.Context, queue string, by Actor) (bool, error
 	return existed, err
 }
 
-// Get reads queue's target, its secret included; ok false when it has none.
+// Get reads queue's target, its secret and headers included; ok false
+// when it has none.
 func (s *Store) Get(ctx context.Context, queue string) (t Target, ok bool, err error) {
 	f, err := s.rdb.HGetAll(ctx, s.queue(queue).Push()).Result()
 	if err != nil || f["url"] == "" {
@@ -102,8 +108,25 @@ func (s *Store) Get(ctx context.Context, queue string) (t Target, ok bool, err e
 	}
 	concurrency, _ := strconv.Atoi(f["concurrency"])
 	updated, _ := strconv.ParseInt(f["updated_at"], 10, 64)
-	return Target{URL: f["url"], Timeout: ms("timeout_ms"), Concurrency: concurrency, Lease: ms("lease_ms"),
-		Secret: f["secret"], UpdatedAt: time.UnixMilli(updated).UTC()}, true, nil
+	t = Target{URL: f["url"], Timeout: ms("timeout_ms"), Concurrency: concurrency, Lease: ms("lease_ms"),
+		Secret: f["secret"], UpdatedAt: time.UnixMilli(updated).UTC()}
+	if text := f["headers"]; text != "" {
+		if err := json.Unmarshal([]byte(text), &t.Headers); err != nil {
+			// Not the text itself: it holds what a log should not.
+			return Target{}, false, fmt.Errorf("push target of %s: its headers are not a JSON object", queue)
+		}
+	}
+	return t, true, nil
+}
+
+// encodeHeaders is a target's headers as push_put.lua keeps them: a JSON
+// object, "" for none.
+func encodeHeaders(headers map[string]string) (string, error) {
+	if len(headers) == 0 {
+		return "", nil
+	}
+	text, err := json.Marshal(headers)
+	return string(text), err
 }
 
 // Queues lists the queues that have (or had) a target.

@@ -49,7 +49,10 @@ type Target struct {
 	Concurrency int           // the queue's active jobs at most, across replicas
 	Lease       time.Duration // each delivery's lease: longer than Timeout
 	Secret      string        // the signing secret, "whsec_..."; "" none
-	UpdatedAt   time.Time     // when it was last put (answers only)
+	// Headers are sent with every delivery (a gateway's token, say);
+	// like Secret, never answered back, logged or put in an event.
+	Headers   map[string]string
+	UpdatedAt time.Time // when it was last put (answers only)
 }
 
 // WithDefaults is t with its unset fields at their defaults.
@@ -103,9 +106,11 @@ func Check(t Target, allow Allow) error {
 			MinLeaseMargin.Milliseconds(), (t.Timeout + MinLeaseMargin).Milliseconds(), MaxLease.Milliseconds())}
 	}
 	if t.Secret != "" {
-		return checkSecret(t.Secret)
+		if err := checkSecret(t.Secret); err != nil {
+			return err
+		}
 	}
-	return nil
+	return checkHeaders(t.Headers)
 }
 
 // checkSecret reports a secret that is not "whsec_" and the base64 of at

@@ -63,7 +63,7 @@ type Settled struct {
 	Next      int64 // the time the due index holds for it now (ms), -1 for none
 	Forgotten bool  // the queue was empty and its events aged out: it is gone
 	Owes      bool  // a batch callback of the queue is owed now
-	Work      bool  // a lapsed lease, a due delayed job, an expiry or a throttle's end: the reaper's work now
+	Work      bool  // a lapsed lease, a due delayed job, an expiry, a throttle's end or finished jobs to trim: the reaper's work now
 }
 
 // Settle writes queue's place in the due index once its due work is done:
@@ -72,7 +72,7 @@ type Settled struct {
 // trims the queue's events older than maxAge.
 func (s *Service) Settle(ctx context.Context, queue string, maxAge time.Duration) (Settled, error) {
 	q := keyspace.NewQueue(s.prefix, queue)
-	reply, err := s.scripts.Run(ctx, lua.SettleArgs{MaxAgeMS: maxAge.Milliseconds()}.Call(q)).Int64Slice()
+	reply, err := s.scripts.Run(ctx, lua.SettleArgs{MaxAgeMS: maxAge.Milliseconds(), Keep: s.keep}.Call(q)).Int64Slice()
 	if err != nil {
 		return Settled{}, rediserr.Script(err)
 	}

@@ -229,8 +229,9 @@ func (r *Reaper) reapQueue(ctx context.Context, queue string, total *Swept) (min
 	return true, r.svc.forget(ctx, queue)
 }
 
-// dueWork sweeps queue's lapsed leases, ends its expired jobs and promotes
-// its due delayed ones, batch by batch.
+// dueWork sweeps queue's lapsed leases, ends its expired jobs, trims the
+// finished jobs its retention lets go (Trim) and promotes its due delayed
+// ones, batch by batch.
 func (r *Reaper) dueWork(ctx context.Context, queue string, total *Swept) error {
 	p := SweepParams{MaxStalled: r.config.MaxStalled, Limit: r.config.BatchSize}
 	for {
@@ -259,6 +260,12 @@ func (r *Reaper) dueWork(ctx context.Context, queue string, total *Swept) error 
 			r.config.OnSwept(queue, Swept{Expired: expired})
 		}
 		total.Expired = append(total.Expired, expired...)
+	}
+	for more := true; more; {
+		var err error
+		if _, more, err = r.svc.Trim(ctx, queue, r.config.BatchSize); err != nil {
+			return err
+		}
 	}
 	for {
 		moved, err := r.svc.PromoteDue(ctx, queue, r.config.BatchSize)

@@ -35,6 +35,7 @@ type Service struct {
 	prefix  string
 	scripts *lua.Runner
 	queues  *keyspace.Registry
+	keep    int // completed jobs a queue keeps without a retention rule of its own (KeepCompleted)
 }
 
 // Option configures a Service.

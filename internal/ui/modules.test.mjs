@@ -1,7 +1,9 @@
 // modules.test.mjs: unit tests of the dashboard modules' logic that needs
 // no page: the event-stream reader and throttle (live.js), the hash routes
-// and the search box's check (routes.js), the dead letters' grouping (deadletters.js), the job
-// page's countdown, actions and dependencies (job.js), a batch's counts and
+// and the search box's check (routes.js), the dead letters' grouping (deadletters.js), the bulk
+// actions' loop and words (bulk.js), the job
+// page's countdown, actions and dependencies (job.js), its log's reads and
+// status (joblog.js), its edit form (edit.js), a batch's counts and
 // callback in words (batch.js), the relative times (dom.js), the
 // schedules' cadence in words (schedules.js) and the charts' history in
 // buckets and in words (stats.js). TestModulesUnderNode (ui_test.go)
@@ -11,12 +13,13 @@ import assert from "node:assert/strict";
 import { mock, test } from "node:test";
 
 import { barText, callbackOwed, callbackText, ended, parts, successText } from "./static/batch.js";
-import { groupByError, intro } from "./static/deadletters.js";
+import { cleanQuestion, cleanWhat, runBulk } from "./static/bulk.js";
+import { groupByError, intro, retryAllShown } from "./static/deadletters.js";
 import { duration, fromNow, plural } from "./static/dom.js";
 import { actionsFor, callbackOf, countdown, failedDependency, waitsFor } from "./static/job.js";
 import { EventFeed, readEvents, throttle } from "./static/live.js";
 import { loadRole } from "./static/role.js";
-import { batchHref, jobHref, parseRoute, prefixProblem, queueHref, states } from "./static/routes.js";
+import { batchHref, batchesHref, jobHref, parseRoute, prefixProblem, queueHref, states } from "./static/routes.js";
 import { cadence, interval, noNextRun } from "./static/schedules.js";
 import { busyBuckets, columns, describe, latencyText, msText, sparkLabel, tableCaption, totals } from "./static/stats.js";
 
@@ -106,10 +109,11 @@ test("routes round-trip names with slashes, hashes and percents", () => {
     assert.deepEqual(parseRoute(queueHref(name, "dead")), { view: "queue", queue: name, state: "dead" });
     assert.deepEqual(parseRoute(jobHref(name, `${name}:1`)), { view: "job", queue: name, id: `${name}:1` });
     assert.deepEqual(parseRoute(batchHref(name, `import:${name}`)), { view: "batch", queue: name, id: `import:${name}` });
+    assert.deepEqual(parseRoute(batchesHref(name)), { view: "batches", queue: name });
   }
   assert.deepEqual(parseRoute("#/queues/q"), { view: "queue", queue: "q", state: "pending" });
   assert.deepEqual(parseRoute("#/queues/q/waiting"), { view: "queue", queue: "q", state: "waiting" });
-  for (const hash of ["", "#/", "#/nope", "#/queues/q/flying", "#/queues/%E0%A4%A/dead", "#/queues/q/jobs", "#/queues/q/batches"]) {
+  for (const hash of ["", "#/", "#/nope", "#/queues/q/flying", "#/queues/%E0%A4%A/dead", "#/queues/q/jobs", "#/queues/q/batches/a/b"]) {
     assert.deepEqual(parseRoute(hash), { view: "queues" }, hash);
   }
 });
@@ -227,12 +231,53 @@ test("the dead letters intro fits the jobs listed and the key's role", async () 
     "The button sends it back to pending with a fresh attempt budget.");
   assert.equal(intro(3, 3, 2),
     "3 jobs died: they ran out of attempts, failed fatally or stalled too often. They are grouped by their last error. " +
-    "Each group's button sends its jobs back to pending with a fresh attempt budget; \"Retry all 3 listed\" sends every job listed.");
-  assert.match(intro(250, 100, 1), /The 100 most recent are listed.*Once they are retried, the next 100 are listed\.$/);
+    "Each group's button sends its jobs back to pending with a fresh attempt budget. " +
+    "\"Retry all 3\" does so for every dead job of the queue, listed or not, oldest first.");
+  assert.match(intro(250, 100, 1), /The 100 most recent are listed.*"Retry all 250".*Once they are retried, the next 100 are listed\.$/);
   assert.match(intro(130, 100, 1), /the next 30 are listed\.$/);
+  assert.equal(intro(0, 0, 0), "No job of this queue is dead.");
+  assert.equal(retryAllShown(2, 2, 1), false, "one group, all listed: its own button does the same");
+  assert.equal(retryAllShown(250, 100, 1), true);
   await actAs("reader");
   assert.equal(intro(2, 2, 1),
     "2 jobs died: they ran out of attempts, failed fatally or stalled too often. Retrying needs an admin key.");
+});
+
+test("runBulk calls again while more, never past the count confirmed", async () => {
+  globalThis.sessionStorage = { getItem: () => "" };
+  const answers = [{ retried: 1000, more: true }, { retried: 1000, more: true }, { retried: 300, more: false }];
+  const sent = [];
+  globalThis.fetch = async (path, init) => {
+    sent.push([path, JSON.parse(init.body)]);
+    return { status: 200, ok: true, json: async () => answers.shift() };
+  };
+  const progress = [];
+  assert.equal(await runBulk("q/1", "retry", { state: "dead" }, 2300, (n) => progress.push(n)), 2300);
+  assert.deepEqual(progress, [1000, 2000, 2300]);
+  assert.deepEqual(sent.map(([path]) => path), ["/queues/q%2F1/retry", "/queues/q%2F1/retry", "/queues/q%2F1/retry"]);
+  assert.deepEqual(sent.map(([, body]) => body.limit), [1000, 1000, 300], "the last call asks for what is left of the count");
+  assert.equal(sent[0][1].state, "dead");
+
+  // More jobs than confirmed (others die meanwhile): it stops at the count.
+  sent.length = 0;
+  globalThis.fetch = async (path, init) => {
+    sent.push(JSON.parse(init.body));
+    return { status: 200, ok: true, json: async () => ({ promoted: JSON.parse(init.body).limit, more: true }) };
+  };
+  assert.equal(await runBulk("q", "promote", {}, 1500, () => {}), 1500);
+  assert.equal(sent.length, 2);
+
+  // A call that takes none ends the loop, whatever more says.
+  globalThis.fetch = async () => ({ status: 200, ok: true, json: async () => ({ removed: 0, more: true }) });
+  assert.equal(await runBulk("q", "clean", { state: "dead", older_than_ms: 0 }, 50, () => {}), 0);
+});
+
+test("the clean-up says what it deletes", () => {
+  assert.equal(cleanWhat("dead", 86_400_000), "dead jobs that finished more than 1 day ago");
+  assert.equal(cleanWhat("finished", 0), "all completed, dead and cancelled jobs");
+  assert.equal(cleanQuestion("emails", "completed", 7 * 86_400_000),
+    "Delete the completed jobs of queue \"emails\" that finished more than 7 days ago? They are deleted for good, with their logs.");
+  assert.equal(cleanQuestion("emails", "dead", 0), "Delete all dead jobs of queue \"emails\"? They are deleted for good, with their logs.");
 });
 
 /** Lets every promise that can settle now settle. */
@@ -306,6 +351,21 @@ test("the flow control panel says the settings in words and reads its form", asy
   assert.deepEqual(settingsOfForm({ concurrency: "", rate_limit: "", rate_window_ms: "" }), {});
 });
 
+test("the settings form reads job defaults and retention, and says them in words", async () => {
+  const { describeSettings, settingsOfForm } = await import("./static/flow.js");
+  assert.deepEqual(settingsOfForm({ default_max_attempts: "5", default_priority: "0", default_backoff_type: "fixed",
+    default_backoff_delay_ms: "2000", default_backoff_max_delay_ms: "", default_timeout_ms: "", default_expires_in_ms: "",
+    keep_completed_count: "0", keep_completed_age_ms: "", keep_dead_count: "", keep_dead_age_ms: "86400000",
+    keep_cancelled_count: "", keep_cancelled_age_ms: "" }),
+  { job_defaults: { max_attempts: 5, priority: 0, backoff: { type: "fixed", delay_ms: 2000 } },
+    retention: { completed: { count: 0 }, dead: { age_ms: 86400000 } } });
+  assert.deepEqual(settingsOfForm({ default_backoff_type: "", default_backoff_delay_ms: "5", keep_dead_count: "" }), {});
+  const words = describeSettings({ job_defaults: { max_attempts: 5, priority: 3 }, retention: { completed: {}, dead: { count: 10, age_ms: 1000 } } });
+  assert.match(words, /^No limits/);
+  assert.match(words, /A job that names none gets 5 attempts, priority 3\./);
+  assert.match(words, /Keeps completed jobs: all; dead jobs: the newest 10, for 1,000 ms;/);
+});
+
 test("duration and fromNow say how far a time is, in its two largest units", () => {
   const now = Date.parse("2026-12-02T05:00:00Z");
   assert.equal(duration(12_400), "12 s");
@@ -341,6 +401,38 @@ test("the push panel says a target's limits in words", async () => {
     "4 at once, 30 s timeout, 1 min 0 s lease, signed");
   assert.equal(describeTarget({ concurrency: 1000, timeout_ms: 100, lease_ms: 90_000, secret_set: false }),
     `${(1000).toLocaleString()} at once, 100 ms timeout, 1 min 30 s lease, not signed`);
+  assert.equal(describeTarget({ concurrency: 4, timeout_ms: 30_000, lease_ms: 60_000, secret_set: true,
+    header_names: ["Authorization", "X-Tenant"] }),
+  "4 at once, 30 s timeout, 1 min 0 s lease, signed, with headers Authorization, X-Tenant");
+});
+
+test("the push form reads its headers one a line and leaves empty fields to the defaults", async () => {
+  const { headersOfText, targetOfForm } = await import("./static/push.js");
+  assert.deepEqual(headersOfText("Authorization: Bearer a:b\r\n\n  X-Tenant:42  \n"),
+    { headers: { Authorization: "Bearer a:b", "X-Tenant": "42" } });
+  assert.deepEqual(headersOfText(""), { headers: {} });
+  assert.match(headersOfText("X-A: 1\nno colon").problem, /Line 2/);
+  assert.match(headersOfText(": value").problem, /Line 1/);
+  assert.deepEqual(targetOfForm({ url: " http://w/jobs ", timeout_ms: "", concurrency: "4", lease_ms: "", secret: "", headers: "" }),
+    { body: { url: "http://w/jobs", concurrency: 4 } });
+  assert.deepEqual(targetOfForm({ url: "http://w", secret: "whsec_x", headers: "Authorization: t" }),
+    { body: { url: "http://w", secret: "whsec_x", headers: { Authorization: "t" } } });
+  assert.ok(targetOfForm({ url: "http://w", headers: "bad" }).problem);
+});
+
+test("a progress event is drawn from its value, or tells the job page to read the job", async () => {
+  const { progressOf } = await import("./static/job.js");
+  assert.deepEqual(progressOf({ kind: "progress", job_id: "a", progress: { pct: 50 } }, "a"), { value: { pct: 50 } });
+  assert.deepEqual(progressOf({ kind: "progress", job_id: "a", progress: null }, "a"), { value: null });
+  assert.equal(progressOf({ kind: "progress", job_id: "a", progress_truncated: true }, "a"), "read");
+  assert.equal(progressOf({ kind: "progress", job_id: "b", progress: 1 }, "a"), null, "another job's");
+  assert.equal(progressOf({ kind: "completed", job_id: "a" }, "a"), null);
+});
+
+test("a listed batch says how many of its jobs ended", async () => {
+  const { endedText } = await import("./static/batch.js");
+  assert.equal(endedText({ total: 5, counts: { completed: 2, dead: 1, pending: 2 } }), "3 of 5 jobs ended");
+  assert.equal(endedText({ total: 1, counts: {} }), "0 of 1 job ended");
 });
 
 /** A minute of GET /queues/{queue}/stats, zeros but for fields. */
@@ -412,4 +504,36 @@ test("the charts' words: latency, sparkline, sentences and the table's caption",
   assert.equal(quiet.latency, "Wait and run times per 10 minutes over the last 24 hours: no job started or ended.");
   assert.equal(tableCaption("emails", "day"),
     "Jobs of queue emails per 10 minutes over the last 24 hours, newest first (10-minute spans with nothing in them left out)");
+});
+
+test("a job's log: its reads, its lines' times and its status line (joblog.js)", async () => {
+  const { clock, followMs, logPath, logStatus, pageLines } = await import("./static/joblog.js");
+  assert.equal(logPath("q 1", "a/b"), `/queues/q%201/jobs/a%2Fb/logs?limit=${pageLines}`, "the whole log, from the oldest line kept");
+  assert.equal(logPath("q", "j", "bGluZTox"), `/queues/q/jobs/j/logs?limit=${pageLines}&cursor=bGluZTox`, "on from a cursor");
+  const at = new Date(2026, 10, 29, 9, 7, 5, 42); // local time, as the page shows it
+  assert.equal(clock(at.toISOString()), "09:07:05.042");
+  assert.equal(clock("not a time"), "not a time");
+  assert.equal(logStatus(0, false), "No lines yet.");
+  assert.equal(logStatus(1, false), "1 line, oldest first.");
+  assert.equal(logStatus(1200, true), `${(1200).toLocaleString()} lines, oldest first. Following the job: new lines show every ${followMs / 1000} s.`);
+});
+
+test("a job's edit form sends only what changed (edit.js)", async () => {
+  const { changeOfForm, editable, localInput, payloadText } = await import("./static/edit.js");
+  assert.deepEqual(["pending", "delayed", "waiting", "active", "completed", "dead", "cancelled"].filter(editable),
+    ["pending", "delayed", "waiting"]);
+  const at = new Date(2026, 11, 1, 9, 5, 7, 250); // local time, as the input shows it
+  assert.equal(localInput(at.toISOString()), "2026-12-01T09:05:07");
+  assert.equal(localInput(undefined), "");
+  const job = { id: "a", state: "delayed", payload: { n: 1 }, priority: 2, run_at: at.toISOString() };
+  const unchanged = { payload: payloadText(job.payload), priority: "2", run_at: "2026-12-01T09:05:07" };
+  assert.deepEqual(changeOfForm(job, unchanged), { error: "Nothing was changed." });
+  assert.deepEqual(changeOfForm(job, { ...unchanged, run_at: "2026-12-01T09:05" }).body, { run_at: new Date(2026, 11, 1, 9, 5).toISOString() });
+  assert.deepEqual(changeOfForm(job, { ...unchanged, payload: '{"n": 2}', priority: "0" }).body, { payload: { n: 2 }, priority: 0 });
+  assert.deepEqual(changeOfForm(job, { ...unchanged, now: "on" }).body, { delay_ms: 0 });
+  assert.deepEqual(changeOfForm(job, { ...unchanged, run_at: "" }), { error: "Nothing was changed." }, "an emptied time keeps the job's");
+  assert.deepEqual(changeOfForm({ id: "b", state: "pending" }, { payload: "null", priority: "0", run_at: "" }), { error: "Nothing was changed." });
+  assert.match(changeOfForm(job, { ...unchanged, payload: "{" }).error, /not JSON/);
+  assert.match(changeOfForm(job, { ...unchanged, priority: "10" }).error, /0 to 9/);
+  assert.match(changeOfForm(job, { ...unchanged, priority: "" }).error, /0 to 9/);
 });

@@ -14,9 +14,11 @@
 //   CHROMIUM         the browser (default /usr/bin/chromium)
 //
 // The schedules are checked on queues of their own, nightly and calendar,
-// and batches on imports and import-reports (batches.mjs), which the
-// script makes over the API, so that their jobs leave the counts of
-// EMQ_QUEUE alone.
+// and batches on imports and import-reports (batches.mjs), and the
+// operator's actions (editing a job, its log and progress, bulk actions,
+// the batches list, push headers, job defaults and retention) on ops-*
+// (operator.mjs), which the script makes over the API, so that their jobs
+// leave the counts of EMQ_QUEUE alone.
 //
 // It selects elements by role, label and text only, as a person (or a
 // screen reader) finds them. It exits non-zero with a message on the first
@@ -28,6 +30,7 @@ import { join } from "node:path";
 import { batchProblems, seeBatches } from "./batches.mjs";
 import { accessible, need, schemes, tabTo, until, withPage } from "./browser.mjs";
 import { seeCharts } from "./charts.mjs";
+import { operatorProblems, seeOperatorActions } from "./operator.mjs";
 
 const base = need("EMQ_URL");
 const queue = need("EMQ_QUEUE");
@@ -580,13 +583,16 @@ async function main() {
     await showAdmission(page);
     await seePushDelivery(page);
     await seeBatches(page, { base, call: apiCall, rowOf, fitsAPhone });
+    await seeOperatorActions(page, { base, call: apiCall, rowOf, fitsAPhone });
     await seeCharts(page, { base, call: apiCall, shots, sizes });
     await searchAndPageQueues(page);
     await reconnects(page);
-  }, [...refusedStream, ...batchProblems]);
+  }, [...refusedStream, ...batchProblems, ...operatorProblems]);
   console.log(`dashboard ok: queue ${queue} with ${pending} pending and ${dead} dead, paused and resumed; ` +
     `dead job ${deadID} retried, new jobs seen live, active job ${activeID} cancelled; schedules listed, paused, resumed, run and paged; a job's admission options shown; a push target and its failed delivery shown; ` +
     "a waiting job counted, listed and linked to its dependencies and batch, the batch followed to done and its callback, a dependant cancelled by its dead dependency; " +
+    "a delayed job edited and run now, an active job's log and progress followed live, dead jobs retried in bulk, finished ones cleaned up, " +
+    "delayed ones promoted, batches listed, push headers set and never shown, job defaults and retention saved and read back; " +
     "the charts drawn, grown live and switched to 24 hours; 105 queues searched by name and paged");
 }
 

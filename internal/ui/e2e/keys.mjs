@@ -11,8 +11,10 @@
 //
 // It checks that the page asks for a key, says which key it acts as, shows
 // only what the key's role may do (a reader sees the schedule, with no
-// button to pause, resume or run it; an admin has them), keeps the key in
-// this tab only, and forgets it on request.
+// button to pause, resume or run it, and a delayed job it makes with the
+// admin key with no Edit, no "Promote all", no push target or settings
+// form; an admin has them), keeps the key in this tab only, and forgets it on
+// request.
 
 import assert from "node:assert/strict";
 
@@ -24,6 +26,65 @@ const deadID = need("EMQ_DEAD_ID");
 const schedule = need("EMQ_SCHEDULE");
 const readerKey = need("EMQ_READER_KEY");
 const adminKey = need("EMQ_ADMIN_KEY");
+
+/** A delayed job the script makes with the admin key: a reader may not edit or promote it. */
+const delayedID = "reminder-1";
+
+/** Calls the API with the admin key, as a producer would, and returns its 200 or 201 answer. */
+async function adminCall(method, path, body) {
+  const resp = await fetch(base + path, {
+    method,
+    headers: { Authorization: `Bearer ${adminKey}`, "Content-Type": "application/json" },
+    body: JSON.stringify(body),
+  });
+  const answer = await resp.json();
+  assert.ok(resp.status === 200 || resp.status === 201, `${method} ${path}: ${resp.status} ${JSON.stringify(answer)}`);
+  return answer;
+}
+
+/**
+ * What a reader is not offered on the queue's page and a delayed job's
+ * (issue 38's operator actions): no clean-up form, no push target form,
+ * no settings form, no "Promote all", no Edit; then back to the dead
+ * job's page.
+ */
+async function readerActsOnNothing(page) {
+  const q = encodeURIComponent(queue);
+  await page.goto(`${base}/ui/#/queues/${q}/delayed`);
+  await page.getByRole("heading", { name: `Queue ${queue}`, exact: true }).waitFor();
+  await page.getByRole("table", { name: /^Delayed jobs of queue/ }).getByRole("link", { name: delayedID, exact: true }).waitFor();
+  assert.equal(await page.getByRole("button", { name: /^Promote all/ }).count(), 0, "a reader gets no Promote all");
+  assert.equal(await page.getByRole("group", { name: "Delete all finished jobs older than…" }).count(), 0,
+    "a reader gets no clean-up form");
+  const push = page.getByRole("region", { name: "Push delivery", exact: true });
+  await push.getByText(/^No push target:/).waitFor();
+  assert.equal(await push.getByRole("button").count() + await push.getByRole("textbox").count(), 0,
+    "a reader gets no push target form");
+  const flow = page.getByRole("region", { name: "Flow control", exact: true });
+  await flow.getByText("Changing the settings needs an admin key.", { exact: true }).waitFor();
+  assert.equal(await flow.getByRole("button", { name: "Save settings" }).count(), 0, "a reader gets no settings form");
+  await page.getByRole("link", { name: delayedID, exact: true }).click();
+  await page.getByRole("heading", { name: `Job ${delayedID}`, exact: true }).waitFor();
+  await until("the delayed job's state", async () => (await page.locator(".view:not([hidden]) dl.fields dd").first().innerText()).trim() === "delayed");
+  assert.equal(await page.getByRole("button", { name: `Edit job ${delayedID}`, exact: true }).count(), 0, "a reader cannot edit a job");
+  await page.goto(`${base}/ui/#/queues/${q}/jobs/${encodeURIComponent(deadID)}`);
+  await page.getByRole("heading", { name: `Job ${deadID}`, exact: true }).waitFor();
+}
+
+/**
+ * What an admin is offered where a reader was, in the same tab: Promote
+ * all, the push target and settings forms (drawn again for the new
+ * role), Edit.
+ */
+async function adminMayAct(page) {
+  const q = encodeURIComponent(queue);
+  await page.goto(`${base}/ui/#/queues/${q}/delayed`);
+  await page.getByRole("button", { name: `Promote all 1 delayed job of queue ${queue}`, exact: true }).waitFor();
+  await page.getByRole("region", { name: "Push delivery", exact: true }).getByRole("button", { name: "Save push target", exact: true }).waitFor();
+  await page.getByRole("region", { name: "Flow control", exact: true }).getByRole("button", { name: "Save settings", exact: true }).waitFor();
+  await page.goto(`${base}/ui/#/queues/${q}/jobs/${delayedID}`);
+  await page.getByRole("button", { name: `Edit job ${delayedID}`, exact: true }).waitFor();
+}
 
 /** Until a key is given, the API's answers are 401s, which the browser logs. */
 const expected = [/^401 for GET /, /^console error: Failed to load resource: .* 401 /];
@@ -46,6 +107,7 @@ function stored(page) {
 }
 
 async function main() {
+  await adminCall("POST", `/queues/${encodeURIComponent(queue)}/jobs`, { id: delayedID, payload: {}, delay_ms: 3600000 });
   await withPage(base, { width: 1280, height: 800 }, async (page) => {
     await page.goto(`${base}/ui/`);
 
@@ -78,6 +140,7 @@ async function main() {
     await page.getByRole("link", { name: deadID, exact: true }).first().click();
     await page.getByRole("heading", { name: `Job ${deadID}`, exact: true }).waitFor();
     assert.equal(await page.getByRole("button", { name: `Retry job ${deadID}`, exact: true }).count(), 0, "a reader cannot retry a job");
+    await readerActsOnNothing(page);
 
     // Forget key: the key is gone, and the page asks again.
     await page.getByRole("button", { name: "Forget key", exact: true }).click();
@@ -94,6 +157,7 @@ async function main() {
     for (const name of [`Pause schedule ${schedule}`, `Run now: schedule ${schedule}`]) {
       await page.getByRole("button", { name, exact: true }).waitFor();
     }
+    await adminMayAct(page);
 
     // The key belongs to this tab: another tab asks for one again.
     const other = await page.context().newPage();
@@ -102,7 +166,7 @@ async function main() {
     assert.deepEqual((await stored(other)).session, [], "a new tab starts with no key");
     await other.close();
   }, expected);
-  console.log("keys ok: asked for a key, refused a wrong one, reader read only, forgot the key, admin retried the job and may steer the schedule, a new tab asked again");
+  console.log("keys ok: asked for a key, refused a wrong one, reader read only, forgot the key, admin retried the job and may steer the schedule, edit and promote jobs and set a push target and settings, a new tab asked again");
 }
 
 await main();

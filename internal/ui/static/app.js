@@ -2,7 +2,7 @@
 // names (see routes.js): the queues table, a page of queues by name (those
 // whose names start with what the search box holds), with the queue actions
 // (pause, resume, drain, obliterate) its buttons ask for; a queue's jobs (queue.js);
-// one job (job.js); or one batch (batch.js). One event feed (live.js) runs while the page is open
+// one job (job.js); one batch, or a queue's batches (batch.js). One event feed (live.js) runs while the page is open
 // and tells the view shown what changed; while the feed is down the queues
 // table is read every 2 seconds instead. It asks for an API key when the
 // service answers 401, and asks /whoami (role.js) on load and after a key is
@@ -10,7 +10,7 @@
 // do and the header says who the dashboard acts as.
 
 import { KeyNeeded, Problem, call, forgetKey, queuePath, queuesPage, storeKey, storedKey } from "./api.js";
-import { BatchView } from "./batch.js";
+import { BatchView, BatchesView } from "./batch.js";
 import { h, plural, tabStopWhenScrolling } from "./dom.js";
 import { JobView } from "./job.js";
 import { EventFeed, throttle } from "./live.js";
@@ -56,6 +56,7 @@ const el = {
   queueView: document.getElementById("queue-view"),
   jobView: document.getElementById("job-view"),
   batchView: document.getElementById("batch-view"),
+  batchesView: document.getElementById("batches-view"),
 };
 
 /** What the queue, job and batch views may do to the page around them. */
@@ -71,6 +72,7 @@ const views = {
   queue: { section: el.queueView, view: new QueueView(el.queueView, ctx) },
   job: { section: el.jobView, view: new JobView(el.jobView, ctx) },
   batch: { section: el.batchView, view: new BatchView(el.batchView, ctx) },
+  batches: { section: el.batchesView, view: new BatchesView(el.batchesView, ctx) },
 };
 let route = parseRoute(location.hash);
 

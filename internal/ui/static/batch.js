@@ -6,12 +6,13 @@
 // queue or its callback's queue, at most once a second. A done batch's
 // callback job is enqueued by a dispatcher within about a second, and the
 // batch learns its id with no event of its own: while it is owed, the
-// page reads the batch every second until the link is there.
+// page reads the batch every second until the link is there. The batches
+// view (#/queues/<queue>/batches) lists a queue's batches, newest first.
 
-import { Problem, batchPath, call } from "./api.js";
+import { Problem, batchPath, call, queuePath } from "./api.js";
 import { button, h, keepFocus, plural, pretty, when } from "./dom.js";
 import { throttle } from "./live.js";
-import { jobHref, queueHref, states } from "./routes.js";
+import { batchHref, batchesHref, jobHref, queueHref, states } from "./routes.js";
 
 /** The least time between two reads of the batch after events. */
 const reloadGapMs = 1000;
@@ -86,7 +87,8 @@ export class BatchView {
     this.heading = h("h2", { tabIndex: -1 }, `Batch ${this.id}`);
     this.body = h("div");
     this.root.replaceChildren(
-      h("p", {}, h("a", { href: "#/" }, "All queues"), " / ", h("a", { href: queueHref(this.queue) }, `Queue ${this.queue}`)),
+      h("p", {}, h("a", { href: "#/" }, "All queues"), " / ", h("a", { href: queueHref(this.queue) }, `Queue ${this.queue}`),
+        " / ", h("a", { href: batchesHref(this.queue) }, "Batches")),
       this.heading,
       h("p", {}, button("Refresh", `Refresh batch ${this.id}`, () => this.load())),
       this.body,
@@ -184,5 +186,126 @@ export class BatchView {
       h("ul", { class: "tabs counters" }, states.map((state) => h("li", {},
         h("span", { class: `swatch state-fill-${state}`, "aria-hidden": "true" }),
         `${state} (${(counts[state] || 0).toLocaleString()})`))));
+  }
+}
+
+/** How many batches a page of the batches view shows. */
+const batchesPageSize = 20;
+
+/** A batch's row text for its jobs: "3 of 5 ended". */
+export function endedText(batch) {
+  return `${ended(batch.counts).toLocaleString()} of ${plural(batch.total, "job")} ended`;
+}
+
+/**
+ * The batches view (#/queues/<queue>/batches): the queue's batches, newest
+ * first, a page at a time, each linking to its page. It reads the page
+ * again when the event feed tells of a change to the queue, at most once
+ * a second.
+ */
+export class BatchesView {
+  constructor(root, ctx) {
+    this.root = root;
+    this.ctx = ctx;
+    this.reloadSoon = throttle(() => this.shown && this.page(this.cursors.length - 1), reloadGapMs);
+  }
+
+  show(route) {
+    this.shown = route;
+    this.queue = route.queue;
+    this.cursors = [""]; // the cursor of each page shown so far; the last is the current page
+    this.nextCursor = "";
+    const q = this.queue;
+    this.heading = h("h2", { tabIndex: -1 }, `Batches of queue ${q}`);
+    this.caption = h("caption");
+    this.tbody = h("tbody");
+    this.region = h("div", { class: "table-scroll", role: "region", "aria-label": `Batches of queue ${q}`, tabIndex: -1 },
+      h("table", { class: "jobs" }, this.caption,
+        h("thead", {}, h("tr", {},
+          h("th", { scope: "col" }, "Batch id"),
+          h("th", { scope: "col" }, "State"),
+          h("th", { scope: "col" }, "Jobs"),
+          h("th", { scope: "col" }, "Success"),
+          h("th", { scope: "col", class: "minor" }, "Created"),
+          h("th", { scope: "col", class: "minor" }, "Finished"))),
+        this.tbody));
+    this.empty = h("p", { class: "status", hidden: true });
+    this.first = button("First page", `First page of the batches of queue ${q}`, () => this.turn(0));
+    this.next = button("Next page", `Next page of the batches of queue ${q}`, () => this.turn(this.cursors.length));
+    this.root.replaceChildren(
+      h("p", {}, h("a", { href: "#/" }, "All queues"), " / ", h("a", { href: queueHref(q) }, `Queue ${q}`)),
+      this.heading,
+      h("p", { class: "status" }, "Newest first: open, running and done batches (a done batch is kept 7 days)."),
+      h("p", {}, button("Refresh", `Refresh the batches of queue ${q}`, () => this.page(this.cursors.length - 1))),
+      this.region,
+      this.empty,
+      h("p", { class: "pager" }, this.first, " ", this.next),
+    );
+    this.heading.focus();
+    this.page(0);
+  }
+
+  leave() {
+    this.shown = null;
+  }
+
+  /** Reads the page again: the event feed (re)opened. */
+  reload() {
+    this.reloadSoon();
+  }
+
+  /** Takes one event of the feed: one of the queue's may change a batch. */
+  heard(event) {
+    if (this.shown && event.queue === this.queue) {
+      this.reloadSoon();
+    }
+  }
+
+  async turn(i) {
+    await this.page(i);
+    this.region.focus();
+  }
+
+  /** Shows page i (0 is the first); i == cursors.length follows next_cursor. */
+  async page(i) {
+    if (i >= this.cursors.length) {
+      if (!this.nextCursor) {
+        return;
+      }
+      this.cursors.push(this.nextCursor);
+    }
+    this.cursors.length = i + 1;
+    const shown = this.shown;
+    const query = new URLSearchParams({ limit: String(batchesPageSize) });
+    if (this.cursors[i]) {
+      query.set("cursor", this.cursors[i]);
+    }
+    try {
+      const page = await call("GET", `${queuePath(this.queue)}/batches?${query}`);
+      if (this.shown !== shown) {
+        return;
+      }
+      this.nextCursor = page.next_cursor || "";
+      this.render(page.batches || [], i);
+    } catch (err) {
+      if (this.shown === shown) {
+        this.ctx.report(err);
+      }
+    }
+  }
+
+  render(batches, i) {
+    this.caption.textContent = `Batches of queue ${this.queue}, newest first, page ${i + 1} (${batchesPageSize} a page)`;
+    keepFocus(this.tbody, () => this.tbody.replaceChildren(...batches.map((b) => h("tr", {},
+      h("th", { scope: "row" }, h("a", { href: batchHref(this.queue, b.id) }, b.id)),
+      h("td", {}, b.state),
+      h("td", {}, endedText(b)),
+      h("td", {}, b.state === "done" ? (b.success ? "yes" : "no") : "—"),
+      h("td", { class: "minor" }, when(b.created_at)),
+      h("td", { class: "minor" }, when(b.finished_at))))));
+    this.empty.hidden = batches.length > 0;
+    this.empty.textContent = i === 0 ? `No batches in queue ${this.queue}.` : "No more batches.";
+    this.first.disabled = i === 0;
+    this.next.disabled = !this.nextCursor;
   }
 }

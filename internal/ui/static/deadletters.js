@@ -1,11 +1,15 @@
 // deadletters.js: the "Dead letters" panel of a queue's page. It reads the
 // first page of dead jobs (at most maxRetry), groups them by last_error and
-// offers to retry each group, or every job listed: one retry request per
-// job, with progress, so that a click never retries more than the jobs it
-// lists. The retry buttons are rendered only for a key whose role may
-// retry (role.js).
+// offers to retry each group: one retry request per job, with progress, so
+// that a group's click never retries more than the jobs it lists.
+// "Retry all" retries every dead job of the queue, listed or not,
+// and the clean-up form deletes finished jobs older than an age: both
+// through the bulk actions (bulk.js), after a confirm. The retry buttons
+// are rendered only for a key whose role may retry, the clean-up form for
+// one that may remove (role.js).
 
 import { call, jobPath, jobsPage } from "./api.js";
+import { ages, clean, cleanQuestion, cleanStates, cleanWhat, runBulk } from "./bulk.js";
 import { button, h, keepFocus, plural } from "./dom.js";
 import { may } from "./role.js";
 import { jobHref } from "./routes.js";
@@ -19,6 +23,9 @@ export const maxRetry = 100;
  * an admin key).
  */
 export function intro(deadCount, listed, groups) {
+  if (deadCount === 0) {
+    return "No job of this queue is dead.";
+  }
   const died = deadCount === 1
     ? "1 job died: it ran out of attempts, failed fatally or stalled too often."
     : `${plural(deadCount, "job")} died: they ran out of attempts, failed fatally or stalled too often.`;
@@ -28,10 +35,17 @@ export function intro(deadCount, listed, groups) {
     return `${died}${which} Retrying needs an admin key.`;
   }
   const buttons = groups > 1
-    ? ` Each group's button sends its jobs back to pending with a fresh attempt budget; "Retry all ${listed} listed" sends every job listed.`
+    ? " Each group's button sends its jobs back to pending with a fresh attempt budget."
     : ` The button sends ${listed === 1 ? "it" : "them"} back to pending with a fresh attempt budget.`;
+  const all = retryAllShown(deadCount, listed, groups)
+    ? ` "Retry all ${deadCount.toLocaleString()}" does so for every dead job of the queue, listed or not, oldest first.` : "";
   const next = listed < deadCount ? ` Once they are retried, the next ${Math.min(maxRetry, deadCount - listed)} are listed.` : "";
-  return died + which + buttons + next;
+  return died + which + buttons + all + next;
+}
+
+/** Whether "Retry all" is offered: when it does more than the one group's button would. */
+export function retryAllShown(deadCount, listed, groups) {
+  return groups > 1 || listed < deadCount;
 }
 
 /** Groups jobs by last_error, the largest group first. */
@@ -49,34 +63,66 @@ export function groupByError(jobs) {
 }
 
 /**
- * The panel: load(queue, deadCount) fills it (hidden when there are no
- * dead jobs); afterRetry() is called once a group's retries are done.
+ * The panel: load(queue, deadCount, current, counts) fills it (hidden when
+ * no job is dead and the key has nothing to clean up); afterRetry() is
+ * called once a group's retries, a retry of all or a clean-up are done.
  */
 export class DeadLetters {
   constructor(ctx, afterRetry) {
     this.ctx = ctx;
     this.afterRetry = afterRetry;
-    this.busy = false; // a group's retries are running
+    this.busy = false; // a group's retries, a retry of all or a clean-up are running
     this.heading = h("h3", { id: "dead-heading", tabIndex: -1 }, "Dead letters");
     this.intro = h("p");
     this.progress = h("p", { class: "status", role: "status" });
     this.list = h("ul", { class: "groups" });
-    this.all = h("p"); // "Retry all N listed", when the role may retry
+    this.all = h("p"); // "Retry all N", when the role may retry
+    this.cleanup = this.cleanForm();
     this.panel = h("section", { class: "dead-letters", "aria-labelledby": "dead-heading", hidden: true },
-      this.heading, this.intro, this.all, this.list, this.progress);
+      this.heading, this.intro, this.all, this.list, this.progress, this.cleanup);
+  }
+
+  /** The clean-up form: which finished jobs, finished how long ago, and Delete. */
+  cleanForm() {
+    this.cleanState = h("select", { id: "clean-state", name: "state" }, cleanStates.map((s) =>
+      h("option", { value: s }, s === "finished" ? "completed, dead and cancelled" : s)));
+    this.cleanAge = h("select", { id: "clean-age", name: "age" }, ages.map((a) =>
+      h("option", { value: String(a.ms) }, a.ms === 0 ? "at any time (all of them)" : `more than ${a.label} ago`)));
+    this.cleanState.value = "dead";
+    this.cleanAge.value = String(ages[2].ms);
+    const form = h("form", { class: "cleanup", hidden: true },
+      h("fieldset", {},
+        h("legend", {}, "Delete all finished jobs older than…"),
+        h("label", { htmlFor: "clean-state" }, "Jobs"), " ", this.cleanState, " ",
+        h("label", { htmlFor: "clean-age" }, "that finished"), " ", this.cleanAge, " ",
+        h("button", { type: "submit", "aria-label": "Delete the chosen finished jobs" }, "Delete…")));
+    form.addEventListener("submit", (event) => {
+      event.preventDefault();
+      this.cleanUp();
+    });
+    return form;
   }
 
   /**
    * Fills the panel with queue's dead jobs; current() says whether the page
-   * that asked is still shown, so that a late answer draws nothing.
+   * that asked is still shown, so that a late answer draws nothing. counts
+   * (the queue's, by state) say whether the clean-up form has anything to
+   * delete: the panel shows for it alone when no job is dead.
    */
-  async load(queue, deadCount, current) {
+  async load(queue, deadCount, current, counts = {}) {
     if (this.busy && this.queue === queue) {
       return; // the panel keeps showing the group being retried until it is done
     }
     this.queue = queue;
-    this.panel.hidden = deadCount === 0;
+    this.deadCount = deadCount;
+    this.counts = counts;
+    const finished = (counts.completed || 0) + (counts.dead || 0) + (counts.cancelled || 0);
+    this.cleanup.hidden = !may("remove") || finished === 0;
+    this.panel.hidden = deadCount === 0 && this.cleanup.hidden;
     if (deadCount === 0) {
+      this.intro.textContent = intro(0, 0, 0);
+      this.list.replaceChildren();
+      this.all.replaceChildren();
       return;
     }
     const page = await jobsPage(queue, "dead", maxRetry);
@@ -87,18 +133,69 @@ export class DeadLetters {
     const groups = groupByError(jobs);
     this.intro.textContent = intro(deadCount, jobs.length, groups.length);
     keepFocus(this.list, () => this.list.replaceChildren(...groups.map((group) => this.group(group))));
-    keepFocus(this.all, () => this.all.replaceChildren(...this.retryAll(jobs, groups.length)));
+    keepFocus(this.all, () => this.all.replaceChildren(...this.retryAll(jobs.length, groups.length)));
   }
 
-  /** "Retry all N listed", when there are several groups (with one, its own button is the same click). */
-  retryAll(jobs, groups) {
-    if (!may("retry") || groups < 2) {
+  /** "Retry all N": every dead job of the queue, listed or not (retryAllShown says when). */
+  retryAll(listed, groups) {
+    if (!may("retry") || !retryAllShown(this.deadCount, listed, groups)) {
       return [];
     }
-    const text = `Retry all ${jobs.length} listed`;
-    const b = button(text, `${text} dead jobs of queue ${this.queue}, whatever their error`, () => this.retry(jobs));
+    const n = this.deadCount;
+    const b = button(`Retry all ${n.toLocaleString()}`, `Retry all ${plural(n, "dead job")} of queue ${this.queue}, whatever their error`,
+      () => this.retryEvery());
     b.dataset.focusKey = "retry-all"; // the label holds the count, which changes
     return [b];
+  }
+
+  /** Asks, then retries every dead job of the queue, oldest first, a thousand a call. */
+  async retryEvery() {
+    const queue = this.queue;
+    const n = this.deadCount;
+    if (this.busy || !confirm(`Retry all ${plural(n, "dead job")} of queue "${queue}"? They go back to pending with a fresh attempt budget, oldest first.`)) {
+      return;
+    }
+    await this.bulk(queue,
+      (say) => runBulk(queue, "retry", { state: "dead" }, n, (total) => say(`Retried ${total.toLocaleString()} of ${n.toLocaleString()}…`)),
+      (done) => `Retried ${plural(done, "dead job")} of queue ${queue}.`);
+  }
+
+  /** Asks, then deletes the finished jobs the clean-up form chose. */
+  async cleanUp() {
+    const queue = this.queue;
+    const state = this.cleanState.value;
+    const ms = Number(this.cleanAge.value);
+    if (this.busy || !confirm(cleanQuestion(queue, state, ms))) {
+      return;
+    }
+    const counts = this.counts;
+    await this.bulk(queue, (say) => clean(queue, state, ms, counts, say),
+      (done) => `Deleted ${plural(done, "job")} of queue ${queue}: ${cleanWhat(state, ms)}.`);
+  }
+
+  /**
+   * Runs work(say), a bulk action on queue that reports its progress
+   * through say, as the panel's one action at a time; then says
+   * summary(its count) and reloads the page.
+   */
+  async bulk(queue, work, summary) {
+    this.busy = true;
+    const say = (text) => {
+      if (this.queue === queue) { // the panel may show another queue by now
+        this.progress.textContent = text;
+      }
+    };
+    try {
+      const text = summary(await work(say));
+      say(text);
+      this.ctx.notice(text);
+    } catch (err) {
+      say("");
+      this.ctx.report(err);
+    } finally {
+      this.busy = false;
+      this.afterRetry();
+    }
   }
 
   group({ reason, jobs }) {

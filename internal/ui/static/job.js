@@ -1,13 +1,18 @@
 // job.js: one job's page: its state, payload, result, progress, last error,
 // attempts, timestamps and lease (counting down while active), its batch
 // and the jobs it depends on (each with its state), with the actions its
-// state and the key's role allow: retry, promote, cancel, remove. The page
+// state and the key's role allow: retry, promote, cancel, remove, and edit
+// (its payload, priority and run time, edit.js) while it has not started. The page
 // reads the job again when the event feed tells of a change to it (a
 // worker finishing it, a cancel being honoured, its release) or to one of
-// its dependencies.
+// its dependencies; a progress event that carries the progress (at most
+// 1 KB of JSON) is drawn at once, without a read. Below, the job's log
+// (joblog.js), followed while the job is active.
 
 import { Problem, call, jobPath } from "./api.js";
 import { button, duration, h, keepFocus, pretty, when } from "./dom.js";
+import { editForm, editable } from "./edit.js";
+import { JobLog } from "./joblog.js";
 import { throttle } from "./live.js";
 import { may } from "./role.js";
 import { batchHref, finishedStates, jobHref, queueHref } from "./routes.js";
@@ -77,6 +82,18 @@ function lastError(job) {
   return finishedStates.has(job.state) ? error : h("span", {}, error, h("span", { class: "status" }, " (from an earlier attempt)"));
 }
 
+/**
+ * What a progress event of job id says of its progress: {value} when the
+ * event carries it (its JSON is at most 1 KB), "read" when it left out a
+ * larger one (progress_truncated: read the job), null for any other event.
+ */
+export function progressOf(event, id) {
+  if (event.kind !== "progress" || event.job_id !== id) {
+    return null;
+  }
+  return "progress" in event && !event.progress_truncated ? { value: event.progress } : "read";
+}
+
 /** The actions a job in state allows, in the order of their buttons. */
 export function actionsFor(state) {
   const actions = [];
@@ -105,6 +122,7 @@ export class JobView {
     this.timer = 0; // the lease countdown
     this.dependsOn = new Set(); // the jobs the one shown depends on: their events matter too
     this.reloadSoon = throttle(() => this.shown && this.load(), reloadGapMs);
+    this.log = new JobLog(); // its lines, followed while the job is active (joblog.js)
   }
 
   /** Reads the job again: the event feed (re)opened. */
@@ -117,8 +135,16 @@ export class JobView {
    * about it, one of its dependencies, or its whole queue (drained: no job id).
    */
   heard(event) {
-    if (this.shown && event.queue === this.queue &&
-      (event.job_id === this.id || !event.job_id || this.dependsOn.has(event.job_id))) {
+    if (!this.shown || event.queue !== this.queue) {
+      return;
+    }
+    const progress = progressOf(event, this.id);
+    if (progress && progress !== "read" && this.progressView) {
+      // The event carries the progress: drawn at once, with no read.
+      this.progressView.textContent = pretty(progress.value);
+      return;
+    }
+    if (event.job_id === this.id || !event.job_id || this.dependsOn.has(event.job_id)) {
       this.reloadSoon();
     }
   }
@@ -128,22 +154,29 @@ export class JobView {
     this.queue = route.queue;
     this.id = route.id;
     this.dependsOn = new Set();
+    this.progressView = null; // the progress's <pre>, once the job is drawn
     this.heading = h("h2", { tabIndex: -1 }, `Job ${this.id}`);
     this.body = h("div");
+    this.editor = h("div"); // the edit form while it is open: a reload leaves it as the person left it
+    this.editing = false;
     this.root.replaceChildren(
       h("p", {}, h("a", { href: "#/" }, "All queues"), " / ",
         h("a", { href: queueHref(this.queue, this.ctx.backState(this.queue)) }, `Queue ${this.queue}`)),
       this.heading,
       h("p", {}, button("Refresh", `Refresh job ${this.id}`, () => this.load())),
+      this.editor,
       this.body,
+      this.log.element,
     );
     this.heading.focus();
     this.load();
+    this.log.start(this.queue, this.id);
   }
 
   leave() {
     this.shown = null;
     clearInterval(this.timer);
+    this.log.stop();
   }
 
   async load() {
@@ -187,6 +220,7 @@ export class JobView {
 
   render(job, deps = new Map()) {
     clearInterval(this.timer); // here, not before the call: two loads may overlap
+    this.log.follow(job.state === "active");
     const lease = h("span");
     const rows = [
       ["State", h("strong", { class: `state state-${job.state}` }, job.state)],
@@ -216,19 +250,36 @@ export class JobView {
       rows.push(["Trace", h("code", { title: `traceparent ${job.traceparent}` }, job.traceparent.split("-")[1] ?? job.traceparent)]);
     }
     const allowed = actionsFor(job.state).filter((action) => may(action)); // none for a reader key
+    const edit = editable(job.state) && may("edit");
+    if (this.editing && !edit) {
+      this.closeEditor(); // it started, or ended, meanwhile
+    }
+    const buttons = allowed.map((action) => this.actionButton(action, job));
+    if (edit) {
+      buttons.unshift(button("Edit", `Edit job ${job.id}`, () => this.openEditor(job)));
+    }
     keepFocus(this.body, () => this.body.replaceChildren(
-      ...(allowed.length === 0 ? [] : [h("div", { class: "job-actions", role: "group", "aria-label": `Actions on job ${job.id}` },
-        allowed.map((action) => this.actionButton(action, job)))]),
+      ...(buttons.length === 0 ? [] : [h("div", { class: "job-actions", role: "group", "aria-label": `Actions on job ${job.id}` },
+        buttons)]),
       h("dl", { class: "fields" }, rows.map(([name, value]) => [h("dt", {}, name), h("dd", {}, value)])),
       ...["payload", "result", "progress"].map((field) => h("section", { "aria-label": field },
         h("h3", {}, field[0].toUpperCase() + field.slice(1)),
-        h("pre", { class: "json", tabIndex: 0 }, pretty(job[field])))),
+        this.jsonView(field, job[field]))),
     ));
     if (job.state === "active" && job.lease_expires_at) {
       const tick = () => { lease.textContent = `(${countdown(job.lease_expires_at)})`; };
       tick();
       this.timer = setInterval(tick, 1000);
     }
+  }
+
+  /** One JSON field of the job; the progress's is kept, for a progress event to redraw. */
+  jsonView(field, value) {
+    const view = h("pre", { class: "json", tabIndex: 0 }, pretty(value));
+    if (field === "progress") {
+      this.progressView = view;
+    }
+    return view;
   }
 
   /** The cancel reason; a failed dependency it names links to that job's page. */
@@ -257,6 +308,38 @@ export class JobView {
       rows.push(["On dependency failure", onFailureText[job.on_dependency_failure] || job.on_dependency_failure || "—"]);
     }
     return rows;
+  }
+
+  /** Opens the form that changes the job as shown (anew, when it is open). */
+  openEditor(job) {
+    const path = jobPath(this.queue, job.id);
+    this.editing = true;
+    this.editor.replaceChildren(editForm(job, {
+      save: async (body) => {
+        try {
+          await call("PATCH", path, body);
+        } catch (err) {
+          this.ctx.report(err); // the form stays as it was, to fix and send again
+          return;
+        }
+        this.closeEditor();
+        this.ctx.clearError();
+        this.ctx.notice(`Job ${job.id} changed.`);
+        await this.load();
+        this.heading.focus();
+      },
+      cancel: () => {
+        this.closeEditor();
+        this.heading.focus();
+      },
+      report: (text) => this.ctx.report(new Error(text)),
+    }));
+    this.editor.querySelector("textarea").focus();
+  }
+
+  closeEditor() {
+    this.editing = false;
+    this.editor.replaceChildren();
   }
 
   actionButton(action, job) {

@@ -1,19 +1,21 @@
 // queue.js: one queue's page. Links to its jobs per state (with counts), a
 // form to open a job by id, the dead letters panel when the queue has dead
 // jobs, the activity charts (activity.js), the flow control panel
-// (settings and groups), the schedules panel,
-// a table of the jobs in the chosen state, a page at a time, and the
+// (settings and groups), the schedules panel, a link to its batches,
+// a table of the jobs in the chosen state, a page at a time (on the
+// delayed tab with "Promote all", bulk.js), and the
 // queue's recent changes. The page reads itself again when the event feed
 // tells it the queue changed, at most once a second.
 
 import { ActivityPanel } from "./activity.js";
 import { Problem, call, jobPath, jobsPage, queuePath } from "./api.js";
+import { PromoteAll } from "./bulk.js";
 import { DeadLetters } from "./deadletters.js";
 import { FlowPanel } from "./flow.js";
 import { button, h, keepFocus, tabStopWhenScrolling, when } from "./dom.js";
 import { waitsFor } from "./job.js";
 import { throttle } from "./live.js";
-import { finishedStates, jobHref, queueHref, states } from "./routes.js";
+import { batchesHref, finishedStates, jobHref, queueHref, states } from "./routes.js";
 import { PushPanel } from "./push.js";
 import { SchedulesPanel } from "./schedules.js";
 
@@ -98,8 +100,9 @@ export class QueueView {
     });
     this.flow = new FlowPanel(ctx, () => this.load());
     this.schedules = new SchedulesPanel(ctx, () => this.load());
-    this.push = new PushPanel();
+    this.push = new PushPanel(ctx, () => this.load());
     this.activity = new ActivityPanel(ctx);
+    this.promoteAll = new PromoteAll(ctx, () => this.load());
   }
 
   show(route) {
@@ -185,6 +188,7 @@ export class QueueView {
     this.root.replaceChildren(
       h("p", {}, h("a", { href: "#/" }, "← All queues")),
       this.heading,
+      h("p", {}, h("a", { href: batchesHref(q) }, `Batches of queue ${q}`)),
       h("p", {}, button("Refresh", `Refresh queue ${q}`, () => {
         this.load();
         this.activity.load();
@@ -198,6 +202,7 @@ export class QueueView {
       h("nav", { "aria-label": `Job states of queue ${q}` }, this.tabs),
       find,
       this.findMessage,
+      ...(this.state === "delayed" ? [this.promoteAll.panel] : []),
       this.region,
       this.empty,
       h("p", { class: "pager" }, this.first, " ", this.next),
@@ -218,7 +223,7 @@ export class QueueView {
         return;
       }
       this.showQueue(queue);
-      await this.dead.load(this.queue, (queue.counts && queue.counts.dead) || 0, () => this.shown === shown);
+      await this.dead.load(this.queue, (queue.counts && queue.counts.dead) || 0, () => this.shown === shown, queue.counts || {});
       await this.flow.load(this.queue, () => this.shown === shown);
       await this.schedules.load(this.queue, () => this.shown === shown);
       await this.push.load(this.queue, queue.push, () => this.shown === shown);
@@ -233,6 +238,7 @@ export class QueueView {
   showQueue(queue) {
     const counts = queue.counts || {};
     this.paused.textContent = queue.paused ? "This queue is paused: workers get no jobs until it is resumed." : "";
+    this.promoteAll.show(this.queue, counts.delayed || 0);
     keepFocus(this.tabs, () => this.tabs.replaceChildren(...states.map((state) => {
       const n = (counts[state] || 0).toLocaleString();
       const current = state === this.state ? "page" : undefined;

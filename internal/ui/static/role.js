@@ -8,7 +8,7 @@ import { whoami } from "./api.js";
 /**
  * The least role each action needs: cancel is a worker-plane verb, the rest
  * are the operator's (pause and resume also act on a group or a schedule;
- * run runs a schedule now).
+ * run runs a schedule now; push sets a queue's push target).
  */
 const needs = {
   pause: "admin",
@@ -17,9 +17,11 @@ const needs = {
   obliterate: "admin",
   retry: "admin",
   promote: "admin",
+  edit: "admin", // a job's payload, priority and run time (PATCH)
   remove: "admin",
   settings: "admin",
   run: "admin",
+  push: "admin",
   cancel: "worker",
 };
 

@@ -5,6 +5,7 @@
 //   #/queues/<queue>/<state>   one queue's jobs in one state (pending when absent)
 //   #/queues/<queue>/jobs/<id> one job
 //   #/queues/<queue>/batches/<id> one batch
+//   #/queues/<queue>/batches   the queue's batches, newest first
 //
 // Queue names and ids are escaped with encodeURIComponent, so a "/" or "#"
 // in a name cannot break a route.
@@ -17,8 +18,8 @@ export const finishedStates = new Set(["completed", "dead", "cancelled"]);
 
 /**
  * The route of a location hash: {view: "queues"}, {view: "queue", queue,
- * state}, {view: "job", queue, id} or {view: "batch", queue, id}. An
- * unknown hash is the queues view.
+ * state}, {view: "job", queue, id}, {view: "batch", queue, id} or
+ * {view: "batches", queue}. An unknown hash is the queues view.
  */
 export function parseRoute(hash) {
   const parts = hash.replace(/^#\/?/, "").split("/").filter((p) => p !== "");
@@ -38,6 +39,9 @@ export function parseRoute(hash) {
   if (decoded.length === 4 && decoded[2] === "batches") {
     return { view: "batch", queue, id: decoded[3] };
   }
+  if (decoded.length === 3 && decoded[2] === "batches") {
+    return { view: "batches", queue };
+  }
   if (decoded.length === 2 || (decoded.length === 3 && states.includes(decoded[2]))) {
     return { view: "queue", queue, state: decoded[2] || "pending" };
   }
@@ -52,6 +56,11 @@ export function queueHref(queue, state = "pending") {
 /** The link to one job. */
 export function jobHref(queue, id) {
   return `#/queues/${encodeURIComponent(queue)}/jobs/${encodeURIComponent(id)}`;
+}
+
+/** The link to a queue's batches. */
+export function batchesHref(queue) {
+  return `#/queues/${encodeURIComponent(queue)}/batches`;
 }
 
 /** The link to one batch of a queue. */
