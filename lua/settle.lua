@@ -129,6 +129,9 @@ if not next and empty() then
   if not last_ms or last_ms + max_age <= now then
     flow_here() -- it deletes keys it does not declare
     queue_deleted()
+    -- With no batches left, what the listing's index still holds are
+    -- batches an earlier release forgot from batches alone (batches.lua).
+    redis.call('DEL', BASE .. 'batches_created')
     return { -1, 1, 0, 0 }
   end
   next = last_ms + max_age

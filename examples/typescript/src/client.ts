@@ -25,6 +25,8 @@ export type FailRequest = Schemas["FailRequest"];
 export type SnoozeRequest = Schemas["SnoozeRequest"];
 export type CancelRequest = Schemas["CancelRequest"];
 export type CancellationResponse = Schemas["CancellationResponse"];
+export type LogAppendRequest = Schemas["LogAppendRequest"];
+export type LogAppendResponse = Schemas["LogAppendResponse"];
 /** Batch is a batch as the service answers it; `jobs` only in a create's or an add's answer. */
 export type Batch = Schemas["Batch"];
 export type CreateBatchRequest = Schemas["CreateBatchRequest"];
@@ -157,6 +159,17 @@ export class EmqClient {
         body: request,
         // A checkpoint of progress alone renews no lease: the usual timeout.
         fetch: fetchWithin(Math.min(this.timeoutMs, (request.lease_ms ?? Infinity) / 3)),
+      }),
+    );
+  }
+
+  /** appendLog adds lines to a held job's log (at most 1,000 kept, 2 KB each). */
+  async appendLog(queue: string, id: string, request: LogAppendRequest): Promise<LogAppendResponse> {
+    return unwrap(
+      await this.api.POST("/queues/{queue}/jobs/{id}/logs", {
+        params: { path: { queue, id } },
+        body: request,
+        fetch: fetchWithin(this.timeoutMs),
       }),
     );
   }

@@ -115,7 +115,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get?: never;
+        /**
+         * List a queue's batches
+         * @description A page of the queue's batches, newest first (by created_at; ties by id), each as GET /queues/{queue}/batches/{id} answers it: open, running and done ones (a done batch is kept 7 days). Pass next_cursor back as cursor until it is null; a cursor the service did not give out is 400 EMQINVALID (field cursor). Cursors are stable: no batch is given twice or skipped across pages while others are made (a new batch comes before the first page). Each batch not done has its jobs' states read for its counts, as GET does.
+         */
+        get: operations["listBatches"];
         put?: never;
         /**
          * Create a batch
@@ -202,6 +206,26 @@ export interface paths {
          * @description Leases up to count jobs (priority first, FIFO within a priority), each with its token. Due delayed jobs are moved to pending first. With wait_ms, a claim that finds nothing waits (long poll) and answers as soon as a job comes, or with an empty list when wait_ms passes. A paused queue answers an empty list. Under the queue's flow control settings a claim takes turns over the groups and answers only the jobs the limits let start; when that is fewer than count it says which limit held it back (held_by) and when a claim could start one (retry_after_ms), and a long poll waits until then or until a slot frees. A service replica lets at most EMQ_MAX_WAITERS claims wait at once (503 EMQBUSY past it) and, when API keys are configured, at most EMQ_MAX_WAITERS_PER_KEY of them of one key (429 EMQBUSY past it); a claim without wait_ms is never refused for either.
          */
         post: operations["claimJobs"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/queues/{queue}/clean": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Delete finished jobs
+         * @description Deletes up to limit (default and at most 1000) of the queue's completed, dead or cancelled jobs that finished more than older_than_ms ago (0: all of them), oldest first, each as DELETE /queues/{queue}/jobs/{id} does one: row, log and all, one removed event each. One atomic step; more says such jobs are left, so call again until it is false.
+         */
+        post: operations["cleanJobs"];
         delete?: never;
         options?: never;
         head?: never;
@@ -373,7 +397,11 @@ export interface paths {
         delete: operations["removeJob"];
         options?: never;
         head?: never;
-        patch?: never;
+        /**
+         * Change a job that has not started
+         * @description Changes a pending, delayed or waiting job in one atomic step, as BullMQ's updateData, changePriority and changeDelay do: payload replaces the payload; priority moves a pending job to its place among the jobs of that priority (by the time it was enqueued); delay_ms or run_at sets when it runs, on the Redis server's clock: a time to come makes a pending job delayed and moves a delayed one, a time that has come (delay_ms 0, a run_at passed) makes a delayed job pending now and leaves a pending one as it is; a waiting job stays waiting and runs then once its dependencies have ended (a delay counts from now). Writes the event "updated" with the key that asked. An active or finished job is 409 EMQSTATE and is not changed.
+         */
+        patch: operations["updateJob"];
         trace?: never;
     };
     "/queues/{queue}/jobs/{id}/cancel": {
@@ -470,6 +498,30 @@ export interface paths {
          * @description Re-scores the job's lease to server now + lease_ms, storing progress when given. Without lease_ms the checkpoint only stores progress (then required) and leaves the lease as it stands, as BullMQ's updateProgress leaves its lock: lease_expires_at answers that lease, which only a checkpoint with lease_ms renews. Fenced by the token: a holder that lost the job (its lease lapsed and a sweep recovered it, or it was cancelled or claimed again) gets 409 EMQSTALE and never gets it back. A lapsed lease that no sweep has recovered yet is extended. The answer says whether a cancel was requested: stop at the next safe point and report fail.
          */
         post: operations["extendLease"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/queues/{queue}/jobs/{id}/logs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read a job's log
+         * @description A page of the job's log, oldest line first, each line with the server's time of its append. Pass next_cursor back as cursor to read on. next_cursor is never null: at the end of the log it is the cursor sent, and the same request later answers the lines appended since, so polling with it tails the log. Lines keep their place when older ones are dropped (a job keeps its last 1000): a cursor whose lines were dropped reads from the oldest kept.
+         */
+        get: operations["listJobLogs"];
+        put?: never;
+        /**
+         * Append to a job's log
+         * @description Appends lines to the log of the job held under token (BullMQ's job.log), each stamped with the server's time: 1 to 1000 lines a call, each at most 2048 bytes. A job keeps its last 1000 lines, the oldest dropped first, across its attempts, and its log is deleted with it. Fenced by the token as a lease extension is: a token that does not hold the job, or a job that is no longer active under it, is 409 EMQSTALE. Appending writes no event.
+         */
+        post: operations["appendJobLog"];
         delete?: never;
         options?: never;
         head?: never;
@@ -576,6 +628,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/queues/{queue}/promote": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Promote delayed jobs
+         * @description Makes up to limit (default and at most 1000) of the queue's delayed jobs pending now, earliest run-at first, each as POST /queues/{queue}/jobs/{id}/promote does one: one promoted event each, claimers woken. One atomic step; more says delayed jobs are left, so call again until it is false.
+         */
+        post: operations["promoteJobs"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/queues/{queue}/push": {
         parameters: {
             query?: never;
@@ -618,6 +690,26 @@ export interface paths {
          * @description Claims take jobs again; waiting long polls are woken.
          */
         post: operations["resumeQueue"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/queues/{queue}/retry": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Retry dead or cancelled jobs
+         * @description Sends up to limit (default and at most 1000) of the queue's dead or cancelled jobs back to pending, oldest finished first, each as POST /queues/{queue}/jobs/{id}/retry does one: a fresh attempt budget, its stalled count reset, its group and batch rules kept, one retried event each. One atomic step; more says jobs of the state are left, so call again until it is false.
+         */
+        post: operations["retryJobs"];
         delete?: never;
         options?: never;
         head?: never;
@@ -740,13 +832,13 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Read a queue's flow control settings
-         * @description The limits the queue has; an absent field is no limit, and a queue that never had settings answers {}.
+         * Read a queue's settings
+         * @description The settings as put: flow control limits (an absent field is no limit), job_defaults (absent: none) and retention (an absent state keeps the service's default: completed the newest EMQ_KEEP_COMPLETED, default 10,000; dead and cancelled all). A queue that never had settings answers {}.
          */
         get: operations["getQueueSettings"];
         /**
-         * Set a queue's flow control settings
-         * @description Replaces the settings whole: an absent or null field is no limit, {} removes every limit. Takes effect at the next claim, on every service replica; jobs already active run on (a lowered limit holds new claims back until enough finish). Audited as a settings event.
+         * Set a queue's settings
+         * @description Replaces the settings whole: an absent or null field is no limit (no job default, the default retention), {} removes every limit. Limits take effect at the next claim, job_defaults at the next enqueue (and schedule tick), retention at the next finish and reaper visit, on every service replica; jobs already active run on (a lowered limit holds new claims back until enough finish), jobs already enqueued keep their values. Invalid settings are 400 EMQINVALID naming the field, and change nothing. Audited as a settings event, which carries them.
          */
         put: operations["putQueueSettings"];
         post?: never;
@@ -948,6 +1040,12 @@ export interface components {
             pending: number;
             waiting: number;
         };
+        BatchPage: {
+            /** @description Each batch as GET /queues/{queue}/batches/{id} answers it. */
+            batches: components["schemas"]["Batch"][];
+            /** @description Fetches the next page; null on the last one. */
+            next_cursor: string | null;
+        };
         CancelRequest: {
             /** @example customer asked */
             reason?: string;
@@ -1022,6 +1120,39 @@ export interface components {
              * @example 250
              */
             retry_after_ms?: number;
+        };
+        CleanJobsRequest: {
+            /**
+             * @description At most this many jobs in this call, oldest finished first; default
+             *     1000.
+             * @example 1000
+             */
+            limit?: number;
+            /**
+             * Format: int64
+             * @description Only jobs that finished more than this many ms ago, on Redis's clock;
+             *     0 for all of them.
+             * @example 86400000
+             */
+            older_than_ms: number;
+            /**
+             * @description The state of the jobs to delete.
+             * @example completed
+             * @enum {string}
+             */
+            state: "completed" | "dead" | "cancelled";
+        };
+        CleanedJobs: {
+            /**
+             * @description Whether jobs of the state and age are left: call again until false.
+             * @example false
+             */
+            more: boolean;
+            /**
+             * @description How many jobs were deleted, rows, logs and all.
+             * @example 1000
+             */
+            removed: number;
         };
         CompleteBatchRequest: {
             claim?: components["schemas"]["ClaimNext"];
@@ -1150,8 +1281,9 @@ export interface components {
         };
         EnqueueRequest: {
             /**
-             * @description The retry delay after a failed attempt; when absent, exponential from
-             *     1000 ms, capped at one hour.
+             * @description The retry delay after a failed attempt; when absent, the queue's
+             *     job_defaults (settings), else exponential from 1000 ms, capped at one
+             *     hour.
              */
             backoff?: components["schemas"]["Backoff"];
             /** @description At most one job per key at a time, or per window: see DedupeRequest. */
@@ -1174,7 +1306,9 @@ export interface components {
             /**
              * Format: int64
              * @description A job not started within this many ms of its enqueue is never
-             *     claimed: it ends cancelled with cancel_reason "expired". Default none.
+             *     claimed: it ends cancelled with cancel_reason "expired". Default: the
+             *     queue's job_defaults (settings, not for a job with depends_on), else
+             *     none.
              * @example 600000
              */
             expires_in_ms?: number;
@@ -1193,7 +1327,7 @@ export interface components {
             id?: string;
             /**
              * @description How many claims the job may have: a fail of the last one is dead.
-             *     Default 3.
+             *     Default: the queue's job_defaults (settings), else 3.
              * @example 3
              */
             max_attempts?: number;
@@ -1213,16 +1347,25 @@ export interface components {
             payload: unknown;
             /**
              * @description 0 to 9, lower first: a pending job of priority 0 is claimed before
-             *     any of priority 1; FIFO within one priority. Default 0.
+             *     any of priority 1; FIFO within one priority. Default: the queue's
+             *     job_defaults (settings), else 0.
              * @example 0
              */
             priority?: number;
+            /**
+             * Format: date-time
+             * @description When the job runs, an RFC 3339 time from 1970 to 9999, on the Redis
+             *     server's clock: delayed until then, or pending at once when it has
+             *     passed. Not with delay_ms.
+             * @example 2026-12-01T09:00:00Z
+             */
+            run_at?: string;
             /**
              * Format: int64
              * @description The total time one attempt may run, in ms: extends never move the
              *     lease past started_at + timeout_ms, and the sweep then fails the
              *     attempt with last_error "timeout" (retried under the backoff).
-             *     Default none.
+             *     Default: the queue's job_defaults (settings), else none.
              * @example 30000
              */
             timeout_ms?: number;
@@ -1260,7 +1403,20 @@ export interface components {
              * @example completed
              * @enum {string}
              */
-            kind: "enqueued" | "claimed" | "progress" | "completed" | "failed" | "dead" | "cancel_requested" | "cancelled" | "recovered" | "retried" | "promoted" | "due" | "released" | "batch_done" | "removed" | "paused" | "resumed" | "drained" | "settings" | "group_paused" | "group_resumed" | "snoozed" | "debounced" | "schedule_set" | "schedule_paused" | "schedule_resumed" | "schedule_deleted" | "push_set" | "push_deleted";
+            kind: "enqueued" | "claimed" | "progress" | "completed" | "failed" | "dead" | "cancel_requested" | "cancelled" | "recovered" | "retried" | "promoted" | "updated" | "due" | "released" | "batch_done" | "removed" | "paused" | "resumed" | "drained" | "settings" | "group_paused" | "group_resumed" | "snoozed" | "debounced" | "schedule_set" | "schedule_paused" | "schedule_resumed" | "schedule_deleted" | "push_set" | "push_deleted";
+            /**
+             * @description The progress a progress event stored, as the worker sent it, when
+             *     its JSON is at most 1024 bytes.
+             * @example {
+             *       "pct": 50
+             *     }
+             */
+            progress?: unknown;
+            /**
+             * @description true on a progress event whose progress is over 1024 bytes: it is
+             *     left out; read the job for it.
+             */
+            progress_truncated?: boolean;
             /** @example emails */
             queue: string;
             /** @example superseded */
@@ -1410,6 +1566,12 @@ export interface components {
             last_error?: string;
             /** Format: date-time */
             lease_expires_at?: string;
+            /**
+             * @description How many lines the job's log holds (at most 1000), when it has
+             *     any: GET /queues/{queue}/jobs/{id}/logs reads them.
+             * @example 120
+             */
+            log_lines?: number;
             /** @example 3 */
             max_attempts: number;
             /**
@@ -1476,6 +1638,38 @@ export interface components {
             /** @example worker-1 */
             worker?: string;
         };
+        JobDefaults: {
+            /**
+             * @description The retry delay after a failed attempt; the service's default is
+             *     exponential from 1000 ms, capped at one hour. Answered with its
+             *     delay_ms and max_delay_ms filled in.
+             */
+            backoff?: components["schemas"]["Backoff"];
+            /**
+             * Format: int64
+             * @description A job not started within this many ms of its enqueue ends cancelled,
+             *     "expired"; not given to a job with depends_on.
+             * @example 600000
+             */
+            expires_in_ms?: number;
+            /**
+             * @description How many claims a job may have; the service's default is 3.
+             * @example 5
+             */
+            max_attempts?: number;
+            /**
+             * @description 0 to 9, lower first; the service's default is 0. A job whose enqueue
+             *     names priority 0 keeps 0.
+             * @example 5
+             */
+            priority?: number;
+            /**
+             * Format: int64
+             * @description The total time one attempt may run, in ms.
+             * @example 30000
+             */
+            timeout_ms?: number;
+        };
         JobList: {
             jobs: components["schemas"]["Job"][];
         };
@@ -1489,6 +1683,54 @@ export interface components {
          * @enum {string}
          */
         JobState: "pending" | "active" | "delayed" | "waiting" | "completed" | "dead" | "cancelled";
+        LogAppendRequest: {
+            /**
+             * @description The lines, oldest first: 1 to 1000, each at most 2048 bytes of
+             *     UTF-8. Any text: a line may be empty or hold a newline.
+             * @example [
+             *       "fetched 120 rows"
+             *     ]
+             */
+            lines: string[];
+            /**
+             * Format: int64
+             * @example 42
+             */
+            token: number;
+        };
+        LogAppendResponse: {
+            /**
+             * @description The lines this call appended.
+             * @example 1
+             */
+            appended: number;
+            /**
+             * @description How many lines the job's log holds now: at most 1000, the oldest
+             *     dropped first.
+             * @example 120
+             */
+            total: number;
+        };
+        LogLine: {
+            /**
+             * Format: date-time
+             * @description When it was appended, on the server's clock.
+             * @example 2026-11-29T19:07:07.123Z
+             */
+            at: string;
+            /** @example fetched 120 rows */
+            line: string;
+        };
+        LogPage: {
+            lines: components["schemas"]["LogLine"][];
+            /**
+             * @description Reads on after this page: pass it back as cursor. Never null: at
+             *     the end of the log it is the cursor that was sent, and reading with
+             *     it again answers the lines appended since (a tail).
+             * @example bGluZToxMjA
+             */
+            next_cursor: string;
+        };
         Problem: {
             /** @example EMQSTALE */
             code: string;
@@ -1503,6 +1745,26 @@ export interface components {
             title: string;
             /** @example https://github.com/echo-mq/echo_mq#emqstale */
             type: string;
+        };
+        PromoteJobsRequest: {
+            /**
+             * @description At most this many jobs in this call, earliest run-at first; default
+             *     1000.
+             * @example 1000
+             */
+            limit?: number;
+        };
+        PromotedJobs: {
+            /**
+             * @description Whether delayed jobs are left: call again until false.
+             * @example false
+             */
+            more: boolean;
+            /**
+             * @description How many delayed jobs were made pending.
+             * @example 1000
+             */
+            promoted: number;
         };
         PushError: {
             /**
@@ -1529,6 +1791,14 @@ export interface components {
         PushTarget: {
             /** @example 10 */
             concurrency: number;
+            /**
+             * @description The names of the headers each delivery carries, canonical and
+             *     sorted; never their values.
+             * @example [
+             *       "Authorization"
+             *     ]
+             */
+            header_names: string[];
             /**
              * Format: int64
              * @example 60000
@@ -1558,6 +1828,24 @@ export interface components {
              * @example 10
              */
             concurrency?: number;
+            /**
+             * @description Headers sent with every delivery, such as a gateway's own token in
+             *     front of the receiver: at most 20, names HTTP tokens given once
+             *     (case does not matter), values printable ASCII without CR or LF,
+             *     at most 8192 bytes together. Names each delivery sets or that would
+             *     break it are refused: Host, Content-Type, Content-Length,
+             *     Content-Encoding, Transfer-Encoding, Connection, Keep-Alive, TE,
+             *     Trailer, Upgrade, Expect, Accept-Encoding, Proxy-*, User-Agent,
+             *     traceparent, tracestate, baggage and webhook-*. Never answered back
+             *     (header_names says which are set), logged or put in an event.
+             *     Default none.
+             * @example {
+             *       "Authorization": "Bearer gw-token"
+             *     }
+             */
+            headers?: {
+                [key: string]: string;
+            };
             /**
              * Format: int64
              * @description Each delivery's lease, in ms: at least timeout_ms + 1000, time to
@@ -1632,8 +1920,16 @@ export interface components {
             group_order?: "fifo";
             /** @description At most limit claims start in any window_ms, per group. */
             group_rate_limit?: components["schemas"]["RateLimit"];
+            /** @description What an enqueue that does not name them gets; absent: none. */
+            job_defaults?: components["schemas"]["JobDefaults"];
             /** @description At most limit claims start in any window_ms, for the whole queue. */
             rate_limit?: components["schemas"]["RateLimit"];
+            /**
+             * @description How many finished jobs are kept, and how long; absent: the service's
+             *     defaults (completed: the newest EMQ_KEEP_COMPLETED, default 10,000;
+             *     dead and cancelled: all).
+             */
+            retention?: components["schemas"]["Retention"];
         };
         RateLimit: {
             /** @example 100 */
@@ -1647,6 +1943,51 @@ export interface components {
         Removed: {
             /** @example 1 */
             removed: number;
+        };
+        Retention: {
+            cancelled?: components["schemas"]["RetentionRule"];
+            completed?: components["schemas"]["RetentionRule"];
+            dead?: components["schemas"]["RetentionRule"];
+        };
+        RetentionRule: {
+            /**
+             * Format: int64
+             * @description Jobs that finished more than this many ms ago are deleted; absent or
+             *     0: however long ago (at most 10 years).
+             * @example 604800000
+             */
+            age_ms?: number;
+            /**
+             * @description The newest this many are kept; absent or 0: any number.
+             * @example 1000
+             */
+            count?: number;
+        };
+        RetriedJobs: {
+            /**
+             * @description Whether jobs of the state are left: call again until false.
+             * @example false
+             */
+            more: boolean;
+            /**
+             * @description How many jobs went back to pending.
+             * @example 1000
+             */
+            retried: number;
+        };
+        RetryJobsRequest: {
+            /**
+             * @description At most this many jobs in this call, oldest finished first; default
+             *     1000.
+             * @example 1000
+             */
+            limit?: number;
+            /**
+             * @description The state of the jobs to retry.
+             * @example dead
+             * @enum {string}
+             */
+            state: "dead" | "cancelled";
         };
         Schedule: {
             /**
@@ -1744,7 +2085,8 @@ export interface components {
              */
             group?: string;
             /**
-             * @description How many claims each job may have. Default 3.
+             * @description How many claims each job may have. Default: the queue's job_defaults
+             *     (settings), else 3.
              * @example 3
              */
             max_attempts?: number;
@@ -1756,7 +2098,8 @@ export interface components {
              */
             payload: unknown;
             /**
-             * @description 0 to 9, lower first. Default 0.
+             * @description 0 to 9, lower first. Default (and 0): the queue's job_defaults
+             *     (settings), else 0.
              * @example 0
              */
             priority?: number;
@@ -1865,6 +2208,38 @@ export interface components {
              *     pending); those at max_attempts are in dead.
              */
             retried: string[];
+        };
+        UpdateJobRequest: {
+            /**
+             * Format: int64
+             * @description Runs the job this long after now, in ms: 0 makes a delayed job
+             *     pending now. For a waiting job, how long after now it runs once its
+             *     dependencies have ended.
+             */
+            delay_ms?: number;
+            /**
+             * @description The new payload, replacing the old one whole: any JSON value, null
+             *     included, at most 1 MiB by default.
+             * @example {
+             *       "to": "ada@example.com"
+             *     }
+             */
+            payload?: unknown;
+            /**
+             * @description The new priority, 0 to 9, lower first. A pending job moves to the new
+             *     priority's place for the time it was enqueued: among the jobs of that
+             *     priority, after those enqueued before it.
+             * @example 0
+             */
+            priority?: number;
+            /**
+             * Format: date-time
+             * @description Runs the job at this time (RFC 3339, 1970 to 9999), on the Redis
+             *     server's clock: a time that has passed makes a delayed job pending
+             *     now.
+             * @example 2026-12-01T09:00:00Z
+             */
+            run_at?: string;
         };
         WhoAmI: {
             /**
@@ -2399,6 +2774,113 @@ export interface operations {
             };
         };
     };
+    listBatches: {
+        parameters: {
+            query?: {
+                /** @description batches per page */
+                limit?: number;
+                /** @description next_cursor of the previous page */
+                cursor?: string;
+            };
+            header?: {
+                /** @description With X-EMQ-Signature, instead of a bearer key: the Unix time in seconds at which the request was signed, within 5 minutes of the service's clock. */
+                "X-EMQ-Timestamp"?: components["parameters"]["SignatureTimestamp"];
+                /** @description Instead of a bearer key: sha256= and the hex HMAC-SHA256, under a key of EMQ_API_KEYS, of "<X-EMQ-Timestamp>.<METHOD>.<path and query>.<body>". Each signature is accepted once: a sender that retries signs again. */
+                "X-EMQ-Signature"?: components["parameters"]["Signature"];
+            };
+            path: {
+                /** @description queue name: 1 to 100 of A-Z a-z 0-9 . _ -, not only dots */
+                queue: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "batches": [
+                     *         {
+                     *           "callback_job_id": "batch:import-7",
+                     *           "counts": {
+                     *             "active": 1,
+                     *             "cancelled": 1,
+                     *             "completed": 1,
+                     *             "dead": 1,
+                     *             "delayed": 1,
+                     *             "pending": 1,
+                     *             "waiting": 1
+                     *           },
+                     *           "created_at": "2026-12-03T12:00:00.000Z",
+                     *           "id": "import-7",
+                     *           "queue": "imports",
+                     *           "state": "running",
+                     *           "success": false,
+                     *           "total": 100
+                     *         }
+                     *       ],
+                     *       "next_cursor": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["BatchPage"];
+                };
+            };
+            /** @description EMQINVALID: a bad limit or cursor */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQUNAUTHORIZED: no key, a wrong one, or a bad signature */
+            401: {
+                headers: {
+                    /** @description the Bearer scheme, realm echo_mq */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQFORBIDDEN: the key's role may not do this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQINTERNAL: a bug, logged with the request id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQUNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     createBatch: {
         parameters: {
             query?: never;
@@ -2433,6 +2915,7 @@ export interface operations {
                  *             "to": "ada@example.com"
                  *           },
                  *           "priority": 0,
+                 *           "run_at": "2026-12-01T09:00:00Z",
                  *           "timeout_ms": 30000
                  *         }
                  *       ]
@@ -2820,6 +3303,7 @@ export interface operations {
                  *             "to": "ada@example.com"
                  *           },
                  *           "priority": 0,
+                 *           "run_at": "2026-12-01T09:00:00Z",
                  *           "timeout_ms": 30000
                  *         }
                  *       ]
@@ -2996,6 +3480,7 @@ export interface operations {
                      *           ],
                      *           "group": "tenant-42",
                      *           "id": "0190f8a2-7c4e-7d2a-9b1e-3f5c2a1b0c9d",
+                     *           "log_lines": 120,
                      *           "max_attempts": 3,
                      *           "on_dependency_failure": "cancel",
                      *           "payload": {
@@ -3103,6 +3588,119 @@ export interface operations {
             };
         };
     };
+    cleanJobs: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description With X-EMQ-Signature, instead of a bearer key: the Unix time in seconds at which the request was signed, within 5 minutes of the service's clock. */
+                "X-EMQ-Timestamp"?: components["parameters"]["SignatureTimestamp"];
+                /** @description Instead of a bearer key: sha256= and the hex HMAC-SHA256, under a key of EMQ_API_KEYS, of "<X-EMQ-Timestamp>.<METHOD>.<path and query>.<body>". Each signature is accepted once: a sender that retries signs again. */
+                "X-EMQ-Signature"?: components["parameters"]["Signature"];
+            };
+            path: {
+                /** @description queue name: 1 to 100 of A-Z a-z 0-9 . _ -, not only dots */
+                queue: string;
+            };
+            cookie?: never;
+        };
+        /** @description state, age and limit */
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "limit": 1000,
+                 *       "older_than_ms": 86400000,
+                 *       "state": "completed"
+                 *     }
+                 */
+                "application/json": components["schemas"]["CleanJobsRequest"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "more": false,
+                     *       "removed": 1000
+                     *     }
+                     */
+                    "application/json": components["schemas"]["CleanedJobs"];
+                };
+            };
+            /** @description EMQINVALID */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQUNAUTHORIZED: no key, a wrong one, or a bad signature */
+            401: {
+                headers: {
+                    /** @description the Bearer scheme, realm echo_mq */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQFORBIDDEN: the key's role may not do this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQTOOLARGE */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQMEDIATYPE */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQINTERNAL: a bug, logged with the request id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQUNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     completeJobs: {
         parameters: {
             query?: never;
@@ -3162,6 +3760,7 @@ export interface operations {
                      *           ],
                      *           "group": "tenant-42",
                      *           "id": "0190f8a2-7c4e-7d2a-9b1e-3f5c2a1b0c9d",
+                     *           "log_lines": 120,
                      *           "max_attempts": 3,
                      *           "on_dependency_failure": "cancel",
                      *           "payload": {
@@ -3765,6 +4364,7 @@ export interface operations {
                      *           ],
                      *           "group": "tenant-42",
                      *           "id": "0190f8a2-7c4e-7d2a-9b1e-3f5c2a1b0c9d",
+                     *           "log_lines": 120,
                      *           "max_attempts": 3,
                      *           "on_dependency_failure": "cancel",
                      *           "payload": {
@@ -3865,6 +4465,7 @@ export interface operations {
                  *         "to": "ada@example.com"
                  *       },
                  *       "priority": 0,
+                 *       "run_at": "2026-12-01T09:00:00Z",
                  *       "timeout_ms": 30000
                  *     }
                  */
@@ -3890,6 +4491,7 @@ export interface operations {
                      *       ],
                      *       "group": "tenant-42",
                      *       "id": "0190f8a2-7c4e-7d2a-9b1e-3f5c2a1b0c9d",
+                     *       "log_lines": 120,
                      *       "max_attempts": 3,
                      *       "on_dependency_failure": "cancel",
                      *       "payload": {
@@ -3932,6 +4534,7 @@ export interface operations {
                      *       ],
                      *       "group": "tenant-42",
                      *       "id": "0190f8a2-7c4e-7d2a-9b1e-3f5c2a1b0c9d",
+                     *       "log_lines": 120,
                      *       "max_attempts": 3,
                      *       "on_dependency_failure": "cancel",
                      *       "payload": {
@@ -4071,6 +4674,7 @@ export interface operations {
                      *       ],
                      *       "group": "tenant-42",
                      *       "id": "0190f8a2-7c4e-7d2a-9b1e-3f5c2a1b0c9d",
+                     *       "log_lines": 120,
                      *       "max_attempts": 3,
                      *       "on_dependency_failure": "cancel",
                      *       "payload": {
@@ -4251,6 +4855,169 @@ export interface operations {
             };
         };
     };
+    updateJob: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description With X-EMQ-Signature, instead of a bearer key: the Unix time in seconds at which the request was signed, within 5 minutes of the service's clock. */
+                "X-EMQ-Timestamp"?: components["parameters"]["SignatureTimestamp"];
+                /** @description Instead of a bearer key: sha256= and the hex HMAC-SHA256, under a key of EMQ_API_KEYS, of "<X-EMQ-Timestamp>.<METHOD>.<path and query>.<body>". Each signature is accepted once: a sender that retries signs again. */
+                "X-EMQ-Signature"?: components["parameters"]["Signature"];
+            };
+            path: {
+                /** @description queue name: 1 to 100 of A-Z a-z 0-9 . _ -, not only dots */
+                queue: string;
+                /** @description job id: 1 to 128 of A-Z a-z 0-9 . _ : -, not only dots */
+                id: string;
+            };
+            cookie?: never;
+        };
+        /** @description what to change: at least one field */
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "payload": {
+                 *         "to": "ada@example.com"
+                 *       },
+                 *       "priority": 0,
+                 *       "run_at": "2026-12-01T09:00:00Z"
+                 *     }
+                 */
+                "application/json": components["schemas"]["UpdateJobRequest"];
+            };
+        };
+        responses: {
+            /** @description the job as changed */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "attempts": 1,
+                     *       "batch_id": "import-7",
+                     *       "cancel_requested": false,
+                     *       "created_at": "2026-11-29T19:06:37.123Z",
+                     *       "dedupe_key": "user-42:digest",
+                     *       "depends_on": [
+                     *         "extract-7"
+                     *       ],
+                     *       "group": "tenant-42",
+                     *       "id": "0190f8a2-7c4e-7d2a-9b1e-3f5c2a1b0c9d",
+                     *       "log_lines": 120,
+                     *       "max_attempts": 3,
+                     *       "on_dependency_failure": "cancel",
+                     *       "payload": {
+                     *         "to": "ada@example.com"
+                     *       },
+                     *       "priority": 0,
+                     *       "progress": {
+                     *         "pct": 50
+                     *       },
+                     *       "queue": "emails",
+                     *       "result": {
+                     *         "sent": true
+                     *       },
+                     *       "stalled": 0,
+                     *       "state": "active",
+                     *       "timeout_ms": 30000,
+                     *       "token": 42,
+                     *       "traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+                     *       "worker": "worker-1"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Job"];
+                };
+            };
+            /** @description EMQINVALID: no field, delay_ms with run_at, or an invalid field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQUNAUTHORIZED: no key, a wrong one, or a bad signature */
+            401: {
+                headers: {
+                    /** @description the Bearer scheme, realm echo_mq */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQFORBIDDEN: the key's role may not do this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQGONE */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQSTATE: the job is active, completed, dead or cancelled */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQTOOLARGE */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQMEDIATYPE */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQINTERNAL: a bug, logged with the request id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQUNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     cancelJob: {
         parameters: {
             query?: never;
@@ -4299,6 +5066,7 @@ export interface operations {
                      *       ],
                      *       "group": "tenant-42",
                      *       "id": "0190f8a2-7c4e-7d2a-9b1e-3f5c2a1b0c9d",
+                     *       "log_lines": 120,
                      *       "max_attempts": 3,
                      *       "on_dependency_failure": "cancel",
                      *       "payload": {
@@ -4341,6 +5109,7 @@ export interface operations {
                      *       ],
                      *       "group": "tenant-42",
                      *       "id": "0190f8a2-7c4e-7d2a-9b1e-3f5c2a1b0c9d",
+                     *       "log_lines": 120,
                      *       "max_attempts": 3,
                      *       "on_dependency_failure": "cancel",
                      *       "payload": {
@@ -4612,6 +5381,7 @@ export interface operations {
                      *       ],
                      *       "group": "tenant-42",
                      *       "id": "0190f8a2-7c4e-7d2a-9b1e-3f5c2a1b0c9d",
+                     *       "log_lines": 120,
                      *       "max_attempts": 3,
                      *       "on_dependency_failure": "cancel",
                      *       "payload": {
@@ -4776,6 +5546,7 @@ export interface operations {
                      *       ],
                      *       "group": "tenant-42",
                      *       "id": "0190f8a2-7c4e-7d2a-9b1e-3f5c2a1b0c9d",
+                     *       "log_lines": 120,
                      *       "max_attempts": 3,
                      *       "on_dependency_failure": "cancel",
                      *       "payload": {
@@ -5023,6 +5794,235 @@ export interface operations {
             };
         };
     };
+    listJobLogs: {
+        parameters: {
+            query?: {
+                /** @description lines per page */
+                limit?: number;
+                /** @description next_cursor of the previous page; none: from the oldest line kept */
+                cursor?: string;
+            };
+            header?: {
+                /** @description With X-EMQ-Signature, instead of a bearer key: the Unix time in seconds at which the request was signed, within 5 minutes of the service's clock. */
+                "X-EMQ-Timestamp"?: components["parameters"]["SignatureTimestamp"];
+                /** @description Instead of a bearer key: sha256= and the hex HMAC-SHA256, under a key of EMQ_API_KEYS, of "<X-EMQ-Timestamp>.<METHOD>.<path and query>.<body>". Each signature is accepted once: a sender that retries signs again. */
+                "X-EMQ-Signature"?: components["parameters"]["Signature"];
+            };
+            path: {
+                /** @description queue name: 1 to 100 of A-Z a-z 0-9 . _ -, not only dots */
+                queue: string;
+                /** @description job id: 1 to 128 of A-Z a-z 0-9 . _ : -, not only dots */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "lines": [
+                     *         {
+                     *           "at": "2026-11-29T19:07:07.123Z",
+                     *           "line": "fetched 120 rows"
+                     *         }
+                     *       ],
+                     *       "next_cursor": "bGluZToxMjA"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["LogPage"];
+                };
+            };
+            /** @description EMQINVALID */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQUNAUTHORIZED: no key, a wrong one, or a bad signature */
+            401: {
+                headers: {
+                    /** @description the Bearer scheme, realm echo_mq */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQGONE */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQINTERNAL: a bug, logged with the request id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQUNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    appendJobLog: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description With X-EMQ-Signature, instead of a bearer key: the Unix time in seconds at which the request was signed, within 5 minutes of the service's clock. */
+                "X-EMQ-Timestamp"?: components["parameters"]["SignatureTimestamp"];
+                /** @description Instead of a bearer key: sha256= and the hex HMAC-SHA256, under a key of EMQ_API_KEYS, of "<X-EMQ-Timestamp>.<METHOD>.<path and query>.<body>". Each signature is accepted once: a sender that retries signs again. */
+                "X-EMQ-Signature"?: components["parameters"]["Signature"];
+            };
+            path: {
+                /** @description queue name: 1 to 100 of A-Z a-z 0-9 . _ -, not only dots */
+                queue: string;
+                /** @description job id: 1 to 128 of A-Z a-z 0-9 . _ : -, not only dots */
+                id: string;
+            };
+            cookie?: never;
+        };
+        /** @description token and lines */
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "lines": [
+                 *         "fetched 120 rows"
+                 *       ],
+                 *       "token": 42
+                 *     }
+                 */
+                "application/json": components["schemas"]["LogAppendRequest"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "appended": 1,
+                     *       "total": 120
+                     *     }
+                     */
+                    "application/json": components["schemas"]["LogAppendResponse"];
+                };
+            };
+            /** @description EMQINVALID: no token, no lines, more than 1000, or a line over 2048 bytes (errors name lines[i]) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQUNAUTHORIZED: no key, a wrong one, or a bad signature */
+            401: {
+                headers: {
+                    /** @description the Bearer scheme, realm echo_mq */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQFORBIDDEN: the key's role may not do this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQGONE */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQSTALE */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQTOOLARGE */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQMEDIATYPE */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQINTERNAL: a bug, logged with the request id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQUNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     promoteJob: {
         parameters: {
             query?: never;
@@ -5060,6 +6060,7 @@ export interface operations {
                      *       ],
                      *       "group": "tenant-42",
                      *       "id": "0190f8a2-7c4e-7d2a-9b1e-3f5c2a1b0c9d",
+                     *       "log_lines": 120,
                      *       "max_attempts": 3,
                      *       "on_dependency_failure": "cancel",
                      *       "payload": {
@@ -5190,6 +6191,7 @@ export interface operations {
                      *       ],
                      *       "group": "tenant-42",
                      *       "id": "0190f8a2-7c4e-7d2a-9b1e-3f5c2a1b0c9d",
+                     *       "log_lines": 120,
                      *       "max_attempts": 3,
                      *       "on_dependency_failure": "cancel",
                      *       "payload": {
@@ -5331,6 +6333,7 @@ export interface operations {
                      *       ],
                      *       "group": "tenant-42",
                      *       "id": "0190f8a2-7c4e-7d2a-9b1e-3f5c2a1b0c9d",
+                     *       "log_lines": 120,
                      *       "max_attempts": 3,
                      *       "on_dependency_failure": "cancel",
                      *       "payload": {
@@ -5475,6 +6478,7 @@ export interface operations {
                  *             "to": "ada@example.com"
                  *           },
                  *           "priority": 0,
+                 *           "run_at": "2026-12-01T09:00:00Z",
                  *           "timeout_ms": 30000
                  *         }
                  *       ]
@@ -5504,6 +6508,7 @@ export interface operations {
                      *           ],
                      *           "group": "tenant-42",
                      *           "id": "0190f8a2-7c4e-7d2a-9b1e-3f5c2a1b0c9d",
+                     *           "log_lines": 120,
                      *           "max_attempts": 3,
                      *           "on_dependency_failure": "cancel",
                      *           "payload": {
@@ -5702,6 +6707,117 @@ export interface operations {
             };
         };
     };
+    promoteJobs: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description With X-EMQ-Signature, instead of a bearer key: the Unix time in seconds at which the request was signed, within 5 minutes of the service's clock. */
+                "X-EMQ-Timestamp"?: components["parameters"]["SignatureTimestamp"];
+                /** @description Instead of a bearer key: sha256= and the hex HMAC-SHA256, under a key of EMQ_API_KEYS, of "<X-EMQ-Timestamp>.<METHOD>.<path and query>.<body>". Each signature is accepted once: a sender that retries signs again. */
+                "X-EMQ-Signature"?: components["parameters"]["Signature"];
+            };
+            path: {
+                /** @description queue name: 1 to 100 of A-Z a-z 0-9 . _ -, not only dots */
+                queue: string;
+            };
+            cookie?: never;
+        };
+        /** @description limit */
+        requestBody?: {
+            content: {
+                /**
+                 * @example {
+                 *       "limit": 1000
+                 *     }
+                 */
+                "application/json": components["schemas"]["PromoteJobsRequest"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "more": false,
+                     *       "promoted": 1000
+                     *     }
+                     */
+                    "application/json": components["schemas"]["PromotedJobs"];
+                };
+            };
+            /** @description EMQINVALID */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQUNAUTHORIZED: no key, a wrong one, or a bad signature */
+            401: {
+                headers: {
+                    /** @description the Bearer scheme, realm echo_mq */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQFORBIDDEN: the key's role may not do this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQTOOLARGE */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQMEDIATYPE */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQINTERNAL: a bug, logged with the request id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQUNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     getPushTarget: {
         parameters: {
             query?: never;
@@ -5728,6 +6844,9 @@ export interface operations {
                     /**
                      * @example {
                      *       "concurrency": 10,
+                     *       "header_names": [
+                     *         "Authorization"
+                     *       ],
                      *       "lease_ms": 60000,
                      *       "recent_errors": [
                      *         {
@@ -5828,6 +6947,9 @@ export interface operations {
                 /**
                  * @example {
                  *       "concurrency": 10,
+                 *       "headers": {
+                 *         "Authorization": "Bearer gw-token"
+                 *       },
                  *       "lease_ms": 60000,
                  *       "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
                  *       "timeout_ms": 30000,
@@ -5847,6 +6969,9 @@ export interface operations {
                     /**
                      * @example {
                      *       "concurrency": 10,
+                     *       "header_names": [
+                     *         "Authorization"
+                     *       ],
                      *       "lease_ms": 60000,
                      *       "recent_errors": [
                      *         {
@@ -6100,6 +7225,118 @@ export interface operations {
             };
             /** @description EMQQUOTA: the queue is new and there are EMQ_MAX_QUEUES queues already */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQINTERNAL: a bug, logged with the request id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQUNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description seconds to wait before trying again */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    retryJobs: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description With X-EMQ-Signature, instead of a bearer key: the Unix time in seconds at which the request was signed, within 5 minutes of the service's clock. */
+                "X-EMQ-Timestamp"?: components["parameters"]["SignatureTimestamp"];
+                /** @description Instead of a bearer key: sha256= and the hex HMAC-SHA256, under a key of EMQ_API_KEYS, of "<X-EMQ-Timestamp>.<METHOD>.<path and query>.<body>". Each signature is accepted once: a sender that retries signs again. */
+                "X-EMQ-Signature"?: components["parameters"]["Signature"];
+            };
+            path: {
+                /** @description queue name: 1 to 100 of A-Z a-z 0-9 . _ -, not only dots */
+                queue: string;
+            };
+            cookie?: never;
+        };
+        /** @description state and limit */
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "limit": 1000,
+                 *       "state": "dead"
+                 *     }
+                 */
+                "application/json": components["schemas"]["RetryJobsRequest"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "more": false,
+                     *       "retried": 1000
+                     *     }
+                     */
+                    "application/json": components["schemas"]["RetriedJobs"];
+                };
+            };
+            /** @description EMQINVALID */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQUNAUTHORIZED: no key, a wrong one, or a bad signature */
+            401: {
+                headers: {
+                    /** @description the Bearer scheme, realm echo_mq */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQFORBIDDEN: the key's role may not do this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQTOOLARGE */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description EMQMEDIATYPE */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6931,6 +8168,7 @@ export interface operations {
                      *       ],
                      *       "group": "tenant-42",
                      *       "id": "0190f8a2-7c4e-7d2a-9b1e-3f5c2a1b0c9d",
+                     *       "log_lines": 120,
                      *       "max_attempts": 3,
                      *       "on_dependency_failure": "cancel",
                      *       "payload": {
@@ -6973,6 +8211,7 @@ export interface operations {
                      *       ],
                      *       "group": "tenant-42",
                      *       "id": "0190f8a2-7c4e-7d2a-9b1e-3f5c2a1b0c9d",
+                     *       "log_lines": 120,
                      *       "max_attempts": 3,
                      *       "on_dependency_failure": "cancel",
                      *       "payload": {

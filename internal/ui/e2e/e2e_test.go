@@ -36,8 +36,8 @@ const chromiumPath = "/usr/bin/chromium"
 
 // scriptTimeout bounds one run of dashboard.mjs, only so that a hung
 // browser cannot hold the suite: each of its steps fails on its own after
-// Playwright's 30 s without progress. The whole run takes about 40 s on an
-// idle machine and more than 90 s on a busy one, so its bound is no test
+// Playwright's 30 s without progress. The whole run takes about 55 s on an
+// idle machine and more than 100 s on a busy one, so its bound is no test
 // of speed.
 const scriptTimeout = 5 * time.Minute
 

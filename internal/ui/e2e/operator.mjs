@@ -119,6 +119,12 @@ async function editAJob(page, { base, call, fitsAPhone }) {
   await page.getByRole("heading", { name: `Job ${id}`, exact: true }).waitFor();
   await until("the delayed job's fields", async () => (await field(page, "State")) === "delayed");
 
+  let patches = 0; // the page's PATCHes of the job: the changes it sent
+  page.on("request", (req) => {
+    if (req.method() === "PATCH") {
+      patches++;
+    }
+  });
   await page.getByRole("button", { name: `Edit job ${id}`, exact: true }).click();
   const form = page.getByRole("form", { name: `Change job ${id}`, exact: true });
   const payload = form.getByLabel("Payload (JSON)", { exact: true });
@@ -133,6 +139,7 @@ async function editAJob(page, { base, call, fitsAPhone }) {
   await payload.fill("{amount: 12");
   await form.getByRole("button", { name: "Save changes", exact: true }).click();
   await until("the page to refuse a payload that is not JSON", async () => (await errorLine(page)) === "The payload is not JSON.");
+  assert.equal(patches, 0, "a payload that is not JSON is not sent");
   assert.deepEqual((await call("GET", jobPath(q, id))).payload, { amount: 10 }, "a refused edit changes nothing");
 
   await payload.fill('{"amount": 12, "currency": "EUR"}');
@@ -143,6 +150,7 @@ async function editAJob(page, { base, call, fitsAPhone }) {
   assert.deepEqual(await shownJSON(page, "payload"), { amount: 12, currency: "EUR" }, "the page shows the new payload");
   assert.equal(await form.count(), 0, "the form closes once saved");
   assert.equal(await errorLine(page), "", "the refusal is cleared once a change is saved");
+  assert.equal(patches, 1, "one change saved, one PATCH");
   const changed = await call("GET", jobPath(q, id));
   assert.deepEqual([changed.state, changed.priority, changed.payload, changed.run_at],
     ["delayed", 2, { amount: 12, currency: "EUR" }, made.run_at], "the API's job: payload and priority changed, run time kept");
@@ -222,7 +230,7 @@ async function followAnActiveJob(page, { base, call }) {
  * finished job) and the delayed tab's "Promote all", each after its
  * confirm, with the counts following in the page and the API.
  */
-async function actInBulk(page, { base, call }) {
+async function actInBulk(page, { base, call, fitsAPhone }) {
   const q = "ops-bulk";
   for (const error of ["smtp timeout", "smtp timeout", "mailbox full"]) {
     await deadJob(call, q, error);
@@ -243,6 +251,7 @@ async function actInBulk(page, { base, call }) {
   await retryAll.waitFor();
   assert.equal(await retryAll.innerText(), "Retry all 3");
   await accessible(page, "the dead letters panel with its bulk actions");
+  await fitsAPhone(page, "the dead letters panel with its bulk actions");
   let asked = "";
   page.once("dialog", (dialog) => {
     asked = dialog.message();
@@ -408,7 +417,7 @@ async function setPushHeaders(page, { base, call, fitsAPhone }) {
  * completed jobs, which the page counts once read again (a trim writes
  * no event).
  */
-async function setDefaultsAndRetention(page, { base, call }) {
+async function setDefaultsAndRetention(page, { base, call, fitsAPhone }) {
   const q = "ops-settings";
   for (let i = 0; i < 3; i++) {
     await completedJob(call, q);
@@ -423,6 +432,7 @@ async function setDefaultsAndRetention(page, { base, call }) {
   await panel.getByLabel("Completed: newest kept", { exact: true }).fill("1");
   await panel.getByLabel("Dead: for at most, ms", { exact: true }).fill("86400000");
   await accessible(page, "the settings form with job defaults and retention");
+  await fitsAPhone(page, "the settings form with job defaults and retention");
   await panel.getByRole("button", { name: "Save settings", exact: true }).click();
   await until("the summary to say the job defaults and retention", async () => {
     const text = await panel.innerText();
