@@ -3,6 +3,7 @@
 --
 -- KEYS[1] batches
 -- KEYS[2] batches_created
+-- KEYS[3] meta
 -- ARGV[3] cursor score (a created_at, ms), "" for the first page
 -- ARGV[4] cursor id: the page starts strictly after (score, id)
 -- ARGV[5] limit
@@ -14,7 +15,10 @@
 -- reaper has not taken it out yet) is passed over.
 -- It writes nothing, but where the index does not hold what batches
 -- holds (batches made by a release before the index, or by one still
--- running beside this one): then it indexes batches anew first.
+-- running beside this one): then it takes one step of indexing batches
+-- anew first, REINDEX_STEP of them, so that no listing holds Redis long
+-- however many batches the queue keeps; until the walk is over a page
+-- may miss a batch the index does not hold yet.
 -- Returns {next_score, next_id, batches}, each batch as batches.reply;
 -- next_score is "" on the last page.
 -- Errors: TRYAGAIN (here.lua).
@@ -22,34 +26,54 @@
 local index = BASE .. 'batches_created'
 local cursor, after, limit = ARGV[3], ARGV[4], tonumber(ARGV[5])
 
--- reindexed makes batches_created hold batches' members, each scored by
--- its created_at; a member whose keys are gone is left out. Its writes
--- are right whatever follows, so a try_again after them (the only
--- writes of this script) leaves nothing wrong.
-local function reindexed()
-  local ids = redis.call('ZRANGE', BASE .. 'batches', 0, -1)
-  local keep = {}
-  for _, b in ipairs(ids) do
-    keep[b] = true
-    local created = call_here('HGET', batches.key(b), 'created_at')
-    if created == false then
-      try_again('batch ' .. b)
+-- REINDEX_STEP bounds the members one listing's reindex step reads.
+local REINDEX_STEP = 1000
+
+-- reindex_step takes the next step of making batches_created hold
+-- batches' members, each scored by its created_at: first a walk of
+-- batches by rank, adding each member whose keys are there (one whose
+-- keys are gone is left out), then a walk of the index, taking out each
+-- member batches no longer holds. The walk's place is kept in meta's
+-- batches_reindex ("b:<rank>" or "i:<rank>"), absent when no walk is
+-- under way. Its writes are right whatever follows, so a try_again
+-- after them leaves nothing wrong: the next call takes the step again.
+local function reindex_step()
+  local phase, from = string.match(redis.call('HGET', META, 'batches_reindex') or 'b:0', '^(%a):(%d+)$')
+  from = tonumber(from)
+  local at
+  if phase == 'b' then
+    local ids = redis.call('ZRANGE', BASE .. 'batches', from, from + REINDEX_STEP - 1)
+    for _, b in ipairs(ids) do
+      local created = call_here('HGET', batches.key(b), 'created_at')
+      if created == false then
+        try_again('batch ' .. b)
+      end
+      if created then
+        redis.call('ZADD', index, created, b)
+      end
     end
-    if created then
-      redis.call('ZADD', index, created, b)
+    at = #ids < REINDEX_STEP and 'i:0' or 'b:' .. (from + #ids)
+  else
+    local ids = redis.call('ZRANGE', index, from, from + REINDEX_STEP - 1)
+    local stale = {}
+    for _, b in ipairs(ids) do
+      if not redis.call('ZSCORE', BASE .. 'batches', b) then
+        stale[#stale + 1] = b
+      end
     end
+    each_chunk(stale, 1, 'ZREM', index)
+    at = #ids == REINDEX_STEP and 'i:' .. (from + #ids - #stale) or nil
   end
-  local stale = {}
-  for _, b in ipairs(redis.call('ZRANGE', index, 0, -1)) do
-    if not keep[b] then
-      stale[#stale + 1] = b
-    end
+  if at then
+    redis.call('HSET', META, 'batches_reindex', at)
+  else
+    redis.call('HDEL', META, 'batches_reindex')
   end
-  each_chunk(stale, 1, 'ZREM', index)
 end
 
-if redis.call('ZCARD', BASE .. 'batches') ~= redis.call('ZCARD', index) then
-  reindexed()
+if redis.call('ZCARD', BASE .. 'batches') ~= redis.call('ZCARD', index)
+  or redis.call('HEXISTS', META, 'batches_reindex') == 1 then
+  reindex_step()
 end
 
 -- reply is batch b's reply (batches.reply), read where the index found

@@ -3,6 +3,7 @@ package http_test
 import (
 	"context"
 	"errors"
+	"math"
 	"net/http"
 	"net/url"
 	"reflect"
@@ -200,4 +201,53 @@ func mapOf(list []batchView) map[string]batchView {
 		m[b.ID] = b
 	}
 	return m
+}
+
+// A queue with many batches the index does not hold is indexed a step of
+// at most 1,000 batches per listing, never all at once, and the walk ends:
+// its place in meta goes, and every batch is listed.
+func TestBatchListReindexesInSteps(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, h *harness) {
+		const q, n = "reindexed", 2500
+		ctx := context.Background()
+		// Batches as a release before the index made them: in batches alone.
+		pipe := h.rdb.Pipeline()
+		for i := range n {
+			id := "b" + strconv.Itoa(i)
+			pipe.HSet(ctx, h.key(q, "batch:"+id), "state", "open", "total", 0, "created_at", 1_000_000+i)
+			pipe.ZAdd(ctx, h.key(q, "batches"), redis.Z{Score: math.Inf(1), Member: id})
+		}
+		if _, err := pipe.Exec(ctx); err != nil {
+			t.Fatal(err)
+		}
+		indexed := func() int64 { return h.rdb.ZCard(ctx, h.key(q, "batches_created")).Val() }
+		h.listBatches(t, q, "", 1)
+		if got := indexed(); got != 1000 {
+			t.Fatalf("after one listing the index holds %d batches, want the step of 1000", got)
+		}
+		for range 3 {
+			h.listBatches(t, q, "", 1)
+		}
+		if got := indexed(); got != n {
+			t.Fatalf("after four listings the index holds %d batches, want %d", got, n)
+		}
+		// Then the walk of the index, for members batches no longer holds:
+		// two steps more (the first was the fourth listing), and it is over.
+		walking := func() bool {
+			return !errors.Is(h.rdb.HGet(ctx, h.key(q, "meta"), "batches_reindex").Err(), redis.Nil)
+		}
+		for range 2 {
+			if !walking() {
+				t.Fatal("the walk ended before it walked the index")
+			}
+			h.listBatches(t, q, "", 1)
+		}
+		if walking() {
+			t.Errorf("the walk's place is kept after the walk of the index")
+		}
+		all := h.allBatches(t, q, 100)
+		if len(all) != n || all[0] != "b2499" || all[n-1] != "b0" {
+			t.Errorf("listed %d batches from %v to %v, want %d newest first", len(all), all[0], all[len(all)-1], n)
+		}
+	})
 }
