@@ -36,9 +36,13 @@ func functionsHeap(t *testing.T, rdb *redis.Client) int64 {
 // The library's memory of a queue's history is bounded: what it keeps of
 // the queues written lately goes within seconds, and what it holds of a
 // queue (its counts not written yet) goes when the queue is obliterated,
-// with the counts, which a read no longer answers. (Within 16 KiB: the
+// with the counts, which a read no longer answers. (Within 32 KiB: the
 // heap keeps some 9 KiB more after the first thousands of queues, as
-// much after 6,000 as after 2,000.)
+// much after 6,000 as after 2,000; and Lua's table of strings, which a
+// collection halves only while it is a quarter full, may stay one size
+// larger than before them, 16 KiB more, as one more name anywhere in the
+// library tips it. A leak of the 2,000 queues' names or times would be
+// well over 100 KiB.)
 func TestTheHistoryFreesTheLibrarysMemory(t *testing.T) {
 	t.Parallel()
 	srv := redistest.StartServer(t)
@@ -81,8 +85,8 @@ func TestTheHistoryFreesTheLibrarysMemory(t *testing.T) {
 	turn()
 	aged := functionsHeap(t, rdb)
 	t.Logf("the Lua heap of the Functions: %d bytes; %d after %d queues' first writes; %d seconds later", base, written, queues, aged)
-	if written-base < queues*50 || aged-base > 16<<10 {
-		t.Errorf("%d queues written once: the Lua heap grew by %d bytes, and by %d seconds later; want it back within 16 KiB",
+	if written-base < queues*50 || aged-base > 32<<10 {
+		t.Errorf("%d queues written once: the Lua heap grew by %d bytes, and by %d seconds later; want it back within 32 KiB",
 			queues, written-base, aged-base)
 	}
 
@@ -111,8 +115,8 @@ func TestTheHistoryFreesTheLibrarysMemory(t *testing.T) {
 	freed := functionsHeap(t, rdb)
 	t.Logf("the Lua heap of the Functions: %d bytes with a count held for %d queues; %d once they are obliterated; %d seconds later",
 		held, queues, obliterated, freed)
-	if held-base < queues*100 || freed-base > 16<<10 {
-		t.Errorf("%d queues with counts held: the Lua heap grew by %d bytes, and by %d once they were obliterated; want it back within 16 KiB",
+	if held-base < queues*100 || freed-base > 32<<10 {
+		t.Errorf("%d queues with counts held: the Lua heap grew by %d bytes, and by %d once they were obliterated; want it back within 32 KiB",
 			queues, held-base, freed-base)
 	}
 }

@@ -736,7 +736,11 @@ function retention.finished(state, set, n, now, keep, look)
     return
   end
   retention.since[set] = nil
-  local rule = retention.rule(redis.call('HGET', META, 'retention'), state, keep)
+  -- Only a queue whose layout says it has settings of its own ("1.0",
+  -- prelude.lua's LAYOUT), or that has no layout string (written before
+  -- layouts were kept), may have a retention: a plain queue reads no more.
+  local own = type(QUEUE_LAYOUT) ~= 'string' or #QUEUE_LAYOUT > 2
+  local rule = retention.rule(own and redis.call('HGET', META, 'retention') or nil, state, keep)
   if not rule then
     return
   end

@@ -343,8 +343,10 @@ local function enqueue_jobs(list, first, n, groups, options, traces, extra)
   -- compacts its events (due.lua's SETTLE_NEW_MS).
   local fresh = 0
   if created_n > 0 and not QUEUE_LAYOUT then
-    -- (with job defaults, as settings.lua stamps it: "<LAYOUT>.0")
-    redis.call('HSET', META, 'layout', QUEUE_DEFAULTS and LAYOUT .. '.0' or LAYOUT)
+    -- (with job defaults or a retention, as settings.lua stamps it:
+    -- "<LAYOUT>.0"; the look for a retention is once a queue)
+    local own = QUEUE_DEFAULTS or redis.call('HEXISTS', META, 'retention') == 1
+    redis.call('HSET', META, 'layout', own and LAYOUT .. '.0' or LAYOUT)
     QUEUE_LAYOUT, fresh = LAYOUT, 1
     if due.key ~= nil then
       due.at(now + due.SETTLE_NEW_MS)

@@ -77,9 +77,10 @@ local ENDED, RELEASED, RATED
 -- a queue written before versions were kept has none and is served as
 -- this one (its layout is this one's). A script never writes to a queue
 -- whose layout is newer: bind refuses the call with EMQLAYOUT. A queue
--- with job defaults keeps its version as "<LAYOUT>.0" (the same number to
--- every release: settings.lua), which tells an enqueue, which reads the
--- layout anyway, that it has defaults to read.
+-- with job defaults or a retention keeps its version as "<LAYOUT>.0" (the
+-- same number to every release: settings.lua), which tells an enqueue or
+-- a finish, which read the layout anyway, that it has those to read
+-- (lifecycle.lua's retention.finished).
 local LAYOUT = 1
 
 -- QUEUE_LAYOUT is the queue's layout version as bind read it (false when

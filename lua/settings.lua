@@ -22,8 +22,9 @@
 -- defaults are kept with the name of the due index this call was given
 -- (due.lua), for an enqueue whose default expiry must be indexed when the
 -- service did not pass the index (one it took for a plain enqueue), and
--- the queue's layout says whether it has any ("1.0" or "1", prelude.lua's
--- LAYOUT), so that an enqueue reads them only then. A retention has the
+-- the queue's layout says whether it has defaults or a retention ("1.0"
+-- or "1", prelude.lua's LAYOUT), so that an enqueue or a finish reads
+-- them only then. A retention has the
 -- reaper look at the queue now, for the jobs it already lets go.
 -- Returns 1.
 -- Errors: TRYAGAIN (flow.lua's flow_here).
@@ -37,12 +38,12 @@ for _, name in ipairs({ 'flow', 'defaults', 'retention' }) do
     redis.call('HSET', META, name, fields[name])
   end
 end
--- A queue that has a layout says in it whether it has job defaults
--- (prelude.lua's LAYOUT); one that has none yet gets it at its first
--- enqueue, which reads the defaults then.
+-- A queue that has a layout says in it whether it has job defaults or a
+-- retention (prelude.lua's LAYOUT); one that has none yet gets it at its
+-- first enqueue (newjobs.lua), which looks for them then.
 local layout = redis.call('HGET', META, 'layout')
 if layout then
-  redis.call('HSET', META, 'layout', tonumber(layout) .. (ARGV[7] ~= '' and '.0' or ''))
+  redis.call('HSET', META, 'layout', tonumber(layout) .. ((ARGV[7] ~= '' or ARGV[8] ~= '') and '.0' or ''))
 end
 if ARGV[8] ~= '' then
   due.at(now_ms())

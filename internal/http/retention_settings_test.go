@@ -149,3 +149,42 @@ func TestRetentionTrimsBoundedPerCall(t *testing.T) {
 		}
 	})
 }
+
+// A retention put on a queue that has jobs already is marked in its
+// layout ("1.0", docs/design.md#retention), which is what tells a finish
+// to read it: its completes trim by it; putting settings without one
+// takes the mark away, and the completes keep every job again.
+func TestRetentionPutOnAQueueInUse(t *testing.T) {
+	t.Parallel()
+	forEachBackend(t, func(t *testing.T, h *harness) {
+		q := redistest.Queue(t)
+		ctx := context.Background()
+		layout := func() string { return h.rdb.HGet(ctx, h.key(q, "meta"), "layout").Val() }
+		h.enqueueBatch(t, q, batchOf("a", 0, 1, ""))
+		if got := layout(); got != "1" {
+			t.Fatalf("layout of a plain queue %q, want 1", got)
+		}
+		h.putSettings(t, q, `{"retention":{"completed":{"count":2}}}`)
+		if got := layout(); got != "1.0" {
+			t.Fatalf("layout with a retention %q, want 1.0", got)
+		}
+		h.enqueueBatch(t, q, batchOf("c", 0, 20, ""))
+		h.completeBatch(t, q, h.claim(t, q, `{"count":21}`), "")
+		if n := h.zcard(t, q, "completed"); n > 2 {
+			t.Errorf("%d completed jobs kept under a retention of 2", n)
+		}
+
+		h.putSettings(t, q, `{"concurrency":5}`)
+		if got := layout(); got != "1" {
+			t.Fatalf("layout after the retention is taken away %q, want 1", got)
+		}
+		before := h.zcard(t, q, "completed")
+		h.enqueueBatch(t, q, batchOf("d", 0, 20, ""))
+		for range 4 {
+			h.completeBatch(t, q, h.claim(t, q, `{"count":5}`), "")
+		}
+		if n := h.zcard(t, q, "completed"); n != before+20 {
+			t.Errorf("%d completed jobs kept without a retention, want %d", n, before+20)
+		}
+	})
+}
