@@ -2,14 +2,12 @@ package admin
 
 import (
 	"context"
-	"encoding/base64"
 	"errors"
 	"fmt"
-	"strconv"
-	"strings"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/echo-mq/echo_mq/internal/cursor"
 	"github.com/echo-mq/echo_mq/internal/job"
 	"github.com/echo-mq/echo_mq/internal/keyspace"
 	"github.com/echo-mq/echo_mq/lua"
@@ -87,13 +85,13 @@ type Page struct {
 // (delayed).
 var newestFirst = map[string]bool{job.StateCompleted: true, job.StateDead: true, job.StateCancelled: true}
 
-// List reads a page of up to limit jobs of queue in state, after cursor
+// List reads a page of up to limit jobs of queue in state, after the cursor from
 // ("" for the first page). Cursors are stable: across pages no job is given
 // twice or skipped while other jobs come and go. Errors: ErrCursor.
-func (s *Service) List(ctx context.Context, queue, state, cursor string, limit int) (Page, error) {
-	score, after, err := decodeCursor(cursor)
-	if err != nil {
-		return Page{}, err
+func (s *Service) List(ctx context.Context, queue, state, from string, limit int) (Page, error) {
+	score, after, ok := cursor.Decode(from)
+	if !ok {
+		return Page{}, fmt.Errorf("%w: %q", ErrCursor, from)
 	}
 	got, err := s.run(ctx, queue, lua.ListArgs{State: state, Descending: newestFirst[state],
 		Score: score, ID: after, Limit: limit})
@@ -110,25 +108,5 @@ func (s *Service) List(ctx context.Context, queue, state, cursor string, limit i
 	}
 	nextScore, _ := reply[0].(string)
 	nextID, _ := reply[1].(string)
-	return Page{Jobs: jobs, Next: encodeCursor(nextScore, nextID)}, nil
-}
-
-// A cursor is the last (score, id) of a page, opaque to clients.
-func encodeCursor(score, id string) string {
-	if score == "" {
-		return ""
-	}
-	return base64.RawURLEncoding.EncodeToString([]byte(score + "/" + id))
-}
-
-func decodeCursor(cursor string) (score, id string, err error) {
-	if cursor == "" {
-		return "", "", nil
-	}
-	raw, err := base64.RawURLEncoding.DecodeString(cursor)
-	score, id, ok := strings.Cut(string(raw), "/")
-	if _, perr := strconv.ParseInt(score, 10, 64); err != nil || perr != nil || !ok || !keyspace.ValidJobID(id) {
-		return "", "", fmt.Errorf("%w: %q", ErrCursor, cursor)
-	}
-	return score, id, nil
+	return Page{Jobs: jobs, Next: cursor.Encode(nextScore, nextID)}, nil
 }
