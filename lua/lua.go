@@ -101,8 +101,26 @@ var All = []*Script{
 	Update,
 }
 
+// readOnly are the scripts that never write. The library registers them
+// with the no-writes flag, so that Redis refuses any write of theirs (every
+// test that calls one checks it), and a service that waits for replicas
+// (EMQ_ACK_REPLICAS) does not wait for their calls: see ReadOnly.
+var readOnly = []*Script{List, Groups, ScheduleList, Stats, LogRead}
+
 // library is every script as one Redis Functions library.
-var library = newLibrary(All)
+var library = newLibrary(All, readOnly)
+
+// ReadOnly reports whether script, as a call names it (its function's
+// name for FCALL, its hash for EVALSHA, its text for EVAL), is one of ours
+// that never writes.
+func ReadOnly(script string) bool {
+	for _, s := range readOnly {
+		if script == s.fn || script == s.eval.hash || script == s.eval.text {
+			return true
+		}
+	}
+	return false
+}
 
 // LibraryName is the name the scripts' Functions library has on Redis:
 // "emq_" and a hash of its text.
@@ -220,7 +238,7 @@ func (s *Script) declaring(name, role string) *Script {
 // each script registered as a function. Its name carries a hash of its
 // text, so that service versions side by side on one Redis (a rolling
 // deploy) each call their own.
-func newLibrary(scripts []*Script) source {
+func newLibrary(scripts, readOnly []*Script) source {
 	var b builder
 	b.shared()
 	b.line("LIBRARY = true")
@@ -228,7 +246,11 @@ func newLibrary(scripts []*Script) source {
 		b.line("do")
 		b.wrapped(s)
 		b.line(fmt.Sprintf("local roles = %s", rolesTable(s.roles)))
-		b.line(fmt.Sprintf("redis.register_function('%s', function(keys, argv) local refused = bind(keys, argv, roles, %s) if refused then return refused end return stats_flush(main()) end)", "@FN_"+s.name, s.claims()))
+		flags := ""
+		if slices.Contains(readOnly, s) {
+			flags = ", flags = { 'no-writes' }"
+		}
+		b.line(fmt.Sprintf("redis.register_function{function_name = '%s'%s, callback = function(keys, argv) local refused = bind(keys, argv, roles, %s) if refused then return refused end return stats_flush(main()) end}", "@FN_"+s.name, flags, s.claims()))
 		b.line("end")
 	}
 	body := b.source()

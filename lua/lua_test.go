@@ -145,7 +145,7 @@ func TestErrorsNameFileAndLine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lib := newLibrary([]*Script{boom})
+	lib := newLibrary([]*Script{boom}, nil)
 	ctx := context.Background()
 	q := keyspace.NewQueue("boom", redistest.Queue(t))
 	c := boom.call(q, "", "", nil)

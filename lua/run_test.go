@@ -59,7 +59,7 @@ func TestRunNeverResendsALostAnswer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lib := newLibrary([]*Script{slow})
+	lib := newLibrary([]*Script{slow}, nil)
 	for name, rdb := range clients {
 		t.Cleanup(func() { rdb.Close() })
 		rdb.Del(ctx, key)

@@ -124,7 +124,7 @@ return { logged, room }
 	}
 	ctx := context.Background()
 	run := NewRunner(redistest.Client(t))
-	run.lib = newLibrary([]*Script{s})
+	run.lib = newLibrary([]*Script{s}, nil)
 	run.Load(ctx)
 	got, err := run.Run(ctx, s.call(keyspace.NewQueue("ratetags", redistest.Queue(t)), "", "", nil)).Int64Slice()
 	if err != nil {

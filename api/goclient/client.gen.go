@@ -1021,7 +1021,11 @@ type GroupPage struct {
 
 // Health defines model for Health.
 type Health struct {
-	Status string `json:"status"`
+	// RedisMaster The Redis master the service writes to, on /readyz of a service
+	// that follows Redis Sentinel (EMQ_REDIS_URL=redis+sentinel://...):
+	// it changes with a failover.
+	RedisMaster *string `json:"redis_master,omitempty"`
+	Status      string  `json:"status"`
 }
 
 // Job defines model for Job.
@@ -2955,7 +2959,7 @@ type ClientInterface interface {
 
 	// Readyz Readiness
 	//
-	// 200 when Redis answers, 503 EMQUNAVAILABLE when it does not.
+	// 200 when Redis answers, 503 EMQUNAVAILABLE when it does not. Under Redis Sentinel the answer names the master in use (redis_master).
 	//
 	// Corresponds with GET /readyz (the `Readyz` operationId).
 	Readyz(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -4291,7 +4295,7 @@ func (c *Client) SweepQueue(ctx context.Context, queue string, params *SweepQueu
 
 // Readyz Readiness
 //
-// 200 when Redis answers, 503 EMQUNAVAILABLE when it does not.
+// 200 when Redis answers, 503 EMQUNAVAILABLE when it does not. Under Redis Sentinel the answer names the master in use (redis_master).
 //
 // Corresponds with GET /readyz (the `Readyz` operationId).
 func (c *Client) Readyz(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -9145,7 +9149,7 @@ type ClientWithResponsesInterface interface {
 
 	// ReadyzWithResponse Readiness
 	//
-	// 200 when Redis answers, 503 EMQUNAVAILABLE when it does not.
+	// 200 when Redis answers, 503 EMQUNAVAILABLE when it does not. Under Redis Sentinel the answer names the master in use (redis_master).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -15741,7 +15745,7 @@ func (c *ClientWithResponses) SweepQueueWithResponse(ctx context.Context, queue 
 
 // ReadyzWithResponse Readiness
 //
-// 200 when Redis answers, 503 EMQUNAVAILABLE when it does not.
+// 200 when Redis answers, 503 EMQUNAVAILABLE when it does not. Under Redis Sentinel the answer names the master in use (redis_master).
 //
 // Returns a wrapper object for the known response body format(s).
 //

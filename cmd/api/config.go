@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"regexp"
@@ -15,6 +16,7 @@ import (
 	"github.com/echo-mq/echo_mq/internal/lease"
 	"github.com/echo-mq/echo_mq/internal/metrics"
 	"github.com/echo-mq/echo_mq/internal/push"
+	"github.com/echo-mq/echo_mq/internal/redisurl"
 	"github.com/echo-mq/echo_mq/internal/stall"
 )
 
@@ -49,7 +51,17 @@ type config struct {
 	MaxQueues int
 	// EMQ_METRICS_MAX_QUEUES: the queues the per-queue series name at most.
 	MetricsMaxQueues int
+	// EMQ_ACK_REPLICAS: the replicas that must hold a write before it is
+	// answered (WAIT); 0 answers once the master has it.
+	AckReplicas int
+	// EMQ_ACK_TIMEOUT: how long a write waits for them before it is
+	// answered 503.
+	AckTimeout time.Duration
 }
+
+// maxAckTimeout bounds EMQ_ACK_TIMEOUT: a write's answer waits for it,
+// and so does every other call its pipeline carries.
+const maxAckTimeout = time.Minute
 
 // variables are the EMQ_* environment variables the service reads: the
 // names loadConfig asks for, found by asking it once, so that the list is
@@ -125,6 +137,17 @@ func loadConfig(getenv func(string) string) (config, error) {
 	if c.MetricsMaxQueues, err = positiveInt(env("EMQ_METRICS_MAX_QUEUES", strconv.Itoa(metrics.DefaultMaxQueues))); err != nil {
 		fail("EMQ_METRICS_MAX_QUEUES", err)
 	}
+	if c.AckReplicas, err = strconv.Atoi(env("EMQ_ACK_REPLICAS", "0")); err != nil || c.AckReplicas < 0 {
+		fail("EMQ_ACK_REPLICAS", fmt.Errorf("%q must be a count of replicas, 0 for none", getenv("EMQ_ACK_REPLICAS")))
+	} else if c.AckReplicas > 0 && c.RedisURL == "" {
+		fail("EMQ_ACK_REPLICAS", errors.New("the embedded store (no EMQ_REDIS_URL) has no replicas"))
+	}
+	if c.AckTimeout, err = positiveDuration(env("EMQ_ACK_TIMEOUT", "1s")); err == nil && (c.AckTimeout < time.Millisecond || c.AckTimeout > maxAckTimeout) {
+		err = fmt.Errorf("%q must be from 1ms to %s", getenv("EMQ_ACK_TIMEOUT"), maxAckTimeout)
+	}
+	if err != nil {
+		fail("EMQ_ACK_TIMEOUT", err)
+	}
 	if c.Metrics = env("EMQ_METRICS", "on"); c.Metrics != "on" && c.Metrics != "open" && c.Metrics != "off" {
 		fail("EMQ_METRICS", fmt.Errorf("%q must be on, open or off", c.Metrics))
 	}
@@ -193,7 +216,7 @@ func positiveInt(s string) (int, error) {
 func (c config) logAttrs() []any {
 	redisURL := "embedded (in-memory, nothing persists)"
 	if c.RedisURL != "" {
-		redisURL = maskURLs(c.RedisURL)
+		redisURL = redisurl.Mask(c.RedisURL)
 	}
 	return []any{"addr", c.Addr, "redis", redisURL, "prefix", c.Prefix,
 		"sweep_interval", c.SweepInterval, "max_stalled", c.MaxStalled,
@@ -201,7 +224,7 @@ func (c config) logAttrs() []any {
 		"keep_completed", c.KeepCompleted, "cors_origins", c.CORSOrigins, "metrics", c.Metrics,
 		"api_keys", c.Keys.Names(), "max_waiters", c.MaxWaiters, "max_waiters_per_key", c.MaxWaitersPerKey,
 		"max_streams", c.MaxStreams, "max_queues", c.MaxQueues, "metrics_max_queues", c.MetricsMaxQueues, "redis_autopipeline", c.AutoPipeline,
-		"push_allow", c.PushAllowList}
+		"push_allow", c.PushAllowList, "ack_replicas", c.AckReplicas, "ack_timeout", c.AckTimeout}
 }
 
 // unknownVariable is a variable of the environment named like a setting

@@ -22,6 +22,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/echo-mq/echo_mq/internal/batch"
+	"github.com/echo-mq/echo_mq/internal/redisurl"
 	"github.com/echo-mq/echo_mq/internal/telemetry"
 )
 
@@ -76,13 +77,13 @@ func run(ctx context.Context, environ []string, stdout io.Writer) error {
 	}
 	defer stopTracing(tel, log)
 
-	rdb, closeRedis, err := connect(cfg, log)
+	rdb, master, closeRedis, err := connect(cfg, log)
 	if err != nil {
 		return err
 	}
 	defer closeRedis()
 	pingRedis(ctx, rdb, log)
-	checkRedis(ctx, cfg, rdb, log)
+	checkRedis(ctx, cfg, rdb, master, log)
 
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
@@ -92,6 +93,7 @@ func run(ctx context.Context, environ []string, stdout io.Writer) error {
 	bg, stopBackground := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopBackground()
 	svc := newServices(cfg, rdb, tel, log)
+	svc.master = master
 	svc.migrateQueues(ctx, log)
 	hubDone := make(chan struct{})
 	go func() { defer close(hubDone); svc.hub.Run(bg) }()
@@ -182,7 +184,7 @@ func startTracing(ctx context.Context, log *slog.Logger) (*telemetry.Telemetry, 
 	}
 	if tel.Enabled() {
 		endpoint := cmp.Or(os.Getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"), os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT"))
-		log.Info("Tracing: exporting spans over OTLP", "endpoint", maskURLs(endpoint))
+		log.Info("Tracing: exporting spans over OTLP", "endpoint", redisurl.Mask(endpoint))
 	}
 	return tel, nil
 }

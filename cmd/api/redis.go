@@ -7,45 +7,137 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"net/url"
 	"os"
-	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/echo-mq/echo_mq/internal/memstore"
 	"github.com/echo-mq/echo_mq/internal/redisurl"
+	"github.com/echo-mq/echo_mq/internal/replication"
+	"github.com/echo-mq/echo_mq/lua"
 )
 
 // connect returns a client for cfg.RedisURL: one node for one URL, a
-// Cluster for several comma-separated seed URLs, and the embedded in-memory
-// store for none. A rediss:// URL speaks TLS, trusting the system's CAs or
-// those in cfg.RedisCAFile; a user and password in the URL log in (Redis
-// ACL). The returned stop closes the client (and the embedded store).
-func connect(cfg config, log *slog.Logger) (redis.UniversalClient, func(), error) {
+// Cluster for several comma-separated seed URLs, the master Redis Sentinel
+// names for a redis+sentinel:// URL, and the embedded in-memory store for
+// none. A rediss:// URL speaks TLS, trusting the system's CAs or those in
+// cfg.RedisCAFile; a user and password in the URL log in (Redis ACL). With
+// EMQ_ACK_REPLICAS, every node's client waits for replicas after each
+// write (internal/replication). The returned master names the node the
+// service writes to ("" but under Sentinel, where it changes), and stop
+// closes the client (and the embedded store).
+func connect(cfg config, log *slog.Logger) (rdb redis.UniversalClient, master *masterWatch, stop func(), err error) {
 	if cfg.RedisURL == "" {
-		return embedded(log)
+		rdb, stop, err := embedded(log)
+		return rdb, nil, stop, err
 	}
 	roots, err := caPool(cfg.RedisCAFile)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	node, opts, err := redisurl.Parse(cfg.RedisURL)
+	target, err := redisurl.Parse(cfg.RedisURL)
 	if err != nil {
-		return nil, nil, fmt.Errorf("EMQ_REDIS_URL: %w", err)
+		return nil, nil, nil, fmt.Errorf("EMQ_REDIS_URL: %w", err)
 	}
-	if node != nil {
-		trust(node.TLSConfig, roots)
-		node.MaxRetries = noRetries
-		rdb := redis.NewClient(node)
-		return rdb, func() { _ = rdb.Close() }, nil
+	acked := func(node *redis.Client) {
+		if cfg.AckReplicas > 0 {
+			replication.Install(node, replication.Config{Replicas: cfg.AckReplicas, Timeout: cfg.AckTimeout, ReadOnlyScript: lua.ReadOnly})
+		}
 	}
+	switch {
+	case target.Node != nil:
+		opts := target.Node
+		trust(opts.TLSConfig, roots)
+		opts.MaxRetries = noRetries
+		opts.ReadTimeout = readTimeout(opts.ReadTimeout, cfg)
+		node := redis.NewClient(opts)
+		acked(node)
+		return node, nil, func() { _ = node.Close() }, nil
+	case target.Sentinel != nil:
+		opts := target.Sentinel
+		trust(opts.TLSConfig, roots)
+		opts.MaxRetries = noRetries
+		opts.ReadTimeout = readTimeout(opts.ReadTimeout, cfg)
+		node := redis.NewFailoverClient(opts)
+		master = &masterWatch{name: opts.MasterName, log: log}
+		node.AddHook(master)
+		acked(node)
+		return node, master, func() { _ = node.Close() }, nil
+	}
+	opts := target.Cluster
 	trust(opts.TLSConfig, roots)
 	opts.MaxRetries = noRetries
-	rdb := redis.NewClusterClient(opts)
-	rdb.OnNewNode(func(node *redis.Client) { node.AddHook(reloadOnDialFailure{rdb}) })
-	return rdb, func() { _ = rdb.Close() }, nil
+	opts.ReadTimeout = readTimeout(opts.ReadTimeout, cfg)
+	cluster := redis.NewClusterClient(opts)
+	cluster.OnNewNode(func(node *redis.Client) {
+		node.AddHook(reloadOnDialFailure{cluster})
+		acked(node)
+	})
+	return cluster, nil, func() { _ = cluster.Close() }, nil
+}
+
+// readTimeout is the read timeout of the Redis client: the URL's
+// (go-redis's 3 s when it sets none), made longer where EMQ_ACK_TIMEOUT
+// would not fit in it, since a pipeline's answers arrive after its WAIT.
+func readTimeout(given time.Duration, cfg config) time.Duration {
+	effective := given
+	if effective == 0 {
+		effective = 3 * time.Second
+	}
+	if cfg.AckReplicas > 0 && effective > 0 && effective < cfg.AckTimeout+time.Second {
+		return cfg.AckTimeout + time.Second
+	}
+	return given
+}
+
+// masterWatch knows the master a Sentinel client writes to: the address
+// of its latest connection (go-redis dials the master Sentinel names, and
+// after a failover closes the connections to the old one). It logs each
+// change, which is how the log names the master in use.
+type masterWatch struct {
+	name string // the master's name in Sentinel
+	log  *slog.Logger
+	addr atomic.Pointer[string]
+}
+
+// Addr is the master's host:port, "" before the first connection.
+func (m *masterWatch) Addr() string {
+	if m == nil {
+		return ""
+	}
+	if a := m.addr.Load(); a != nil {
+		return *a
+	}
+	return ""
+}
+
+// addrFunc is Addr for /readyz: nil when there is no Sentinel master.
+func (m *masterWatch) addrFunc() func() string {
+	if m == nil {
+		return nil
+	}
+	return m.Addr
+}
+
+func (m *masterWatch) DialHook(next redis.DialHook) redis.DialHook {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		conn, err := next(ctx, network, addr)
+		if err == nil {
+			now := conn.RemoteAddr().String()
+			if old := m.addr.Swap(&now); old == nil || *old != now {
+				m.log.Info("Redis master in use", "master_name", m.name, "addr", now)
+			}
+		}
+		return conn, err
+	}
+}
+
+func (*masterWatch) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+
+func (*masterWatch) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
 }
 
 // reloadOnDialFailure makes a cluster client read the slot map again when
@@ -118,18 +210,4 @@ func embedded(log *slog.Logger) (redis.UniversalClient, func(), error) {
 	memstore.Configure(opts)
 	rdb := redis.NewClient(opts)
 	return rdb, func() { _ = rdb.Close(); store.Close() }, nil
-}
-
-// maskURLs hides the passwords of comma-separated Redis URLs; a URL that
-// does not parse is not shown at all.
-func maskURLs(urls string) string {
-	parts := strings.Split(urls, ",")
-	for i, p := range parts {
-		if u, err := url.Parse(strings.TrimSpace(p)); err == nil {
-			parts[i] = u.Redacted()
-		} else {
-			parts[i] = "<unparseable>"
-		}
-	}
-	return strings.Join(parts, ",")
 }

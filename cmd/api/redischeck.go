@@ -20,7 +20,7 @@ import (
 // not allowed (a managed Redis, an ACL user without it) or Redis does not
 // answer yet, it says it could not check and goes on. The embedded store
 // (no EMQ_REDIS_URL) is skipped: it already says that nothing persists.
-func checkRedis(ctx context.Context, cfg config, rdb redis.UniversalClient, log *slog.Logger) {
+func checkRedis(ctx context.Context, cfg config, rdb redis.UniversalClient, master *masterWatch, log *slog.Logger) {
 	if cfg.RedisURL == "" {
 		return
 	}
@@ -30,6 +30,9 @@ func checkRedis(ctx context.Context, cfg config, rdb redis.UniversalClient, log 
 		err := cc.ForEachMaster(ctx, func(ctx context.Context, node *redis.Client) error {
 			checkNode(ctx, node, log.With("node", node.Options().Addr))
 			checkClusterNodes(ctx, node, log.With("node", node.Options().Addr))
+			if cfg.AckReplicas > 0 {
+				checkReplicas(ctx, cfg, node, log.With("node", node.Options().Addr))
+			}
 			return nil
 		})
 		if err != nil {
@@ -37,7 +40,39 @@ func checkRedis(ctx context.Context, cfg config, rdb redis.UniversalClient, log 
 		}
 		return
 	}
+	if addr := master.Addr(); addr != "" {
+		log = log.With("master", addr) // under Sentinel: the master the checks read
+	}
 	checkNode(ctx, rdb, log)
+	if cfg.AckReplicas > 0 {
+		checkReplicas(ctx, cfg, rdb, log)
+	}
+}
+
+// checkReplicas warns when the master has fewer replicas connected than
+// EMQ_ACK_REPLICAS asks for: until it has them, every write is answered
+// 503. (On a Cluster each master's count is checked the same way.)
+func checkReplicas(ctx context.Context, cfg config, node redis.Cmdable, log *slog.Logger) {
+	info, err := node.Info(ctx, "replication").Result()
+	if err != nil {
+		log.Info("Could not count the master's replicas (INFO replication failed)", "error", err)
+		return
+	}
+	n, _ := strconv.Atoi(infoField(info, "connected_slaves"))
+	if n < cfg.AckReplicas {
+		log.Warn("Redis has fewer replicas connected than EMQ_ACK_REPLICAS asks for: every write is answered 503 until it has them",
+			"connected_replicas", n, "ack_replicas", cfg.AckReplicas)
+	}
+}
+
+// infoField is the value of name in an INFO reply, "" when it has none.
+func infoField(info, name string) string {
+	for _, line := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), name+":"); ok {
+			return v
+		}
+	}
+	return ""
 }
 
 // checkClusterNodes warns when the service's Redis user may not run

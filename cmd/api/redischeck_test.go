@@ -32,7 +32,7 @@ func checkLog(t *testing.T, redisURL string) string {
 	}
 	rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
 	defer rdb.Close()
-	checkRedis(context.Background(), config{RedisURL: redisURL}, rdb, log)
+	checkRedis(context.Background(), config{RedisURL: redisURL}, rdb, nil, log)
 	return logs.String()
 }
 
@@ -149,7 +149,7 @@ func TestCheckRedisWarnsWithoutClusterNodes(t *testing.T) {
 			opts.Username, opts.Password = user, "pw"
 		}
 		rdb := redis.NewClusterClient(opts)
-		checkRedis(ctx, config{RedisURL: cluster.URL()}, rdb, log)
+		checkRedis(ctx, config{RedisURL: cluster.URL()}, rdb, nil, log)
 		rdb.Close()
 		if got := strings.Count(logs.String(), warning); (user == "nonodes") != (got == 3) || (user == "default" && got != 0) {
 			t.Errorf("user %s: %d warnings %q (want %s):\n%s", user, got, warning, map[bool]string{true: "one per master", false: "none"}[user == "nonodes"], logs.String())

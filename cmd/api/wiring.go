@@ -39,6 +39,7 @@ type services struct {
 	// activity is the index of the queues with traffic lately, which GET
 	// /events merges and the metrics read the depth of.
 	activity *keyspace.Activity
+	master   *masterWatch // the Sentinel master in use; nil but under Sentinel
 }
 
 func newServices(cfg config, rdb redis.UniversalClient, tel *telemetry.Telemetry, log *slog.Logger) services {
@@ -159,6 +160,7 @@ func (s services) handler(cfg config, leases *lease.Service, batches *batch.Serv
 		Sweeper: s.sweeper, Waiters: s.hub, Stopping: stopping,
 		Events:      events.NewLog(s.rdb, cfg.Prefix),
 		Ready:       func(ctx context.Context) error { return s.rdb.Ping(ctx).Err() },
+		RedisMaster: s.master.addrFunc(),
 		Metrics:     s.metrics,
 		Activity:    s.activity,
 		Telemetry:   s.tel,

@@ -16,19 +16,22 @@ import (
 
 // connect returns a client for -redis as the service makes one for
 // EMQ_REDIS_URL: one node for one URL, a Cluster for several
-// comma-separated seed URLs. poolSize is per node, so that every goroutine
+// comma-separated seed URLs, Sentinel's master for a redis+sentinel:// URL. poolSize is per node, so that every goroutine
 // of a run can hold a connection to whichever node its queue lives on.
 func connect(urls string, poolSize int) (redis.UniversalClient, error) {
-	node, cluster, err := redisurl.Parse(urls)
-	if err != nil {
+	target, err := redisurl.Parse(urls)
+	switch {
+	case err != nil:
 		return nil, fmt.Errorf("-redis: %w", err)
+	case target.Node != nil:
+		target.Node.PoolSize = poolSize
+		return redis.NewClient(target.Node), nil
+	case target.Sentinel != nil:
+		target.Sentinel.PoolSize = poolSize
+		return redis.NewFailoverClient(target.Sentinel), nil
 	}
-	if node != nil {
-		node.PoolSize = poolSize
-		return redis.NewClient(node), nil
-	}
-	cluster.PoolSize = poolSize
-	return redis.NewClusterClient(cluster), nil
+	target.Cluster.PoolSize = poolSize
+	return redis.NewClusterClient(target.Cluster), nil
 }
 
 // nodeInfo is one section of INFO from every node: the one node of a plain

@@ -157,6 +157,16 @@ func (s *server) writeProblem(w http.ResponseWriter, r *http.Request, err error)
 		w.Header().Set("Retry-After", retryAfterSecond)
 		s.log.Error("Queue written by a newer release: upgrade this service", "queue", pathParam(r, "queue"),
 			"detail", p.Detail, "path", r.URL.Path)
+	case code == CodeUnavailable && errors.Is(err, rediserr.ErrNotAcknowledged):
+		// EMQ_ACK_REPLICAS: the master has the write, too few replicas do,
+		// so a failover could lose it; the caller repeats it, which every
+		// write allows (docs/design.md#acknowledged-writes).
+		if s.cfg.Metrics != nil {
+			s.cfg.Metrics.RedisError()
+		}
+		p.Detail = "the write reached the Redis master but not enough replicas in time (EMQ_ACK_REPLICAS), so a failover could lose it; repeat it: every write is safe to repeat"
+		w.Header().Set("Retry-After", retryAfterSecond)
+		s.log.Warn("Write not acknowledged by the replicas", "error", err, "path", r.URL.Path)
 	case code == CodeUnavailable:
 		if s.cfg.Metrics != nil {
 			s.cfg.Metrics.RedisError()

@@ -189,6 +189,9 @@ type Config struct {
 	CORSOrigins []string
 	// Ready reports whether Redis answers, for /readyz.
 	Ready func(ctx context.Context) error
+	// RedisMaster names the Redis master in use, for /readyz; nil but
+	// under Redis Sentinel.
+	RedisMaster func() string
 	// Stopping, when closed, makes waiting long polls answer at once (empty),
 	// so that a graceful shutdown does not wait out their wait_ms.
 	Stopping <-chan struct{}

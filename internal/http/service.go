@@ -97,6 +97,10 @@ func docsPolicy(ui http.HandlerFunc) string {
 // Health is the answer of the health routes.
 type Health struct {
 	Status string `json:"status" binding:"required" example:"ok"`
+	// The Redis master the service writes to, on /readyz of a service
+	// that follows Redis Sentinel (EMQ_REDIS_URL=redis+sentinel://...):
+	// it changes with a failover.
+	RedisMaster string `json:"redis_master,omitempty" example:"10.0.0.7:6379"`
 } // @name Health
 
 // handleHealthz godoc
@@ -117,7 +121,7 @@ func (s *server) handleHealthz(w http.ResponseWriter, r *http.Request) {
 // handleReadyz godoc
 //
 //	@Summary	Readiness
-//	@Description	200 when Redis answers, 503 EMQUNAVAILABLE when it does not.
+//	@Description	200 when Redis answers, 503 EMQUNAVAILABLE when it does not. Under Redis Sentinel the answer names the master in use (redis_master).
 //	@ID			readyz
 //	@Tags		service
 //	@Produce	application/problem+json
@@ -136,7 +140,11 @@ func (s *server) handleReadyz(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	writeJSON(w, http.StatusOK, Health{Status: "ok"})
+	health := Health{Status: "ok"}
+	if s.cfg.RedisMaster != nil {
+		health.RedisMaster = s.cfg.RedisMaster()
+	}
+	writeJSON(w, http.StatusOK, health)
 }
 
 // handleOpenAPI serves the API's OpenAPI 3.1 spec, embedded in the binary.

@@ -23,13 +23,13 @@ import (
 // network error or timeout, a closed or exhausted pool, a node loading,
 // without its master, or read-only after a failover, a Cluster down, a
 // slot migrating (TRYAGAIN, and the ASK and MOVED redirects go-redis gave
-// up following).
+// up following), a write too few replicas acknowledged (ErrNotAcknowledged).
 func Unavailable(err error) bool {
 	var netErr net.Error
 	return errors.As(err, &netErr) ||
 		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
 		errors.Is(err, redis.ErrClosed) || errors.Is(err, redis.ErrPoolTimeout) ||
-		errors.Is(err, context.DeadlineExceeded) ||
+		errors.Is(err, context.DeadlineExceeded) || errors.Is(err, ErrNotAcknowledged) ||
 		hasPrefix(err, "LOADING", "MASTERDOWN", "CLUSTERDOWN", "TRYAGAIN", "READONLY", "ASK ", "MOVED ")
 }
 
@@ -133,3 +133,9 @@ func hasPrefix(err error, prefixes ...string) bool {
 	}
 	return false
 }
+
+// ErrNotAcknowledged is the error of a write that fewer replicas than
+// EMQ_ACK_REPLICAS acknowledged in time (internal/replication): it ran on
+// the master, so a failover may yet lose it, and the caller is told 503.
+// Repeating it is safe: every write is idempotent by id or token.
+var ErrNotAcknowledged = errors.New("the write was not acknowledged by enough replicas")

@@ -1,37 +1,51 @@
 // Package redisurl reads a Redis address the way EMQ_REDIS_URL gives it:
-// one redis:// or rediss:// URL for a single node, or several
-// comma-separated URLs for the seed nodes of a Redis Cluster. Its errors
-// never quote a URL, which may hold a password.
+// one redis:// or rediss:// URL for a single node, several comma-separated
+// URLs for the seed nodes of a Redis Cluster, or one redis+sentinel:// URL
+// for a master that Redis Sentinel watches over. Its errors never quote a
+// URL, which may hold a password, and Mask shows one without its secrets.
 package redisurl
 
 import (
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
+	"strconv"
 	"strings"
 
 	"github.com/redis/go-redis/v9"
 )
 
 // ErrBadURL refuses a URL without quoting it.
-var ErrBadURL = errors.New("not a valid redis:// or rediss:// URL (escape special characters in the password)")
+var ErrBadURL = errors.New("not a valid redis://, rediss:// or redis+sentinel:// URL (escape special characters in the password)")
 
-// Parse returns the options of the one node urls names (cluster nil), or
-// of the Cluster whose seeds it lists (node nil).
-func Parse(urls string) (node *redis.Options, cluster *redis.ClusterOptions, err error) {
+// Target is where EMQ_REDIS_URL points: exactly one of its fields is set.
+type Target struct {
+	Node     *redis.Options         // one node
+	Cluster  *redis.ClusterOptions  // a Redis Cluster, by its seeds
+	Sentinel *redis.FailoverOptions // the master a set of sentinels names
+}
+
+// Parse reads urls: one node, a Cluster's seeds, or a Sentinel URL.
+func Parse(urls string) (Target, error) {
+	urls = strings.TrimSpace(urls)
+	if isSentinel(urls) {
+		opts, err := sentinelOptions(urls)
+		return Target{Sentinel: opts}, err
+	}
 	seeds := strings.Split(urls, ",")
 	for i := range seeds {
 		seeds[i] = strings.TrimSpace(seeds[i])
 	}
 	if len(seeds) == 1 {
-		node, err = redis.ParseURL(seeds[0])
+		node, err := redis.ParseURL(seeds[0])
 		if err != nil {
-			return nil, nil, ErrBadURL
+			return Target{}, ErrBadURL
 		}
-		return node, nil, nil
+		return Target{Node: node}, nil
 	}
-	cluster, err = clusterOptions(seeds)
-	return nil, cluster, err
+	cluster, err := clusterOptions(seeds)
+	return Target{Cluster: cluster}, err
 }
 
 // clusterOptions takes the seed nodes of a Cluster from several URLs. The
@@ -72,4 +86,184 @@ func clusterOptions(seeds []string) (*redis.ClusterOptions, error) {
 		return nil, fmt.Errorf("seed 1: %w", ErrBadURL)
 	}
 	return opts, nil
+}
+
+// Mask is urls with every password hidden: a URL's own and, in a
+// Sentinel URL, the sentinels' (sentinel_password); a URL that does not
+// parse is not shown at all. It is what logs show of EMQ_REDIS_URL.
+func Mask(urls string) string {
+	if isSentinel(strings.TrimSpace(urls)) {
+		return maskSentinel(strings.TrimSpace(urls))
+	}
+	parts := strings.Split(urls, ",")
+	for i, p := range parts {
+		if u, err := url.Parse(strings.TrimSpace(p)); err == nil {
+			parts[i] = u.Redacted()
+		} else {
+			parts[i] = "<unparseable>"
+		}
+	}
+	return strings.Join(parts, ",")
+}
+
+// DefaultSentinelPort is the port of a sentinel a Sentinel URL names
+// without one.
+const DefaultSentinelPort = "26379"
+
+// sentinelSchemes are the schemes of a Sentinel URL, and the scheme of the
+// data nodes each stands for: rediss+sentinel speaks TLS to sentinels and
+// data nodes alike.
+var sentinelSchemes = map[string]string{"redis+sentinel": "redis", "rediss+sentinel": "rediss"}
+
+func isSentinel(raw string) bool {
+	scheme, _, ok := strings.Cut(raw, "://")
+	_, known := sentinelSchemes[strings.ToLower(scheme)]
+	return ok && known
+}
+
+// sentinelURL is a Sentinel URL taken apart:
+// redis+sentinel://[user:password@]host[:port][,host[:port]...]/master_name[/db][?options].
+type sentinelURL struct {
+	scheme    string        // of the data nodes: redis or rediss
+	user      *url.Userinfo // logs in to the master and replicas; nil: none
+	sentinels []string      // host:port, the port 26379 where none is given
+	master    string        // the name the sentinels know the master by
+	db        int
+	query     url.Values // the go-redis options, sentinel_username and sentinel_password
+}
+
+// sentinelQueryTaken are the go-redis options a Sentinel URL gives in its
+// own parts, and so refuses in its query.
+var sentinelQueryTaken = map[string]string{"master_name": "the path", "addr": "the host list",
+	"username": "the user part", "password": "the user part", "db": "the path"}
+
+// splitSentinel takes raw apart, without quoting it in an error.
+func splitSentinel(raw string) (sentinelURL, error) {
+	scheme, rest, _ := strings.Cut(raw, "://")
+	s := sentinelURL{scheme: sentinelSchemes[strings.ToLower(scheme)]}
+	rest, rawQuery, _ := strings.Cut(rest, "?")
+	hosts, path, _ := strings.Cut(rest, "/")
+	if at := strings.LastIndex(hosts, "@"); at >= 0 {
+		u, err := url.Parse("x://" + hosts[:at+1] + "h")
+		if err != nil {
+			return s, ErrBadURL
+		}
+		s.user, hosts = u.User, hosts[at+1:]
+	}
+	for _, h := range strings.Split(hosts, ",") {
+		addr, err := sentinelAddr(strings.TrimSpace(h))
+		if err != nil {
+			return s, err
+		}
+		s.sentinels = append(s.sentinels, addr)
+	}
+	parts := strings.Split(path, "/")
+	if len(parts) > 2 || parts[0] == "" {
+		return s, errors.New("a Sentinel URL names the master after the sentinels: redis+sentinel://host:26379,host:26379/master_name[/db]")
+	}
+	master, err := url.PathUnescape(parts[0])
+	if err != nil {
+		return s, ErrBadURL
+	}
+	s.master = master
+	if len(parts) == 2 && parts[1] != "" {
+		if s.db, err = strconv.Atoi(parts[1]); err != nil || s.db < 0 {
+			return s, errors.New("the database after the master's name must be a number")
+		}
+	}
+	if s.query, err = url.ParseQuery(rawQuery); err != nil {
+		return s, ErrBadURL
+	}
+	for name, where := range sentinelQueryTaken {
+		if s.query.Has(name) {
+			return s, fmt.Errorf("option %s: a Sentinel URL gives it in %s", name, where)
+		}
+	}
+	return s, nil
+}
+
+// sentinelAddr is the host:port of one sentinel of the list, the default
+// port added where none is given.
+func sentinelAddr(h string) (string, error) {
+	if h == "" {
+		return "", errors.New("a Sentinel URL names at least one sentinel, and no empty one between commas")
+	}
+	if _, _, err := net.SplitHostPort(h); err == nil {
+		return h, nil
+	}
+	addr := net.JoinHostPort(strings.Trim(h, "[]"), DefaultSentinelPort)
+	if _, _, err := net.SplitHostPort(addr); err != nil || strings.ContainsAny(h, "/?#") {
+		return "", ErrBadURL
+	}
+	return addr, nil
+}
+
+// sentinelOptions reads a Sentinel URL into go-redis's options: it writes
+// the form go-redis reads (one sentinel as the host, the others as addr,
+// the master and its credentials as options) and lets go-redis read it,
+// so that every option go-redis knows (dial_timeout, pool_size...) works
+// here as in a plain URL. The URL's user and password log in to the data
+// nodes; sentinel_username and sentinel_password, to the sentinels.
+func sentinelOptions(raw string) (*redis.FailoverOptions, error) {
+	s, err := splitSentinel(raw)
+	if err != nil {
+		return nil, err
+	}
+	q := url.Values{}
+	for name, values := range s.query {
+		if name != "sentinel_username" && name != "sentinel_password" {
+			q[name] = values
+		}
+	}
+	q.Set("master_name", s.master)
+	for _, addr := range s.sentinels[1:] {
+		q.Add("addr", addr)
+	}
+	if s.user != nil {
+		q.Set("username", s.user.Username())
+		if pw, ok := s.user.Password(); ok {
+			q.Set("password", pw)
+		}
+	}
+	u := url.URL{Scheme: s.scheme, Host: s.sentinels[0], Path: "/" + strconv.Itoa(s.db), RawQuery: q.Encode()}
+	if s.query.Has("sentinel_username") || s.query.Has("sentinel_password") {
+		u.User = url.UserPassword(s.query.Get("sentinel_username"), s.query.Get("sentinel_password"))
+	}
+	opts, err := redis.ParseFailoverURL(u.String())
+	if err != nil {
+		if strings.Contains(err.Error(), "unexpected option") {
+			return nil, fmt.Errorf("%s (not a go-redis option)", strings.TrimPrefix(err.Error(), "redis: "))
+		}
+		return nil, ErrBadURL
+	}
+	if s.user != nil && s.user.Username() == "" {
+		opts.Username = "" // ":password@": the default user, as in a plain URL
+	}
+	return opts, nil
+}
+
+// maskSentinel is a Sentinel URL without its passwords.
+func maskSentinel(raw string) string {
+	s, err := splitSentinel(raw)
+	if err != nil {
+		return "<unparseable>"
+	}
+	var b strings.Builder
+	b.WriteString(strings.ToLower(strings.SplitN(raw, "://", 2)[0]) + "://")
+	if _, hasPassword := s.user.Password(); hasPassword {
+		b.WriteString(url.UserPassword(s.user.Username(), "xxxxx").String() + "@")
+	} else if s.user != nil {
+		b.WriteString(s.user.String() + "@")
+	}
+	b.WriteString(strings.Join(s.sentinels, ",") + "/" + url.PathEscape(s.master))
+	if s.db != 0 {
+		b.WriteString("/" + strconv.Itoa(s.db))
+	}
+	if s.query.Has("sentinel_password") {
+		s.query.Set("sentinel_password", "xxxxx")
+	}
+	if len(s.query) > 0 {
+		b.WriteString("?" + s.query.Encode())
+	}
+	return b.String()
 }
