@@ -897,7 +897,7 @@ export interface paths {
         };
         /**
          * Readiness
-         * @description 200 when Redis answers, 503 EMQUNAVAILABLE when it does not.
+         * @description 200 when Redis answers, 503 EMQUNAVAILABLE when it does not. Under Redis Sentinel the answer names the master in use (redis_master).
          */
         get: operations["readyz"];
         put?: never;
@@ -1517,6 +1517,13 @@ export interface components {
             next_cursor: string | null;
         };
         Health: {
+            /**
+             * @description The Redis master the service writes to, on /readyz of a service
+             *     that follows Redis Sentinel (EMQ_REDIS_URL=redis+sentinel://...):
+             *     it changes with a failover.
+             * @example 10.0.0.7:6379
+             */
+            redis_master?: string;
             /** @example ok */
             status: string;
         };
@@ -2437,6 +2444,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
+                     *       "redis_master": "10.0.0.7:6379",
                      *       "status": "ok"
                      *     }
                      */
@@ -8728,6 +8736,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
+                     *       "redis_master": "10.0.0.7:6379",
                      *       "status": "ok"
                      *     }
                      */
