@@ -202,6 +202,9 @@ func TestLoadConfigRefusesBadValues(t *testing.T) {
 		"EMQ_METRICS_MAX_QUEUES": "0",
 		// A share larger than the whole EMQ_MAX_WAITERS (10,000).
 		"EMQ_MAX_WAITERS_PER_KEY": "10001",
+		// No EMQ_REDIS_URL: the embedded store has no replicas to wait for.
+		"EMQ_ACK_REPLICAS": "1",
+		"EMQ_ACK_TIMEOUT":  "0s",
 	}
 	for name, value := range cases {
 		_, err := loadConfig(func(k string) string {
@@ -224,6 +227,39 @@ func TestLoadConfigRefusesBadValues(t *testing.T) {
 // TestLoadConfigWaiterShare: EMQ_MAX_WAITERS_PER_KEY defaults to three
 // quarters of EMQ_MAX_WAITERS, may equal it, and may not exceed it;
 // EMQ_MAX_STREAMS defaults to 100.
+func TestLoadConfigAckReplicas(t *testing.T) {
+	t.Parallel()
+	load := func(vars map[string]string) (config, error) {
+		return loadConfig(func(k string) string { return vars[k] })
+	}
+	c, err := load(map[string]string{"EMQ_REDIS_URL": "redis://127.0.0.1:1"})
+	if err != nil || c.AckReplicas != 0 || c.AckTimeout != time.Second {
+		t.Errorf("defaults: %d replicas, %v (%v); want 0, 1s", c.AckReplicas, c.AckTimeout, err)
+	}
+	c, err = load(map[string]string{"EMQ_REDIS_URL": "redis://127.0.0.1:1", "EMQ_ACK_REPLICAS": "2", "EMQ_ACK_TIMEOUT": "250ms"})
+	if err != nil || c.AckReplicas != 2 || c.AckTimeout != 250*time.Millisecond {
+		t.Errorf("got %d replicas, %v (%v); want 2, 250ms", c.AckReplicas, c.AckTimeout, err)
+	}
+	for _, bad := range []map[string]string{
+		{"EMQ_REDIS_URL": "redis://127.0.0.1:1", "EMQ_ACK_REPLICAS": "-1"},
+		{"EMQ_REDIS_URL": "redis://127.0.0.1:1", "EMQ_ACK_REPLICAS": "one"},
+		{"EMQ_REDIS_URL": "redis://127.0.0.1:1", "EMQ_ACK_TIMEOUT": "500us"},
+		{"EMQ_REDIS_URL": "redis://127.0.0.1:1", "EMQ_ACK_TIMEOUT": "2m"},
+		{"EMQ_ACK_REPLICAS": "1"},
+	} {
+		if _, err := load(bad); err == nil || !strings.Contains(err.Error(), "EMQ_ACK_") {
+			t.Errorf("%v: got %v, want an error naming the setting", bad, err)
+		}
+	}
+	// A read timeout shorter than the wait is made long enough for it.
+	if got := readTimeout(0, config{AckReplicas: 1, AckTimeout: 5 * time.Second}); got != 6*time.Second {
+		t.Errorf("read timeout %v under a 5 s wait, want 6s", got)
+	}
+	if got := readTimeout(0, config{AckTimeout: 5 * time.Second}); got != 0 {
+		t.Errorf("read timeout %v without EMQ_ACK_REPLICAS, want go-redis's default (0)", got)
+	}
+}
+
 func TestLoadConfigWaiterShare(t *testing.T) {
 	t.Parallel()
 	load := func(vars map[string]string) (config, error) {
