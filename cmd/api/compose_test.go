@@ -37,6 +37,9 @@ type composeService struct {
 	DependsOn map[string]struct {
 		Condition string `yaml:"condition"`
 	} `yaml:"depends_on"`
+	Healthcheck struct {
+		Test []string `yaml:"test"`
+	} `yaml:"healthcheck"`
 }
 
 // composeFile is the part of docker-compose.yml these tests read.
@@ -115,8 +118,8 @@ type clusterProfile struct {
 
 // TestComposeDefaultProfileIsTheSingleRedis checks that `docker compose up`
 // (no profile) still starts only the single Redis and the service on it:
-// every other service is in the cluster profile, and the default services
-// need none of them.
+// every other service is in the cluster or the sentinel profile, and the
+// default services need none of them.
 func TestComposeDefaultProfileIsTheSingleRedis(t *testing.T) {
 	t.Parallel()
 	c := readCompose(t)
@@ -125,8 +128,8 @@ func TestComposeDefaultProfileIsTheSingleRedis(t *testing.T) {
 		switch {
 		case len(svc.Profiles) == 0:
 			defaults = append(defaults, name)
-		case !slices.Equal(svc.Profiles, []string{"cluster"}):
-			t.Errorf("service %s has profiles %v, want none or [cluster]", name, svc.Profiles)
+		case !slices.Equal(svc.Profiles, []string{"cluster"}) && !slices.Equal(svc.Profiles, []string{"sentinel"}):
+			t.Errorf("service %s has profiles %v, want none, [cluster] or [sentinel]", name, svc.Profiles)
 		}
 	}
 	slices.Sort(defaults)

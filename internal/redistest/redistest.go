@@ -40,6 +40,7 @@ type Server struct {
 	Addr string
 
 	bin, dir string
+	conf     string // a config file read before the arguments, or ""
 	port     int
 	args     []string
 	cmd      *exec.Cmd
@@ -168,12 +169,18 @@ var errPortTaken = errors.New("port taken")
 // start launches a server in dir on a free port, trying a new port when
 // another process takes the one picked before redis-server binds it.
 func start(dir string, extraArgs []string) (*Server, error) {
+	return startConf(dir, "", extraArgs)
+}
+
+// startConf is start with a config file, which redis-server reads before
+// the arguments: a sentinel needs one, and rewrites it.
+func startConf(dir, conf string, extraArgs []string) (*Server, error) {
 	bin := cmp.Or(os.Getenv("EMQ_REDIS_SERVER"), "redis-server")
 	path, err := exec.LookPath(bin)
 	if err != nil {
 		return nil, fmt.Errorf("%s not found: apt-get install -y redis-server", bin)
 	}
-	s := &Server{bin: path, dir: dir, args: extraArgs}
+	s := &Server{bin: path, dir: dir, conf: conf, args: extraArgs}
 	for range startTries {
 		if s.port, err = freePort(); err != nil {
 			return nil, err
@@ -194,8 +201,12 @@ func (s *Server) launch() error {
 		return err
 	}
 	defer log.Close()
-	args := append([]string{"--bind", "127.0.0.1", "--port", strconv.Itoa(s.port),
-		"--save", "", "--appendonly", "no", "--dir", s.dir}, s.args...)
+	args := []string{"--bind", "127.0.0.1", "--port", strconv.Itoa(s.port),
+		"--save", "", "--appendonly", "no", "--dir", s.dir}
+	if s.conf != "" {
+		args = append([]string{s.conf}, args...)
+	}
+	args = append(args, s.args...)
 	cmd := exec.Command(s.bin, args...)
 	cmd.Stdout, cmd.Stderr = log, log
 	cmd.SysProcAttr = dieWithParent()

@@ -75,19 +75,16 @@ func (h Hook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessP
 		wait := newWait(ctx, h.cfg)
 		withWait := make([]redis.Cmder, len(cmds), len(cmds)+1)
 		copy(withWait, cmds)
-		err := next(ctx, append(withWait, wait))
+		_ = next(ctx, append(withWait, wait)) // each command holds its own outcome
 		if acked, werr := wait.Result(); werr != nil || int(acked) < h.cfg.Replicas {
 			h.fail(cmds, notAcknowledged(acked, werr, h.cfg))
 		}
 		for _, c := range cmds {
 			if c.Err() != nil {
-				return c.Err()
+				return c.Err() // what a pipeline answers: its first error
 			}
 		}
-		if err != nil && wait.Err() == nil {
-			return nil // WAIT succeeded: every command's own reply stands
-		}
-		return err
+		return nil
 	}
 }
 
