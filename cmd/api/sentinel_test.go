@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -176,9 +177,9 @@ func (l *haLoad) lost(t *testing.T, addr, queue string) (enqueues, completes int
 }
 
 // haService starts the service on s with ackReplicas.
-func haService(t *testing.T, s *redistest.Sentinel, ackReplicas int) string {
+func haService(t *testing.T, s *redistest.Sentinel, ackReplicas int) (string, *logBuffer) {
 	t.Helper()
-	base, _, stop := startService(t, map[string]string{"EMQ_REDIS_URL": s.URL(), "EMQ_PREFIX": haPrefix,
+	base, logs, stop := startService(t, map[string]string{"EMQ_REDIS_URL": s.URL(), "EMQ_PREFIX": haPrefix,
 		"EMQ_ACK_REPLICAS": strconv.Itoa(ackReplicas), "EMQ_ACK_TIMEOUT": "500ms",
 		"EMQ_KEEP_COMPLETED": "0", // every completed row kept, to be counted
 		// A job a failover made stall must not die of it.
@@ -188,7 +189,7 @@ func haService(t *testing.T, s *redistest.Sentinel, ackReplicas int) string {
 			t.Error(err)
 		}
 	})
-	return base
+	return base, logs
 }
 
 // readyMaster waits until /readyz names addr as the master in use.
@@ -219,7 +220,7 @@ func readyMaster(t *testing.T, base, addr string) {
 // does not.)
 func killUnderLoad(t *testing.T, ackReplicas int, replicaLag time.Duration) (enqueued, completed, lostEnqueues, lostCompletes int) {
 	s := redistest.StartSentinel(t, 1)
-	base := haService(t, s, ackReplicas)
+	base, _ := haService(t, s, ackReplicas)
 	ctx := context.Background()
 	master, err := s.Master(ctx)
 	if err != nil {
@@ -247,7 +248,7 @@ func killUnderLoad(t *testing.T, ackReplicas int, replicaLag time.Duration) (enq
 	}
 	master.Stop() // reaps the killed process: the fixture then knows it is down
 	resume()
-	promoted := s.WaitNewMaster(t, killed, 30*time.Second)
+	promoted := s.WaitNewMaster(t, killed, 75*time.Second) // past a TILT on a starved machine
 	s.Restart(t, killed)
 	readyMaster(t, base, promoted)
 	before, _ := load.acked()
@@ -333,7 +334,7 @@ func TestSentinelKilledMasterWithoutAck(t *testing.T) {
 func TestSentinelSwitchOverCarriesOn(t *testing.T) {
 	t.Parallel()
 	s := redistest.StartSentinel(t, 1)
-	base := haService(t, s, 1)
+	base, logs := haService(t, s, 1)
 	ctx := context.Background()
 	q, orphans, waiting := redistest.Queue(t), redistest.Queue(t), redistest.Queue(t)
 
@@ -353,6 +354,16 @@ func TestSentinelSwitchOverCarriesOn(t *testing.T) {
 	switched := time.Now()
 	readyMaster(t, base, to)
 	followed := time.Since(switched)
+	for _, addr := range []string{from, to} {
+		if !strings.Contains(logs.String(), `msg="Redis master in use" master_name=emq addr=`+addr) {
+			t.Errorf("the log does not name %s as the master in use", addr)
+		}
+	}
+	if !slices.ContainsFunc(strings.Split(logs.String(), "\n"), func(line string) bool {
+		return strings.Contains(line, "persistence is off") && strings.Contains(line, "master="+from)
+	}) {
+		t.Errorf("the start-up check of persistence does not name the master it read, %s", from)
+	}
 	before, _ := load.acked()
 	eventually(t, 30*time.Second, "200 more enqueues acknowledged after the switch", func() bool {
 		n, _ := load.acked()

@@ -33,8 +33,10 @@ const (
 	sentinelQuorum          = 2
 	sentinelDownAfter       = 2 * time.Second
 	sentinelFailoverTimeout = 5 * time.Second
-	sentinelTimeout         = 30 * time.Second
-	sentinelPoll            = 100 * time.Millisecond
+	// sentinelTimeout outlasts TILT mode (30 s), which a sentinel enters
+	// when its timer stalls for 2 s, as on a machine starved of CPU.
+	sentinelTimeout = 75 * time.Second
+	sentinelPoll    = 100 * time.Millisecond
 )
 
 // Sentinel is a master, its replicas and three sentinels monitoring it,
@@ -58,9 +60,10 @@ type Sentinel struct {
 // failover can start at once. It is stopped when the test ends.
 func StartSentinel(tb testing.TB, replicas int, extraArgs ...string) *Sentinel {
 	tb.Helper()
+	dir := memoryDir(tb) // removed after s.Stop: cleanups run last first
 	s := &Sentinel{Name: "emq"}
 	tb.Cleanup(s.Stop)
-	if err := s.start(tb.TempDir(), replicas, extraArgs); err != nil {
+	if err := s.start(dir, replicas, extraArgs); err != nil {
 		tb.Fatalf("redistest: %v", err)
 	}
 	return s
@@ -512,4 +515,18 @@ func (s *Sentinel) logs() string {
 		fmt.Fprintf(&b, "--- %s, %s (tail)\n%s\n", n.Addr, path, logTail(path, 15))
 	}
 	return b.String()
+}
+
+// memoryDir is a directory for the test in memory (/dev/shm) where the
+// machine has one, removed when the test ends, else tb.TempDir(). A
+// sentinel fsyncs its config file at every change of what it knows, and
+// a write that stalls behind a busy disk for 2 s puts it in TILT mode:
+// 30 s of doing nothing, a failover missed.
+func memoryDir(tb testing.TB) string {
+	dir, err := os.MkdirTemp("/dev/shm", "emq-sentinel-")
+	if err != nil {
+		return tb.TempDir()
+	}
+	tb.Cleanup(func() { _ = os.RemoveAll(dir) })
+	return dir
 }
