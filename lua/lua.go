@@ -105,7 +105,7 @@ var All = []*Script{
 // with the no-writes flag, so that Redis refuses any write of theirs (every
 // test that calls one checks it), and a service that waits for replicas
 // (EMQ_ACK_REPLICAS) does not wait for their calls: see ReadOnly.
-var readOnly = []*Script{List, Groups, ScheduleList, Stats, LogRead}
+var readOnly = []*Script{List, Groups, ScheduleList, Stats, LogRead, Cancellation}
 
 // library is every script as one Redis Functions library.
 var library = newLibrary(All, readOnly)

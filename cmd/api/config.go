@@ -60,8 +60,9 @@ type config struct {
 }
 
 // maxAckTimeout bounds EMQ_ACK_TIMEOUT: a write's answer waits for it,
-// and so does every other call its pipeline carries.
-const maxAckTimeout = time.Minute
+// and so does every other call its pipeline carries; a claim may wait
+// 30 s for a job first, and the HTTP server gives an answer 60 s.
+const maxAckTimeout = 25 * time.Second
 
 // variables are the EMQ_* environment variables the service reads: the
 // names loadConfig asks for, found by asking it once, so that the list is

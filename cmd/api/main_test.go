@@ -244,7 +244,7 @@ func TestLoadConfigAckReplicas(t *testing.T) {
 		{"EMQ_REDIS_URL": "redis://127.0.0.1:1", "EMQ_ACK_REPLICAS": "-1"},
 		{"EMQ_REDIS_URL": "redis://127.0.0.1:1", "EMQ_ACK_REPLICAS": "one"},
 		{"EMQ_REDIS_URL": "redis://127.0.0.1:1", "EMQ_ACK_TIMEOUT": "500us"},
-		{"EMQ_REDIS_URL": "redis://127.0.0.1:1", "EMQ_ACK_TIMEOUT": "2m"},
+		{"EMQ_REDIS_URL": "redis://127.0.0.1:1", "EMQ_ACK_TIMEOUT": "26s"},
 		{"EMQ_ACK_REPLICAS": "1"},
 	} {
 		if _, err := load(bad); err == nil || !strings.Contains(err.Error(), "EMQ_ACK_") {

@@ -48,6 +48,7 @@ type Claimed struct {
 func (s *Service) Claim(ctx context.Context, queue string, p ClaimParams) (Claimed, error) {
 	reply, err := s.run(ctx, queue, p.args())
 	if err != nil {
+		s.giveBack(ctx, queue, reply, err)
 		return Claimed{}, err
 	}
 	items, err := replyList(reply, -2)

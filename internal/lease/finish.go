@@ -20,6 +20,7 @@ func (s *Service) Complete(ctx context.Context, queue, id string, token int64, r
 	reply, err := s.run(ctx, queue, lua.CompleteArgs{ID: id, Token: token, Result: result,
 		Next: nextArgs(next), Keep: s.keepCompleted})
 	if err != nil {
+		s.giveBack(ctx, queue, reply, err)
 		return job.Job{}, nil, err
 	}
 	items, err := replyList(reply, 2)
@@ -72,6 +73,7 @@ func (s *Service) CompleteBatch(ctx context.Context, queue string, batch []Compl
 	}
 	reply, err := s.run(ctx, queue, lua.CompleteBatchArgs{Jobs: jobs, Next: nextArgs(next), Keep: s.keepCompleted})
 	if err != nil {
+		s.giveBack(ctx, queue, reply, err)
 		return nil, nil, err
 	}
 	items, err := replyList(reply, 2)

@@ -21,7 +21,8 @@ import (
 // Unavailable reports whether err means Redis cannot be reached or cannot
 // serve now (the caller may try again later), as opposed to a bug: a
 // network error or timeout, a closed or exhausted pool, a node loading,
-// without its master, or read-only after a failover, a Cluster down, a
+// without its master, read-only after a failover, or short of the
+// replicas its min-replicas-to-write asks for (NOREPLICAS), a Cluster down, a
 // slot migrating (TRYAGAIN, and the ASK and MOVED redirects go-redis gave
 // up following), a write too few replicas acknowledged (ErrNotAcknowledged).
 func Unavailable(err error) bool {
@@ -30,13 +31,14 @@ func Unavailable(err error) bool {
 		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
 		errors.Is(err, redis.ErrClosed) || errors.Is(err, redis.ErrPoolTimeout) ||
 		errors.Is(err, context.DeadlineExceeded) || errors.Is(err, ErrNotAcknowledged) ||
-		hasPrefix(err, "LOADING", "MASTERDOWN", "CLUSTERDOWN", "TRYAGAIN", "READONLY", "ASK ", "MOVED ")
+		hasPrefix(err, "LOADING", "MASTERDOWN", "CLUSTERDOWN", "TRYAGAIN", "READONLY", "NOREPLICAS", "ASK ", "MOVED ")
 }
 
 // NeverRan reports whether err says the command was not run: it was never
 // sent (no connection could be made or had), or Redis refused it before
 // running it. So it may be sent again even when it is not idempotent. A
-// script's own TRYAGAIN is given before it writes anything.
+// script's own TRYAGAIN is given before it writes anything; a function
+// (FCALL) that may write is refused NOREPLICAS before it runs.
 func NeverRan(err error) bool {
 	if err == nil {
 		return false
@@ -46,7 +48,7 @@ func NeverRan(err error) bool {
 		return true
 	}
 	return errors.Is(err, redis.ErrPoolTimeout) || errors.Is(err, redis.ErrClosed) ||
-		hasPrefix(err, "CLUSTERDOWN", "TRYAGAIN", "LOADING", "MASTERDOWN", "READONLY", "max number of clients reached")
+		hasPrefix(err, "CLUSTERDOWN", "TRYAGAIN", "LOADING", "MASTERDOWN", "READONLY", "NOREPLICAS", "max number of clients reached")
 }
 
 // NewerLayout reports whether a script refused to touch a queue whose

@@ -39,7 +39,7 @@ func Parse(urls string) (Target, error) {
 	}
 	if len(seeds) == 1 {
 		node, err := redis.ParseURL(seeds[0])
-		if err != nil {
+		if err != nil || !userWhole(seeds[0]) {
 			return Target{}, ErrBadURL
 		}
 		return Target{Node: node}, nil
@@ -66,7 +66,7 @@ func clusterOptions(seeds []string) (*redis.ClusterOptions, error) {
 			return nil, fmt.Errorf("seed %d: %w", i+1, ErrBadURL)
 		}
 		opts, err := redis.ParseURL(seed)
-		if err != nil {
+		if err != nil || !userWhole(seed) {
 			return nil, fmt.Errorf("seed %d: %w", i+1, ErrBadURL)
 		}
 		if opts.DB != 0 {
@@ -90,20 +90,35 @@ func clusterOptions(seeds []string) (*redis.ClusterOptions, error) {
 
 // Mask is urls with every password hidden: a URL's own and, in a
 // Sentinel URL, the sentinels' (sentinel_password); a URL that does not
-// parse is not shown at all. It is what logs show of EMQ_REDIS_URL.
+// parse, or whose password does not parse whole, is not shown at all. It
+// is what logs show of EMQ_REDIS_URL.
 func Mask(urls string) string {
 	if isSentinel(strings.TrimSpace(urls)) {
 		return maskSentinel(strings.TrimSpace(urls))
 	}
 	parts := strings.Split(urls, ",")
 	for i, p := range parts {
-		if u, err := url.Parse(strings.TrimSpace(p)); err == nil {
+		if u, err := url.Parse(strings.TrimSpace(p)); err == nil && userWhole(p) {
 			parts[i] = u.Redacted()
 		} else {
 			parts[i] = "<unparseable>"
 		}
 	}
 	return strings.Join(parts, ",")
+}
+
+// userWhole reports whether raw, a URL, has no '@' past its scheme, or
+// parses with a user: an unescaped '#', '/' or '?' in a password makes a
+// URL parser end the host before the '@' and take the rest for a path,
+// query or fragment, so that the password would be dropped, or shown as
+// a path.
+func userWhole(raw string) bool {
+	_, rest, _ := strings.Cut(strings.TrimSpace(raw), "://")
+	if !strings.Contains(rest, "@") {
+		return true
+	}
+	u, err := url.Parse(strings.TrimSpace(raw))
+	return err == nil && u.User != nil
 }
 
 // DefaultSentinelPort is the port of a sentinel a Sentinel URL names
@@ -137,19 +152,26 @@ type sentinelURL struct {
 var sentinelQueryTaken = map[string]string{"master_name": "the path", "addr": "the host list",
 	"username": "the user part", "password": "the user part", "db": "the path"}
 
+// sentinelQueryRefused are the go-redis options that would send commands
+// to replicas, which refuse writes (go-redis's failover client panics at
+// two of them).
+var sentinelQueryRefused = []string{"replica_only", "route_randomly", "route_by_latency", "route_by_latency_tolerance", "use_disconnected_replicas"}
+
 // splitSentinel takes raw apart, without quoting it in an error.
 func splitSentinel(raw string) (sentinelURL, error) {
 	scheme, rest, _ := strings.Cut(raw, "://")
 	s := sentinelURL{scheme: sentinelSchemes[strings.ToLower(scheme)]}
+	if at := strings.LastIndex(rest, "@"); at >= 0 {
+		// The user part ends at the last '@', whatever it holds: a
+		// password's unescaped '#', '/' or '?' stays in the password.
+		user, err := userInfo(rest[:at])
+		if err != nil {
+			return s, err
+		}
+		s.user, rest = user, rest[at+1:]
+	}
 	rest, rawQuery, _ := strings.Cut(rest, "?")
 	hosts, path, _ := strings.Cut(rest, "/")
-	if at := strings.LastIndex(hosts, "@"); at >= 0 {
-		u, err := url.Parse("x://" + hosts[:at+1] + "h")
-		if err != nil {
-			return s, ErrBadURL
-		}
-		s.user, hosts = u.User, hosts[at+1:]
-	}
 	for _, h := range strings.Split(hosts, ",") {
 		addr, err := sentinelAddr(strings.TrimSpace(h))
 		if err != nil {
@@ -179,7 +201,26 @@ func splitSentinel(raw string) (sentinelURL, error) {
 			return s, fmt.Errorf("option %s: a Sentinel URL gives it in %s", name, where)
 		}
 	}
+	for _, name := range sentinelQueryRefused {
+		if s.query.Has(name) {
+			return s, fmt.Errorf("option %s: echo_mq writes, so it talks to the master alone", name)
+		}
+	}
 	return s, nil
+}
+
+// userInfo reads "user[:password]", each part %-escaped or not.
+func userInfo(text string) (*url.Userinfo, error) {
+	name, password, hasPassword := strings.Cut(text, ":")
+	name, err1 := url.PathUnescape(name)
+	password, err2 := url.PathUnescape(password)
+	if err1 != nil || err2 != nil {
+		return nil, ErrBadURL
+	}
+	if hasPassword {
+		return url.UserPassword(name, password), nil
+	}
+	return url.User(name), nil
 }
 
 // sentinelAddr is the host:port of one sentinel of the list, the default
@@ -238,6 +279,11 @@ func sentinelOptions(raw string) (*redis.FailoverOptions, error) {
 	}
 	if s.user != nil && s.user.Username() == "" {
 		opts.Username = "" // ":password@": the default user, as in a plain URL
+	}
+	if opts.TLSConfig != nil {
+		// go-redis names the first sentinel as every server's: each
+		// sentinel and data node is checked against its own address.
+		opts.TLSConfig.ServerName = ""
 	}
 	return opts, nil
 }

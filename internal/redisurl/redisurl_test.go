@@ -118,3 +118,61 @@ func TestMaskHidesEveryPassword(t *testing.T) {
 		}
 	}
 }
+
+// TestUnescapedPasswordsAreNeverMisread: a password with an unescaped '#',
+// '/' or '?' would make a URL parser end the host early and drop the
+// password or show it as a path. A plain URL with one is refused and not
+// shown; a Sentinel URL's user part ends at its last '@', so the password
+// is read whole.
+func TestUnescapedPasswordsAreNeverMisread(t *testing.T) {
+	t.Parallel()
+	for _, raw := range []string{
+		"redis://default:2024#Secret@redis.internal:6379/0",
+		"redis://default:12/34secret@redis.internal:6379",
+		"redis://default:99?topsecret@redis.internal:6379",
+		"redis://a:1,redis://default:12/34secret@b:6379",
+		"redis+sentinel://app:12/34secret@sentinel-1",
+	} {
+		if target, err := Parse(raw); err == nil {
+			t.Errorf("%s: accepted as %+v", raw, target)
+		}
+		if m := Mask(raw); strings.Contains(m, "ecret") {
+			t.Errorf("Mask(%s) = %s: the password shows", raw, m)
+		}
+	}
+	for raw, want := range map[string]string{
+		"redis+sentinel://app:12/34#se?cret@sentinel-1/emq": "12/34#se?cret",
+		"redis+sentinel://:p%40ss@sentinel-1/emq":           "p@ss",
+	} {
+		target, err := Parse(raw)
+		if err != nil || target.Sentinel.Password != want || target.Sentinel.MasterName != "emq" {
+			t.Errorf("%s: %+v, %v; want the password %q, master emq", raw, target.Sentinel, err, want)
+		}
+		if m := Mask(raw); strings.Contains(m, "cret") || strings.Contains(m, "ss@") {
+			t.Errorf("Mask(%s) = %s: the password shows", raw, m)
+		}
+	}
+}
+
+// TestSentinelTLSChecksEachServerByItsOwnName: go-redis would check every
+// sentinel's and data node's certificate against the first sentinel's
+// name; each is checked against its own address instead.
+func TestSentinelTLSChecksEachServerByItsOwnName(t *testing.T) {
+	t.Parallel()
+	target, err := Parse("rediss+sentinel://sentinel-1,sentinel-2,sentinel-3/emq")
+	if err != nil || target.Sentinel.TLSConfig == nil || target.Sentinel.TLSConfig.ServerName != "" {
+		t.Fatalf("%+v, %v; want TLS with no one server name", target.Sentinel, err)
+	}
+}
+
+// TestSentinelOptionsThatReadReplicasAreRefused: echo_mq writes, and
+// go-redis's failover client panics at two of these.
+func TestSentinelOptionsThatReadReplicasAreRefused(t *testing.T) {
+	t.Parallel()
+	for _, option := range sentinelQueryRefused {
+		raw := "redis+sentinel://s1/emq?" + option + "=true"
+		if _, err := Parse(raw); err == nil || !strings.Contains(err.Error(), option) {
+			t.Errorf("%s: %v, want an error naming %s", raw, err, option)
+		}
+	}
+}

@@ -7,12 +7,16 @@
 // so far, so it must follow them on the same connection: the hook appends
 // it to the pipeline that carries them (one WAIT covers every write a
 // pipeline of the auto-pipeliner carries, from many requests), and sends a
-// single write command as a pipeline of itself and its WAIT.
+// single write command as a pipeline of itself and its WAIT. A write made
+// on a connection of its own (Client.Conn, a transaction's Watch) would so
+// go on another: the service makes none.
 package replication
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -64,12 +68,12 @@ func (h Hook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 // ProcessPipelineHook appends WAIT to a pipeline that writes and, once it
 // has run, fails each write that fewer than Replicas replicas
 // acknowledged within Timeout with rediserr.ErrNotAcknowledged. A
-// MULTI/EXEC transaction, which must end with EXEC, goes unwaited: the
-// service uses one only for a log of push delivery errors, which answers
-// no request.
+// MULTI/EXEC transaction, which must end with EXEC (and comes after
+// ASKING when a Cluster redirects it), goes unwaited: the service uses
+// one only for a log of push delivery errors, which answers no request.
 func (h Hook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
-		if !h.anyWrites(cmds) || cmds[0].Name() == "multi" {
+		if !h.anyWrites(cmds) || slices.ContainsFunc(cmds, isMulti) {
 			return next(ctx, cmds)
 		}
 		wait := newWait(ctx, h.cfg)
@@ -88,15 +92,18 @@ func (h Hook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessP
 	}
 }
 
-// fail marks every write of cmds that succeeded as not acknowledged. A
-// write Redis refused keeps its error: a script refuses before it writes.
+// fail marks every write of cmds that succeeded (a nil reply too) as not
+// acknowledged. A write Redis refused keeps its error: a script refuses
+// before it writes.
 func (h Hook) fail(cmds []redis.Cmder, err error) {
 	for _, c := range cmds {
-		if c.Err() == nil && h.writes(c) {
+		if own := c.Err(); (own == nil || errors.Is(own, redis.Nil)) && h.writes(c) {
 			c.SetErr(err)
 		}
 	}
 }
+
+func isMulti(c redis.Cmder) bool { return c.Name() == "multi" }
 
 func (h Hook) anyWrites(cmds []redis.Cmder) bool {
 	for _, c := range cmds {
@@ -128,11 +135,22 @@ func (h Hook) writes(cmd redis.Cmder) bool {
 // replicas: the count it saw, or why it did not answer.
 func notAcknowledged(acked int64, werr error, cfg Config) error {
 	if werr != nil {
-		return fmt.Errorf("%w: WAIT failed: %v", rediserr.ErrNotAcknowledged, werr)
+		return unacknowledged{fmt.Sprintf("%v: WAIT failed: %v", rediserr.ErrNotAcknowledged, werr)}
 	}
-	return fmt.Errorf("%w: %d of the %d replicas EMQ_ACK_REPLICAS asks for had it within %s",
-		rediserr.ErrNotAcknowledged, acked, cfg.Replicas, cfg.Timeout)
+	return unacknowledged{fmt.Sprintf("%v: %d of the %d replicas EMQ_ACK_REPLICAS asks for had it within %s",
+		rediserr.ErrNotAcknowledged, acked, cfg.Replicas, cfg.Timeout)}
 }
+
+// unacknowledged is rediserr.ErrNotAcknowledged with what WAIT saw. It is
+// marked a Redis reply (RedisError): Redis answered every command of the
+// pipeline, and the connection is sound. Without the mark the
+// auto-pipeliner would take it for a broken connection and fail the
+// batch's later chunks without sending them.
+type unacknowledged struct{ msg string }
+
+func (e unacknowledged) Error() string { return e.msg }
+func (unacknowledged) RedisError()     {}
+func (unacknowledged) Unwrap() error   { return rediserr.ErrNotAcknowledged }
 
 // waitCmd is a WAIT that go-redis must never resend on its own: resent
 // on another connection (a Cluster retries a failed pipeline by node), it
@@ -152,8 +170,9 @@ func newWait(ctx context.Context, cfg Config) waitCmd {
 // each against the flags COMMAND INFO gives. Every other command is taken
 // for a write.
 var readOnlyCommands = setOf(
-	// connection and server
-	"auth", "hello", "ping", "echo", "select", "client", "info", "time", "command", "config", "dbsize",
+	// connection and server (WATCH and UNWATCH: the connection's own
+	// state, so a transaction's WATCH stays on the transaction's connection)
+	"watch", "unwatch", "auth", "hello", "ping", "echo", "select", "client", "info", "time", "command", "config", "dbsize",
 	"memory", "role", "readonly", "readwrite", "cluster", "asking", "wait", "quit", "reset", "slowlog",
 	"latency", "lastsave",
 	// keys

@@ -16,11 +16,13 @@ import (
 
 	"github.com/echo-mq/echo_mq/internal/rediserr"
 	"github.com/echo-mq/echo_mq/internal/redistest"
+	"github.com/echo-mq/echo_mq/lua"
 )
 
 func TestMain(m *testing.M) { os.Exit(redistest.Run(m)) }
 
-// readScript is a script the tests' Config calls read-only.
+// readScript is a script the tests' Config calls read-only, besides
+// echo_mq's own (lua.ReadOnly).
 const readScript = "return redis.call('GET', KEYS[1])"
 
 // pair starts a master and one replica of it, and returns a client of the
@@ -46,7 +48,7 @@ func pair(t *testing.T, timeout time.Duration) (rdb *redis.Client, master, repli
 	}
 	rdb = redis.NewClient(&redis.Options{Addr: master.Addr, MaxRetries: -1})
 	t.Cleanup(func() { _ = rdb.Close() })
-	Install(rdb, Config{Replicas: 1, Timeout: timeout, ReadOnlyScript: func(s string) bool { return s == readScript }})
+	Install(rdb, Config{Replicas: 1, Timeout: timeout, ReadOnlyScript: func(s string) bool { return s == readScript || lua.ReadOnly(s) }})
 	return rdb, master, replica
 }
 
