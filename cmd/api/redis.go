@@ -49,17 +49,13 @@ func connect(cfg config, log *slog.Logger) (rdb redis.UniversalClient, master *m
 	switch {
 	case target.Node != nil:
 		opts := target.Node
-		trust(opts.TLSConfig, roots)
-		opts.MaxRetries = noRetries
-		opts.ReadTimeout = readTimeout(opts.ReadTimeout, cfg)
+		harden(cfg, roots, opts.TLSConfig, &opts.MaxRetries, &opts.ReadTimeout)
 		node := redis.NewClient(opts)
 		acked(node)
 		return node, nil, func() { _ = node.Close() }, nil
 	case target.Sentinel != nil:
 		opts := target.Sentinel
-		trust(opts.TLSConfig, roots)
-		opts.MaxRetries = noRetries
-		opts.ReadTimeout = readTimeout(opts.ReadTimeout, cfg)
+		harden(cfg, roots, opts.TLSConfig, &opts.MaxRetries, &opts.ReadTimeout)
 		node := redis.NewFailoverClient(opts)
 		master = &masterWatch{name: opts.MasterName, log: log}
 		node.AddHook(master)
@@ -67,15 +63,22 @@ func connect(cfg config, log *slog.Logger) (rdb redis.UniversalClient, master *m
 		return node, master, func() { _ = node.Close() }, nil
 	}
 	opts := target.Cluster
-	trust(opts.TLSConfig, roots)
-	opts.MaxRetries = noRetries
-	opts.ReadTimeout = readTimeout(opts.ReadTimeout, cfg)
+	harden(cfg, roots, opts.TLSConfig, &opts.MaxRetries, &opts.ReadTimeout)
 	cluster := redis.NewClusterClient(opts)
 	cluster.OnNewNode(func(node *redis.Client) {
 		node.AddHook(reloadOnDialFailure{cluster})
 		acked(node)
 	})
 	return cluster, nil, func() { _ = cluster.Close() }, nil
+}
+
+// harden sets what every kind of client the service makes takes from it:
+// the CAs a TLS connection trusts, no resending (noRetries), and a read
+// timeout that EMQ_ACK_TIMEOUT fits in.
+func harden(cfg config, roots *x509.CertPool, tlsConfig *tls.Config, maxRetries *int, read *time.Duration) {
+	trust(tlsConfig, roots)
+	*maxRetries = noRetries
+	*read = readTimeout(*read, cfg)
 }
 
 // readTimeout is the read timeout of the Redis client: the URL's

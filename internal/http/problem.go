@@ -159,12 +159,12 @@ func (s *server) writeProblem(w http.ResponseWriter, r *http.Request, err error)
 			"detail", p.Detail, "path", r.URL.Path)
 	case code == CodeUnavailable && errors.Is(err, rediserr.ErrNotAcknowledged):
 		// EMQ_ACK_REPLICAS: the master has the write, too few replicas do,
-		// so a failover could lose it; the caller repeats it, which every
-		// write allows (docs/design.md#acknowledged-writes).
+		// so a failover could lose it; the caller repeats it
+		// (docs/design.md#acknowledged-writes).
 		if s.cfg.Metrics != nil {
 			s.cfg.Metrics.RedisError()
 		}
-		p.Detail = "the write reached the Redis master but not enough replicas in time (EMQ_ACK_REPLICAS), so a failover could lose it; repeat it: every write is safe to repeat"
+		p.Detail = "the write reached the Redis master but not enough replicas in time (EMQ_ACK_REPLICAS), so a failover could lose it; repeat it (an enqueue with the same id, a complete with the same token)"
 		w.Header().Set("Retry-After", retryAfterSecond)
 		s.log.Warn("Write not acknowledged by the replicas", "error", err, "path", r.URL.Path)
 	case code == CodeUnavailable:
