@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -36,12 +38,12 @@ func TestAClusterTransactionAfterASKIsNotWaitedFor(t *testing.T) {
 		t.Fatal(err)
 	}
 	var dst string
-	for _, line := range splitLines(text) {
+	for _, line := range strings.Split(strings.TrimSpace(text), "\n") {
 		var id, addr, flags string
 		fmt.Sscan(line, &id, &addr, &flags)
-		addr = addr[:indexByte(addr, '@')]
+		addr, _, _ = strings.Cut(addr, "@")
 		nodes[addr] = id
-		if addr != src && dst == "" && contains(flags, "master") {
+		if addr != src && dst == "" && slices.Contains(strings.Split(flags, ","), "master") {
 			dst = addr
 		}
 	}
@@ -94,50 +96,4 @@ func TestAClusterTransactionAfterASKIsNotWaitedFor(t *testing.T) {
 	if v, err := get.Result(); v != "the value" || err != nil {
 		t.Errorf("GET %s on dst's pipeline connection: %q, %v; want \"the value\" (the connection is out of step)", other, v, err)
 	}
-}
-
-func splitLines(s string) []string {
-	var out []string
-	for len(s) > 0 {
-		i := indexByte(s, '\n')
-		if i < 0 {
-			out = append(out, s)
-			break
-		}
-		if i > 0 {
-			out = append(out, s[:i])
-		}
-		s = s[i+1:]
-	}
-	return out
-}
-
-func indexByte(s string, b byte) int {
-	for i := 0; i < len(s); i++ {
-		if s[i] == b {
-			return i
-		}
-	}
-	return -1
-}
-
-func contains(flags, f string) bool {
-	for _, x := range splitComma(flags) {
-		if x == f {
-			return true
-		}
-	}
-	return false
-}
-
-func splitComma(s string) []string {
-	var out []string
-	start := 0
-	for i := 0; i <= len(s); i++ {
-		if i == len(s) || s[i] == ',' {
-			out = append(out, s[start:i])
-			start = i + 1
-		}
-	}
-	return out
 }

@@ -29,7 +29,7 @@ func TestAnUnacknowledgedClaimGivesItsJobsBack(t *testing.T) {
 	queue := redistest.Queue(t)
 	leases := lease.NewService(rdb, prefix)
 	sweeps := stall.NewService(rdb, prefix)
-	if _, err := leases.Enqueue(ctx, queue, []lease.NewJob{{ID: "j1", Payload: json.RawMessage(`{}`)}}); err != nil {
+	if _, err := setUp(t, master, prefix).Enqueue(ctx, queue, []lease.NewJob{{ID: "j1", Payload: json.RawMessage(`{}`)}}); err != nil {
 		t.Fatal(err)
 	}
 	replica.Stop()
@@ -58,14 +58,14 @@ func TestAnUnacknowledgedClaimGivesItsJobsBack(t *testing.T) {
 // holder's cancellation check is answered while the replicas are away.
 func TestACancellationCheckIsARead(t *testing.T) {
 	t.Parallel()
-	rdb, _, replica := pair(t, 100*time.Millisecond)
+	rdb, master, replica := pair(t, 100*time.Millisecond)
 	ctx := context.Background()
 	queue := redistest.Queue(t)
-	leases := lease.NewService(rdb, "outage")
-	if _, err := leases.Enqueue(ctx, queue, []lease.NewJob{{ID: "j1", Payload: json.RawMessage(`{}`)}}); err != nil {
+	leases, setup := lease.NewService(rdb, "outage"), setUp(t, master, "outage")
+	if _, err := setup.Enqueue(ctx, queue, []lease.NewJob{{ID: "j1", Payload: json.RawMessage(`{}`)}}); err != nil {
 		t.Fatal(err)
 	}
-	claimed, err := leases.Claim(ctx, queue, lease.ClaimParams{})
+	claimed, err := setup.Claim(ctx, queue, lease.ClaimParams{})
 	if err != nil || len(claimed.Jobs) != 1 {
 		t.Fatalf("claim: %+v, %v", claimed, err)
 	}
@@ -91,4 +91,13 @@ func TestMinReplicasToWriteIsUnavailable(t *testing.T) {
 		t.Errorf("enqueue refused by min-replicas-to-write: %v; Unavailable %v, NeverRan %v; want an error that is both",
 			err, rediserr.Unavailable(err), rediserr.NeverRan(err))
 	}
+}
+
+// setUp is a lease service on master without the hook, for a test's
+// writes before the replica goes: a 100 ms WAIT may be too short for them
+// on a busy machine.
+func setUp(t *testing.T, master *redistest.Server, prefix string) *lease.Service {
+	plain := redis.NewClient(&redis.Options{Addr: master.Addr})
+	t.Cleanup(func() { _ = plain.Close() })
+	return lease.NewService(plain, prefix)
 }
