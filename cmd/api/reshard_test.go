@@ -133,6 +133,7 @@ func testLiveReshard(t *testing.T, grouped bool) {
 	// The load: producers until stopProducers, workers until stopWorkers.
 	workCtx, stopWorkers := context.WithCancel(context.Background())
 	prodCtx, stopProducers := context.WithCancel(workCtx)
+	idle := make(chan struct{}) // closed after the drain: the workers claim no more
 	var producers, workers sync.WaitGroup
 	defer func() { stopWorkers(); producers.Wait(); workers.Wait() }() // also when the test fails early
 	for p := range reshardProducers {
@@ -141,7 +142,7 @@ func testLiveReshard(t *testing.T, grouped bool) {
 	}
 	for w := range reshardWorkers {
 		workers.Add(1)
-		go func() { defer workers.Done(); r.work(workCtx, w) }()
+		go func() { defer workers.Done(); r.work(workCtx, idle, w) }()
 	}
 	loadBegan := time.Now()
 	whileProgressing(t, reshardStall, fmt.Sprintf("%d jobs completed before the first move", reshardWarmup),
@@ -175,8 +176,12 @@ func testLiveReshard(t *testing.T, grouped bool) {
 	if migrateErr == nil {
 		drained = r.drain(workCtx, &counts)
 	}
-	stopWorkers()
+	// The workers finish the calls they have begun: the drain can see a
+	// job completed before its worker has read the 200, and a call cut
+	// short would leave that job completed with no 200 seen.
+	close(idle)
 	workers.Wait()
+	stopWorkers()
 	drainedAt := time.Now()
 
 	r.logFigures(windows, loadBegan, producedAt, drainedAt, began)
@@ -454,18 +459,23 @@ func pick(id string, salt string, n uint32) bool {
 	return h.Sum32()%n == 0
 }
 
-// work claims up to 3 jobs at a time (a short long poll) until ctx ends,
-// and handles each: about one in five gets a lease extension first, about
-// one in six fails its first attempt (retried 100 ms later), and the rest
-// complete. Odd workers complete their last job with claim-next and work
-// on what it brought.
-func (r *reshardRun) work(ctx context.Context, w int) {
+// work claims up to 3 jobs at a time (a short long poll) until ctx ends
+// or, with no job in hand, idle is closed, and handles each: about one in
+// five gets a lease extension first, about one in six fails its first
+// attempt (retried 100 ms later), and the rest complete. Odd workers
+// complete their last job with claim-next and work on what it brought.
+func (r *reshardRun) work(ctx context.Context, idle <-chan struct{}, w int) {
 	q := "/queues/" + r.queue
 	var next []reshardJob
 	for ctx.Err() == nil {
 		jobs := next
 		next = nil
 		if len(jobs) == 0 {
+			select {
+			case <-idle:
+				return
+			default:
+			}
 			a, ok := r.repeat(ctx, "claim", "POST", q+"/claim",
 				fmt.Sprintf(`{"lease_ms":%d,"count":3,"wait_ms":100,"worker":"w%d"}`, reshardLeaseMs, w))
 			var got struct {
