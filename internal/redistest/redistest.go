@@ -152,6 +152,16 @@ func (s *Server) Stop() {
 func (s *Server) Restart(tb testing.TB) {
 	tb.Helper()
 	s.Stop()
+	if err := s.Start(); err != nil {
+		tb.Fatal("redistest: restart: ", err)
+	}
+}
+
+// Start starts a stopped server again on the same port, with the same
+// directory and arguments, and waits until it answers. It is for a test
+// that keeps Redis down for a while (Restart is Stop, then Start); it must
+// not run at the same time as Stop.
+func (s *Server) Start() error {
 	var err error
 	for range startTries {
 		if err = s.launch(); !errors.Is(err, errPortTaken) {
@@ -159,9 +169,7 @@ func (s *Server) Restart(tb testing.TB) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	if err != nil {
-		tb.Fatal("redistest: restart: ", err)
-	}
+	return err
 }
 
 var errPortTaken = errors.New("port taken")

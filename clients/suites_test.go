@@ -1,0 +1,122 @@
+package clients
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestPython installs clients/python offline into a fresh venv of each
+// Python in EMQ_TEST_PYTHONS (space-separated commands or paths; default
+// python3), as its README says, and runs its unittest suite there, on the
+// installed package.
+func TestPython(t *testing.T) {
+	t.Parallel()
+	pythons := strings.Fields(os.Getenv("EMQ_TEST_PYTHONS"))
+	if len(pythons) == 0 {
+		pythons = []string{"python3"}
+	}
+	h := startHarness(t)
+	for _, py := range pythons {
+		bin, err := exec.LookPath(py)
+		if err != nil {
+			t.Fatalf("%s: %v (script/bootstrap installs python3)", py, err)
+		}
+		version := strings.TrimSpace(run(t, "", nil, bin, "-c", "import platform; print(platform.python_version())"))
+		t.Run("python-"+version, func(t *testing.T) { testPython(t, h, bin) })
+	}
+}
+
+func testPython(t *testing.T, h *harness, python string) {
+	tmp := t.TempDir()
+	// A copy: an in-tree build writes build/ and *.egg-info beside the source.
+	src := filepath.Join(tmp, "src")
+	if err := os.CopyFS(src, os.DirFS(repoPath(t, "clients", "python"))); err != nil {
+		t.Fatal(err)
+	}
+	venv := filepath.Join(tmp, "venv")
+	run(t, tmp, nil, python, "-m", "venv", venv)
+	run(t, tmp, nil, filepath.Join(venv, "bin", "pip"), "install", "--no-build-isolation", "--no-index",
+		"--disable-pip-version-check", src)
+	py := filepath.Join(venv, "bin", "python")
+	where := strings.TrimSpace(run(t, tmp, nil, py, "-c", "import echo_mq; print(echo_mq.__file__)"))
+	if !strings.HasPrefix(where, venv+string(filepath.Separator)) {
+		t.Fatalf("echo_mq imports from %s, not from the venv %s", where, venv)
+	}
+	if _, err := os.Stat(filepath.Join(filepath.Dir(where), "py.typed")); err != nil {
+		t.Errorf("the installed package has no py.typed: %v", err)
+	}
+	out := run(t, tmp, h.env(), py, "-m", "unittest", "discover", "-v", "-s", filepath.Join(src, "tests"))
+	t.Logf("python -m unittest:\n%s", out)
+}
+
+// TestNode packs clients/node as npm publishes it, installs the tarball
+// into a fresh project, and runs its node:test suite there, on the
+// installed package.
+func TestNode(t *testing.T) {
+	t.Parallel()
+	for _, tool := range []string{"node", "npm"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Fatalf("%s: %v (script/bootstrap installs Node.js and npm)", tool, err)
+		}
+	}
+	h := startHarness(t)
+	pkg := repoPath(t, "clients", "node")
+	npm := []string{"npm_config_update_notifier=false", "npm_config_fund=false", "npm_config_audit=false"}
+	npmEnv := append(os.Environ(), npm...)
+	tmp := t.TempDir()
+	run(t, pkg, npmEnv, "npm", "ci")
+	packed := strings.Fields(run(t, pkg, npmEnv, "npm", "pack", "--silent", "--pack-destination", tmp))
+	if len(packed) == 0 {
+		t.Fatal("npm pack named no tarball")
+	}
+	tarball := filepath.Join(tmp, packed[len(packed)-1])
+
+	project := filepath.Join(tmp, "project")
+	if err := os.MkdirAll(project, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(project, "package.json"),
+		[]byte(`{"name": "emq-client-suite", "private": true, "type": "module"}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// --offline: a runtime dependency would have to come from the registry.
+	run(t, project, npmEnv, "npm", "install", "--offline", tarball)
+	if err := os.CopyFS(filepath.Join(project, "test"), os.DirFS(filepath.Join(pkg, "test"))); err != nil {
+		t.Fatal(err)
+	}
+	files, err := filepath.Glob(filepath.Join(project, "test", "*.test.mjs"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no test/*.test.mjs in clients/node (%v)", err)
+	}
+	out := run(t, project, h.env(), "node", append([]string{"--test", "--test-reporter=spec"}, files...)...)
+	t.Logf("node --test:\n%s", out)
+}
+
+// repoPath is the absolute path of a file of the repository.
+func repoPath(t *testing.T, parts ...string) string {
+	p, err := filepath.Abs(filepath.Join(append([]string{".."}, parts...)...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// run runs a command in dir (with env, or the test's environment when
+// nil) and returns what it printed; it fails the test, showing the
+// output, when the command fails.
+func run(t *testing.T, dir string, env []string, name string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(name, args...)
+	cmd.Dir, cmd.Env = dir, env
+	began := time.Now()
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s %s (in %s, %v): %v\n%s", name, strings.Join(args, " "), dir,
+			time.Since(began).Round(time.Millisecond), err, out)
+	}
+	return string(out)
+}
