@@ -22,6 +22,7 @@ type Client struct {
 	baseURL string
 	http    *http.Client
 	apiKey  string
+	signer  *signer // WithSigningKey's; when set, no key is sent
 }
 
 // Option configures a Client made by New.
@@ -149,15 +150,14 @@ func (c *Client) do(ctx context.Context, method, path string, body, out any, opt
 }
 
 func (c *Client) newRequest(ctx context.Context, method, path string, body any) (*http.Request, error) {
-	var r io.Reader
+	var b []byte
 	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
+		var err error
+		if b, err = json.Marshal(body); err != nil {
 			return nil, fmt.Errorf("client: %s %s: %w", method, path, err)
 		}
-		r = bytes.NewReader(b)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, c.baseURL+path, r)
+	req, err := http.NewRequestWithContext(ctx, method, c.baseURL+path, bytes.NewReader(b))
 	if err != nil {
 		return nil, fmt.Errorf("client: %w", err)
 	}
@@ -165,7 +165,12 @@ func (c *Client) newRequest(ctx context.Context, method, path string, body any) 
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	if c.apiKey != "" {
+	switch {
+	case c.signer != nil:
+		if err := c.signer.sign(ctx, req, b); err != nil {
+			return nil, fmt.Errorf("client: %s %s: %w", method, path, err)
+		}
+	case c.apiKey != "":
 		req.Header.Set("Authorization", "Bearer "+c.apiKey)
 	}
 	if tp := traceparentOf(ctx); tp != "" {
