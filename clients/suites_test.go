@@ -94,6 +94,22 @@ func TestNode(t *testing.T) {
 	}
 	out := run(t, project, h.env(), "node", append([]string{"--test", "--test-reporter=spec"}, files...)...)
 	t.Logf("node --test:\n%s", out)
+
+	// npm install <folder> links the folder itself: its committed dist/ is
+	// what the project imports.
+	linked := filepath.Join(tmp, "linked")
+	if err := os.MkdirAll(linked, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(linked, "package.json"),
+		[]byte(`{"name": "emq-linked", "private": true, "type": "module"}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run(t, linked, npmEnv, "npm", "install", "--offline", pkg)
+	if got := run(t, linked, nil, "node", "--input-type=module", "-e",
+		`import { Client } from "echo-mq"; console.log(new Client({ baseUrl: "http://127.0.0.1:1" }).constructor.name)`); strings.TrimSpace(got) != "Client" {
+		t.Errorf("a project that installed the folder clients/node imports %q, want Client", got)
+	}
 }
 
 // repoPath is the absolute path of a file of the repository.

@@ -1,0 +1,129 @@
+// Client: the calls of echo_mq's worker plane, each one request, and work(),
+// the worker loop built on them.
+import { ClaimedJob, defaultLeaseMs } from "./claimed-job.js";
+import { jobPath, queuePath } from "./paths.js";
+import { Signer } from "./signer.js";
+import { Transport } from "./transport.js";
+import { work } from "./work.js";
+/** defaultTimeoutMs bounds a request when ClientOptions.timeoutMs is not given. */
+export const defaultTimeoutMs = 30_000;
+/** logPageSize is how many lines logs() asks for a page: the most the service gives. */
+const logPageSize = 1000;
+/**
+ * Client calls one echo_mq service. Make one and share it: it holds no
+ * connection of its own (Node's fetch pools them), and when it signs it must
+ * be the one signer of its key in the process, so that it never sends the
+ * same signature twice.
+ */
+export class Client {
+    /** timeoutMs bounds each request, as ClientOptions.timeoutMs says. */
+    timeoutMs;
+    #transport;
+    /** Throws a TypeError for a baseUrl that is not http:// or https:// with a host. */
+    constructor(options) {
+        this.timeoutMs = options.timeoutMs ?? defaultTimeoutMs;
+        this.#transport = new Transport(parseBaseUrl(options.baseUrl), authOf(options), this.timeoutMs);
+    }
+    /**
+     * request sends one request to any route of the API, such as
+     * `request("POST", "/queues/emails/pause")`, authenticated as every call
+     * is, and returns the answer's JSON. It throws the EmqError of a refusal,
+     * and a TypeError for a path that does not start with "/".
+     */
+    request(method, path, options = {}) {
+        if (!path.startsWith("/")) {
+            return Promise.reject(new TypeError(`echo-mq: path ${JSON.stringify(path)}: want one that starts with "/"`));
+        }
+        return this.#transport.send(method, path, options);
+    }
+    /**
+     * enqueue adds a job with `payload` (any JSON value) and the options of
+     * the API (`id`, `priority`, `delay_ms`, `max_attempts`, `backoff`, ...).
+     * With an id that is taken, it answers the job that has it, and adds none.
+     */
+    enqueue(queue, payload, options = {}) {
+        return this.request("POST", `${queuePath(queue)}/jobs`, { body: { ...options, payload } });
+    }
+    /** enqueueMany adds up to 1000 jobs in one atomic step, and answers them in order. */
+    async enqueueMany(queue, jobs) {
+        const answer = await this.request("POST", `${queuePath(queue)}/jobs/batch`, { body: { jobs } });
+        return answer.jobs;
+    }
+    /**
+     * claim leases up to `count` jobs, waiting up to `waitMs` for one to come
+     * (a long poll), and answers them, each with its token; [] when none came.
+     */
+    async claim(queue, options = {}) {
+        const body = { count: options.count, lease_ms: options.leaseMs, wait_ms: options.waitMs, worker: options.worker };
+        const answer = await this.request("POST", `${queuePath(queue)}/claim`, {
+            body,
+            timeoutMs: this.timeoutMs + (options.waitMs ?? 0),
+            signal: options.signal,
+        });
+        return answer.jobs.map((job) => new ClaimedJob(this, job, options.leaseMs ?? defaultLeaseMs));
+    }
+    /** get reads a job. */
+    get(queue, id) {
+        return this.request("GET", jobPath(queue, id));
+    }
+    /**
+     * cancel cancels a job: a pending or delayed one at once (its state is
+     * then cancelled), an active one by asking its holder to stop (its state
+     * stays active, with cancel_requested, until the holder reports).
+     */
+    cancel(queue, id, options = {}) {
+        return this.request("POST", `${jobPath(queue, id)}/cancel`, { body: { reason: options.reason } });
+    }
+    /** logs reads every line of a job's log, oldest first (a job keeps its last 1,000). */
+    async logs(queue, id) {
+        const lines = [];
+        let cursor;
+        for (;;) {
+            const query = new URLSearchParams({ limit: String(logPageSize), ...(cursor === undefined ? {} : { cursor }) });
+            const page = await this.request("GET", `${jobPath(queue, id)}/logs?${query}`);
+            lines.push(...page.lines);
+            if (page.lines.length < logPageSize || page.next_cursor === cursor) {
+                return lines;
+            }
+            cursor = page.next_cursor;
+        }
+    }
+    /**
+     * work claims jobs of `queue` and runs `handler` on each until
+     * `options.signal` aborts: see WorkOptions and the README for what it
+     * does with each outcome. It resolves once the signal aborted and the
+     * jobs in hand were finished and reported; it rejects, once the jobs in
+     * hand are finished, when a claim is refused for good (a wrong key, 400,
+     * 401, 403).
+     */
+    work(queue, handler, options = {}) {
+        return work(this, queue, handler, options);
+    }
+}
+/** parseBaseUrl checks that raw is an http or https URL with a host and no query or fragment, and drops a trailing slash. */
+function parseBaseUrl(raw) {
+    let url;
+    try {
+        url = new URL(raw);
+    }
+    catch {
+        throw new TypeError(`echo-mq: base URL ${JSON.stringify(raw)}: want http://host:port or https://host`);
+    }
+    if ((url.protocol !== "http:" && url.protocol !== "https:") || url.hostname === "") {
+        throw new TypeError(`echo-mq: base URL ${JSON.stringify(raw)}: want http://host:port or https://host`);
+    }
+    if (url.search !== "" || url.hash !== "") {
+        throw new TypeError(`echo-mq: base URL ${JSON.stringify(raw)}: want no query or fragment`);
+    }
+    return url.href.replace(/\/+$/, "");
+}
+/** authOf is how a client's requests are authenticated: signed when a signing key is given. */
+function authOf(options) {
+    if (options.signingKey) {
+        return { kind: "signed", signer: new Signer(options.signingKey) };
+    }
+    if (options.key) {
+        return { kind: "bearer", key: options.key };
+    }
+    return { kind: "none" };
+}

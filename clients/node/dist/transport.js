@@ -1,0 +1,117 @@
+// One HTTP request to the service: authenticated (a bearer key, or signed),
+// bounded by a timeout, its answer read whole, and turned into the answer's
+// JSON or an EmqError.
+import { ConnectionFailed, errorOfAnswer } from "./errors.js";
+import { Signer } from "./signer.js";
+/** Transport sends requests to one service. */
+export class Transport {
+    #baseUrl;
+    #auth;
+    #timeoutMs;
+    constructor(baseUrl, auth, timeoutMs) {
+        this.#baseUrl = baseUrl;
+        this.#auth = auth;
+        this.#timeoutMs = timeoutMs;
+    }
+    /** timeoutMs is the client's bound on a request. */
+    get timeoutMs() {
+        return this.#timeoutMs;
+    }
+    /**
+     * send sends one request to path (with its query) and returns the answer's
+     * JSON (undefined for an empty body). It throws the EmqError of an answer
+     * that is not 2xx, ConnectionFailed when no whole answer came in time, the
+     * signal's reason when the signal aborted it, and a TypeError, before
+     * anything is sent, for a body that is not JSON (a BigInt, a cycle).
+     */
+    async send(method, path, options = {}) {
+        const body = options.body === undefined ? "" : jsonOf(options.body);
+        const url = new URL(this.#baseUrl + path);
+        const headers = { Accept: "application/json", ...options.headers };
+        if (options.body !== undefined) {
+            headers["Content-Type"] = "application/json";
+        }
+        Object.assign(headers, await this.#authHeaders(method, url.pathname + url.search, body));
+        const timeoutMs = options.timeoutMs ?? this.#timeoutMs;
+        const { status, text, retryAfter } = await exchange(url, { method, headers, body: body || undefined }, timeoutMs, options.signal);
+        if (status < 200 || status > 299) {
+            throw errorOfAnswer(status, text, retryAfterSeconds(retryAfter));
+        }
+        return (text ? JSON.parse(text) : undefined);
+    }
+    async #authHeaders(method, target, body) {
+        switch (this.#auth.kind) {
+            case "bearer":
+                return { Authorization: `Bearer ${this.#auth.key}` };
+            case "signed":
+                return this.#auth.signer.headers(method, target, body);
+            case "none":
+                return {};
+        }
+    }
+}
+/**
+ * exchange sends a request and reads its whole answer within timeoutMs: Node's
+ * fetch alone would wait minutes for a silent server. A failed connection or
+ * the timeout throws ConnectionFailed; an abort of signal throws its reason.
+ */
+async function exchange(url, init, timeoutMs, signal) {
+    signal?.throwIfAborted();
+    const controller = new AbortController();
+    const timedOut = new Error(`no answer within ${timeoutMs / 1000}s`);
+    const timer = setTimeout(() => controller.abort(timedOut), timeoutMs);
+    const onAbort = () => controller.abort(signal?.reason);
+    signal?.addEventListener("abort", onAbort, { once: true });
+    try {
+        const response = await fetch(url, { ...init, signal: controller.signal });
+        const text = await response.text();
+        return { status: response.status, text, retryAfter: response.headers.get("Retry-After") };
+    }
+    catch (err) {
+        if (signal?.aborted) {
+            throw signal.reason;
+        }
+        if (controller.signal.reason === timedOut) {
+            throw new ConnectionFailed(`${init.method} ${url.pathname}: no answer within ${timeoutMs / 1000}s`, { cause: err });
+        }
+        throw new ConnectionFailed(`${init.method} ${url.pathname}: ${causeOf(err)}`, { cause: err });
+    }
+    finally {
+        clearTimeout(timer);
+        signal?.removeEventListener("abort", onAbort);
+    }
+}
+/** causeOf names why fetch failed: the system error's code (ECONNREFUSED, ECONNRESET) when it has one. */
+function causeOf(err) {
+    const cause = err?.cause;
+    if (typeof cause?.code === "string") {
+        return cause.code;
+    }
+    if (typeof cause?.message === "string") {
+        return cause.message;
+    }
+    return err instanceof Error ? err.message : String(err);
+}
+/** jsonOf is the JSON text of a request body, refusing a value JSON.stringify would drop (a function). */
+function jsonOf(value) {
+    const json = JSON.stringify(value);
+    if (json === undefined) {
+        throw new TypeError(`a request body must be a JSON value, not ${typeof value}`);
+    }
+    return json;
+}
+/**
+ * retryAfterSeconds reads a Retry-After header: seconds (the form the service
+ * sends) or an HTTP date. It is undefined when absent, unreadable or past.
+ */
+function retryAfterSeconds(value) {
+    const text = (value ?? "").trim();
+    if (/^\d+$/.test(text)) {
+        return Number(text) > 0 ? Number(text) : undefined;
+    }
+    const at = Date.parse(text);
+    if (Number.isNaN(at) || at <= Date.now()) {
+        return undefined;
+    }
+    return Math.ceil((at - Date.now()) / 1000);
+}

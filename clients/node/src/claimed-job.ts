@@ -1,0 +1,155 @@
+// A job a claim handed out, with the calls only its holder may make: each is
+// fenced by the claim's token, so once the job is no longer this holder's
+// they answer 409 EMQSTALE (or 404 EMQGONE for a removed job).
+
+import type { Client } from "./client.js";
+import { Gone, Stale } from "./errors.js";
+import { jobPath } from "./paths.js";
+import type { ExtendResponse, Job, LogAppendResponse } from "./types.js";
+
+/** defaultLeaseMs is the lease a claim asks for when none is given: the service's own default. */
+export const defaultLeaseMs = 30_000;
+
+/** ExtendOptions shape a checkpoint. */
+export interface ExtendOptions {
+  /** leaseMs is the new lease, from the service's now: by default the lease the job was claimed with. */
+  leaseMs?: number;
+  /** progress is any JSON value, stored on the job (the latest wins). */
+  progress?: unknown;
+  /** signal aborts the request. */
+  signal?: AbortSignal;
+}
+
+/** FailOptions say how to fail an attempt. */
+export interface FailOptions {
+  /** retryInMs retries the job after this long instead of after its backoff, attempts allowing. */
+  retryInMs?: number;
+  /** fatal makes the job dead at once, with no retry. */
+  fatal?: boolean;
+  /** minimal asks for the job without its payload and result (`Prefer: return=minimal`). */
+  minimal?: boolean;
+}
+
+/**
+ * ClaimedJob is a job this holder leased with a claim: the job as the claim
+ * answered it (`data`), and its extend, complete, fail, snooze and log. A call
+ * answered 409 EMQSTALE or 404 EMQGONE marks the job `lost`; an extend
+ * answered with a cancel request records it (`cancelled()`, `cancelReason`).
+ */
+export class ClaimedJob {
+  /** id is the job's id. */
+  readonly id: string;
+  /** queue is the queue it was claimed from. */
+  readonly queue: string;
+  /** payload is the job's payload, the JSON value it was enqueued with. */
+  readonly payload: unknown;
+  /** token fences every call of this holder on the job. */
+  readonly token: number;
+  /** attempts counts the job's attempts, this one included. */
+  readonly attempts: number;
+  /** data is the whole job as the claim answered it. */
+  readonly data: Job;
+
+  readonly #client: Client;
+  readonly #leaseMs: number;
+  #cancelReason: string | undefined;
+  #lost = false;
+
+  /**
+   * Makes the handle of a job a claim gave out (with its token). `leaseMs`,
+   * the lease it was claimed with, is what extend asks for by default.
+   */
+  constructor(client: Client, data: Job, leaseMs = defaultLeaseMs) {
+    if (data.token === undefined) {
+      throw new TypeError(`job ${data.id} has no token: only a claim's answer holds one`);
+    }
+    this.id = data.id;
+    this.queue = data.queue;
+    this.payload = data.payload;
+    this.token = data.token;
+    this.attempts = data.attempts;
+    this.data = data;
+    this.#client = client;
+    this.#leaseMs = leaseMs;
+  }
+
+  /** cancelReason is the reason of the cancel an extend saw ("" when none was given), undefined before one. */
+  get cancelReason(): string | undefined {
+    return this.#cancelReason;
+  }
+
+  /** lost is true once a call answered 409 EMQSTALE or 404 EMQGONE: the job is no longer this holder's. */
+  get lost(): boolean {
+    return this.#lost;
+  }
+
+  /** cancelled is true once an extend saw a cancel request, or the job was lost: stop working it. */
+  cancelled(): boolean {
+    return this.#cancelReason !== undefined || this.#lost;
+  }
+
+  /**
+   * extend checkpoints the job: the lease then ends `leaseMs` after the
+   * service's now, and `progress`, when given, is stored. Its answer says
+   * whether a cancel was requested, which the job records. It gives up after
+   * a third of the lease (ConnectionFailed), so that a hung extend is sent
+   * again before the lease lapses.
+   */
+  async extend(options: ExtendOptions = {}): Promise<ExtendResponse> {
+    const leaseMs = options.leaseMs ?? this.#leaseMs;
+    const answer = await this.#call<ExtendResponse>("lease", { token: this.token, lease_ms: leaseMs, progress: options.progress }, {
+      timeoutMs: Math.min(this.#client.timeoutMs, Math.max(1, Math.floor(leaseMs / 3))),
+      signal: options.signal,
+    });
+    if (answer.cancel_requested) {
+      this.#cancelReason = answer.cancel_reason ?? "";
+    }
+    return answer;
+  }
+
+  /** complete finishes the job with `result` (any JSON value; undefined for none). */
+  complete(result?: unknown, options: { minimal?: boolean } = {}): Promise<Job> {
+    return this.#call<Job>("complete", { token: this.token, result }, { headers: minimalHeader(options.minimal) });
+  }
+
+  /**
+   * fail reports that the attempt failed with `error` (kept as the job's
+   * last_error): the service retries the job with its backoff, or makes it
+   * dead when no attempt is left, or cancelled when a cancel was requested.
+   */
+  fail(error: string, options: FailOptions = {}): Promise<Job> {
+    const body = { token: this.token, error, retry_in_ms: options.retryInMs, fatal: options.fatal };
+    return this.#call<Job>("fail", body, { headers: minimalHeader(options.minimal) });
+  }
+
+  /**
+   * snooze puts the job back for `delayMs` (pending at once for 0) without
+   * spending its attempt; a job whose cancel was requested is cancelled
+   * instead. The token holds nothing afterwards.
+   */
+  snooze(delayMs: number): Promise<Job> {
+    return this.#call<Job>("snooze", { token: this.token, delay_ms: delayMs });
+  }
+
+  /** log appends lines to the job's log (1 to 1,000 a call, each at most 2,048 bytes). */
+  log(...lines: string[]): Promise<LogAppendResponse> {
+    return this.#call<LogAppendResponse>("logs", { token: this.token, lines });
+  }
+
+  /** #call sends a holder's call to the job's route `verb`, and marks the job lost on Stale or Gone. */
+  async #call<T>(verb: string, body: unknown, options: { timeoutMs?: number; signal?: AbortSignal | undefined; headers?: Record<string, string> } = {}): Promise<T> {
+    try {
+      return await this.#client.request<T>("POST", `${jobPath(this.queue, this.id)}/${verb}`, { ...options, body });
+    } catch (err) {
+      if (err instanceof Stale || err instanceof Gone) {
+        this.#lost = true;
+      }
+      throw err;
+    }
+  }
+}
+
+/** minimalHeader asks, when minimal, for an answer without the job's payload and result. */
+function minimalHeader(minimal: boolean | undefined): Record<string, string> {
+  return minimal ? { Prefer: "return=minimal" } : {};
+}

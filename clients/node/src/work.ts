@@ -1,0 +1,189 @@
+// work(): the worker loop, as the Go client's Work and examples/node/worker.mjs
+// run it: long-poll claims for the free slots, a heartbeat beside each
+// handler, the outcome reported, retries with backoff, and a clean stop.
+
+import { hostname } from "node:os";
+import { Backoff, backingOff, isRetryable, sleep } from "./backoff.js";
+import type { ClaimedJob } from "./claimed-job.js";
+import type { Client } from "./client.js";
+import { errorText } from "./errors.js";
+import { Heartbeat } from "./heartbeat.js";
+import { type Log, type Logger, completeLogger, consoleWarnings } from "./logger.js";
+import { type Outcome, report } from "./report.js";
+
+/**
+ * Handler does the work of one job and returns its result (any JSON value;
+ * undefined for none), or a promise of it. It throws to fail the attempt:
+ * Fatal to make the job dead at once, Snooze to put it back for later without
+ * spending the attempt, anything else to have it retried with its backoff.
+ *
+ * `signal` aborts when the job must stop: its reason is Cancelled (with the
+ * cancel's reason) when someone cancelled the job, or the Stale or Gone error
+ * that said the job is no longer this worker's. Check it at safe points
+ * (`signal.throwIfAborted()`) or pass it to what takes one (fetch, timers). It
+ * does not abort when work() is told to stop: the jobs in hand are finished.
+ */
+export type Handler = (job: ClaimedJob, signal: AbortSignal) => unknown;
+
+/** WorkOptions shape work(). */
+export interface WorkOptions {
+  /** concurrency is how many jobs run at once (default 1): work() never holds more. */
+  concurrency?: number;
+  /**
+   * signal stops the loop: no more claims, and work() resolves once the jobs
+   * in hand are finished and reported. A claim already waiting is let answer
+   * (within waitMs), and the jobs it brings are worked too: a claim cut short
+   * could leave a job leased to nobody until its lease lapses.
+   */
+  signal?: AbortSignal;
+  /** leaseMs is the lease each claim and extend asks for (default 30 s); the lease is extended every third of it. */
+  leaseMs?: number;
+  /** waitMs is how long each claim waits for a job (default 10 s, at most 30 s). */
+  waitMs?: number;
+  /** worker is the worker's name, kept on the jobs it claims (default "node-<host>-<pid>"). */
+  worker?: string;
+  /** logger takes what work() logs (default: warnings and errors to the console). */
+  logger?: Logger;
+}
+
+/** The defaults of WorkOptions. */
+const defaultWorkLeaseMs = 30_000;
+const defaultWaitMs = 10_000;
+const longestWaitMs = 30_000;
+/** idlePauseMs is the pause between empty claims when waitMs is 0, so that polling without a wait does not spin. */
+const idlePauseMs = 1000;
+
+/**
+ * work runs the loop of Client.work: it resolves once `options.signal`
+ * aborted and the jobs in hand were reported, and rejects with the error of a
+ * claim refused for good, once the jobs in hand were reported.
+ */
+export function work(client: Client, queue: string, handler: Handler, options: WorkOptions = {}): Promise<void> {
+  return new WorkLoop(client, queue, handler, options).run();
+}
+
+/** WorkLoop is one call of work(). */
+class WorkLoop {
+  readonly #client: Client;
+  readonly #queue: string;
+  readonly #handler: Handler;
+  readonly #concurrency: number;
+  readonly #leaseMs: number;
+  readonly #waitMs: number;
+  readonly #worker: string;
+  readonly #log: Log;
+  readonly #stop: AbortSignal;
+  /** The jobs in hand: each promise settles once its job was reported. */
+  readonly #inHand = new Set<Promise<void>>();
+  /** #slotFreed wakes the claim loop waiting for a free slot. */
+  #slotFreed: (() => void) | undefined;
+
+  constructor(client: Client, queue: string, handler: Handler, options: WorkOptions) {
+    this.#client = client;
+    this.#queue = queue;
+    this.#handler = handler;
+    this.#concurrency = Math.max(1, Math.floor(options.concurrency ?? 1));
+    this.#leaseMs = options.leaseMs ?? defaultWorkLeaseMs;
+    this.#waitMs = Math.min(Math.max(0, options.waitMs ?? defaultWaitMs), longestWaitMs);
+    this.#worker = options.worker ?? `node-${hostname()}-${process.pid}`;
+    this.#log = completeLogger(options.logger ?? consoleWarnings);
+    this.#stop = options.signal ?? new AbortController().signal;
+  }
+
+  /** run claims and works jobs until stopped or refused, then waits for the jobs in hand. */
+  async run(): Promise<void> {
+    const wake = () => this.#slotFreed?.();
+    this.#stop.addEventListener("abort", wake, { once: true });
+    let refusal: unknown;
+    try {
+      refusal = await this.#claimLoop();
+    } finally {
+      this.#stop.removeEventListener("abort", wake);
+      await Promise.all(this.#inHand);
+    }
+    this.#log.info(`stopped working ${this.#queue}`);
+    if (refusal !== undefined) {
+      throw refusal;
+    }
+  }
+
+  /**
+   * #claimLoop claims jobs for the free slots and starts each, until stopped
+   * (it returns undefined) or a claim is refused in a way asking again cannot
+   * mend (it returns that error): a wrong key, a queue name or an option the
+   * service refuses.
+   */
+  async #claimLoop(): Promise<unknown> {
+    const backoff = new Backoff();
+    while (await this.#freeSlot()) {
+      let jobs: ClaimedJob[];
+      try {
+        jobs = await this.#client.claim(this.#queue, {
+          count: this.#concurrency - this.#inHand.size,
+          leaseMs: this.#leaseMs,
+          waitMs: this.#waitMs,
+          worker: this.#worker,
+        });
+        backoff.reset();
+      } catch (err) {
+        if (this.#stop.aborted) {
+          break;
+        }
+        if (isRetryable(err)) {
+          const pause = backoff.pauseMs(err);
+          this.#log.warn(backingOff(pause, err));
+          await sleep(pause, this.#stop);
+          continue;
+        }
+        this.#log.error(`claim from ${this.#queue} refused: ${errorText(err)}`);
+        return err;
+      }
+      const claimedAt = Date.now();
+      for (const job of jobs) {
+        this.#start(job, claimedAt);
+      }
+      if (jobs.length === 0 && this.#waitMs === 0) {
+        await sleep(idlePauseMs, this.#stop);
+      }
+    }
+    this.#log.info(`stopping: finishing ${this.#inHand.size} job(s) in hand`);
+    return undefined;
+  }
+
+  /** #freeSlot waits until fewer jobs than concurrency are in hand, and reports false instead once stopped. */
+  async #freeSlot(): Promise<boolean> {
+    while (!this.#stop.aborted && this.#inHand.size >= this.#concurrency) {
+      await new Promise<void>((resolve) => (this.#slotFreed = resolve));
+      this.#slotFreed = undefined;
+    }
+    return !this.#stop.aborted;
+  }
+
+  /** #start runs a job in a slot of its own, which frees when the job is reported. */
+  #start(job: ClaimedJob, claimedAt: number): void {
+    const running = this.#run(job, claimedAt).finally(() => {
+      this.#inHand.delete(running);
+      this.#slotFreed?.();
+    });
+    this.#inHand.add(running);
+  }
+
+  /** #run runs the handler on job, with a heartbeat beside it, then reports its outcome; it never rejects. */
+  async #run(job: ClaimedJob, claimedAt: number): Promise<void> {
+    this.#log.info(`claimed job ${job.id} (attempt ${job.attempts})`);
+    try {
+      const handlerAbort = new AbortController();
+      const heartbeat = new Heartbeat(job, this.#leaseMs, claimedAt, handlerAbort, this.#log);
+      let outcome: Outcome;
+      try {
+        outcome = { value: await this.#handler(job, handlerAbort.signal) };
+      } catch (error) {
+        outcome = { error };
+      }
+      await heartbeat.stop();
+      await report(job, outcome, heartbeat.leaseEnd, heartbeat.lostBy, this.#log);
+    } catch (err) {
+      this.#log.error(`job ${job.id}: ${errorText(err)}`);
+    }
+  }
+}
