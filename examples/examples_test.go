@@ -10,7 +10,11 @@ import (
 	"github.com/echo-mq/echo_mq/internal/servicetest"
 )
 
-func TestMain(m *testing.M) { os.Exit(servicetest.Main(m, &serviceBin)) }
+func TestMain(m *testing.M) {
+	code := servicetest.Main(m, &serviceBin)
+	builds.removeAll()
+	os.Exit(code)
+}
 
 // TestWorkers runs, for each language, its producer and its worker against
 // the service on a real redis-server, through every case of the contract

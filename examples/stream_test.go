@@ -114,7 +114,10 @@ func checkLost(t *testing.T, svc service, w *worker, q, id string) {
 	t.Helper()
 	w.waitLogged(t, "claimed "+id, 10*time.Second)
 	svc.mustCall(t, "DELETE", "/queues/"+q+"/jobs/"+id+"?force=true", "", 200, nil)
-	w.waitLogged(t, "lost "+id, 10*time.Second)
+	w.until(t, 10*time.Second, fmt.Sprintf("the worker logs %q", "lost "+id), func() bool {
+		w.checkRunning(t)
+		return slices.ContainsFunc(w.lines(), func(l string) bool { return l == "lost "+id || strings.HasPrefix(l, "lost "+id+": ") })
+	})
 }
 
 // checkNoReport checks, once the worker has exited, that it sent no

@@ -21,14 +21,18 @@ type language struct {
 	name     string           // the folder, and the "by" of its results
 	tools    []string         // the commands it needs on PATH
 	build    func(*testing.T) // builds the worker before it runs, when it needs that
+	binDir   func() string    // a directory to put first on PATH once built, or nil
 	worker   []string         // the worker's command, run in the folder
 	producer []string         // the producer's command, run in the folder
 }
 
 var (
-	python = language{name: "python", tools: []string{"python3"},
+	// The Python examples run in a venv with the echo-mq package installed,
+	// the Node ones on the package linked into examples/node/node_modules.
+	python = language{name: "python", tools: []string{"python3"}, build: func(t *testing.T) { installPython(t) },
+		binDir: func() string { return pythonInstall.dir },
 		worker: []string{"python3", "worker.py"}, producer: []string{"python3", "producer.py"}}
-	node = language{name: "node", tools: []string{"node"},
+	node = language{name: "node", tools: []string{"node", "npm"}, build: installNode,
 		worker: []string{"node", "worker.mjs"}, producer: []string{"node", "producer.mjs"}}
 	shell = language{name: "shell", tools: []string{"sh", "curl", "jq"},
 		worker: []string{"sh", "worker.sh"}, producer: []string{"sh", "producer.sh"}}
@@ -66,6 +70,33 @@ func aptPackage(tool string) string {
 	return tool
 }
 
+// env is the environment of the language's examples: exampleEnv's, with
+// its binDir first on PATH.
+func (l language) env(env ...string) []string {
+	out := exampleEnv(env...)
+	if l.binDir != nil {
+		out = append(out, "PATH="+l.binDir()+string(os.PathListSeparator)+os.Getenv("PATH")) // the last PATH wins
+	}
+	return out
+}
+
+// program is the path of the command name: binDir's when it has one, so
+// that python3 is the venv's (exec looks a name up on the test's own PATH,
+// not on the one it gives the command).
+func (l language) program(name string) string {
+	if l.binDir != nil {
+		if p := filepath.Join(l.binDir(), name); fileExists(p) {
+			return p
+		}
+	}
+	return name
+}
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
+
 // exampleEnv is the environment of an example: the test's own, without any
 // EMQ_ variable a developer may have set, plus env.
 func exampleEnv(env ...string) []string {
@@ -89,8 +120,8 @@ func (l language) produce(t *testing.T, env []string, args ...string) []string {
 func (l language) tryProduce(env []string, args ...string) ([]string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, l.producer[0], append(l.producer[1:], args...)...)
-	cmd.Dir, cmd.Env = l.name, exampleEnv(env...)
+	cmd := exec.CommandContext(ctx, l.program(l.producer[0]), append(l.producer[1:], args...)...)
+	cmd.Dir, cmd.Env = l.name, l.env(env...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
@@ -145,8 +176,8 @@ func (l language) startWorker(t *testing.T, env ...string) *worker {
 		t.Fatal(err)
 	}
 	defer logFile.Close()
-	w.cmd = exec.Command(l.worker[0], l.worker[1:]...)
-	w.cmd.Dir, w.cmd.Env = l.name, exampleEnv(append(env, "TMPDIR="+w.tmpDir)...)
+	w.cmd = exec.Command(l.program(l.worker[0]), l.worker[1:]...)
+	w.cmd.Dir, w.cmd.Env = l.name, l.env(append(env, "TMPDIR="+w.tmpDir)...)
 	// A file, not a pipe: Wait must not wait for a child the worker left
 	// holding the pipe (the test looks for those itself).
 	w.cmd.Stdout, w.cmd.Stderr = logFile, logFile

@@ -6,10 +6,16 @@ import { EmqError } from "./errors.js";
  * claims), and a call that got no answer (ConnectionFailed).
  */
 export declare function isRetryable(err: unknown): err is EmqError;
+/**
+ * isRetryableClaim tells the failures of a claim worth sending it again for:
+ * those of isRetryable and any other 5xx, since a claim changes nothing
+ * until it is answered (a 500 may be a proxy's, or pass).
+ */
+export declare function isRetryableClaim(err: unknown): err is EmqError;
 /** Backoff is the pause before retrying a call that failed in a retryable way; each loop keeps its own. */
 export declare class Backoff {
     #private;
-    /** pauseMs is how long to wait after err: its Retry-After when given, else 0.5 s doubling per call up to 30 s. */
+    /** pauseMs is how long to wait after err: its Retry-After when given, else 0.5 s doubling per call; never more than 30 s. */
     pauseMs(err: EmqError): number;
     /** reset starts the doubling again, after a call that succeeded. */
     reset(): void;

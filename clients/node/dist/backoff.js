@@ -16,13 +16,21 @@ export function isRetryable(err) {
     }
     return err instanceof EmqError && [429, 502, 503, 504].includes(err.status);
 }
+/**
+ * isRetryableClaim tells the failures of a claim worth sending it again for:
+ * those of isRetryable and any other 5xx, since a claim changes nothing
+ * until it is answered (a 500 may be a proxy's, or pass).
+ */
+export function isRetryableClaim(err) {
+    return isRetryable(err) || (err instanceof EmqError && err.status >= 500);
+}
 /** Backoff is the pause before retrying a call that failed in a retryable way; each loop keeps its own. */
 export class Backoff {
     #nextMs = firstPauseMs;
-    /** pauseMs is how long to wait after err: its Retry-After when given, else 0.5 s doubling per call up to 30 s. */
+    /** pauseMs is how long to wait after err: its Retry-After when given, else 0.5 s doubling per call; never more than 30 s. */
     pauseMs(err) {
         if (err.retryAfterSeconds !== undefined) {
-            return err.retryAfterSeconds * 1000;
+            return Math.min(err.retryAfterSeconds * 1000, longestPauseMs);
         }
         const pause = this.#nextMs;
         this.#nextMs = Math.min(pause * 2, longestPauseMs);

@@ -1,3 +1,4 @@
+export { isRetryable } from "./backoff.js";
 export { ClaimedJob, type ExtendOptions, type FailOptions } from "./claimed-job.js";
 export { Client, type CancelOptions, type ClaimOptions, type ClientOptions } from "./client.js";
 export { Busy, ConnectionFailed, EmqError, Forbidden, Gone, Internal, Invalid, MediaType, MethodNotAllowed, NotFound, Quota, Stale, TooLarge, Unauthorized, Unavailable, WrongState, } from "./errors.js";

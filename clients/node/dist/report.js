@@ -61,7 +61,7 @@ class Reporter {
     async complete(value) {
         try {
             await this.#retry("completing", () => this.#job.complete(value, { minimal: true }));
-            this.#log.info(`completed job ${this.#job.id}`);
+            this.#log.info(`completed ${this.#job.id}`);
         }
         catch (err) {
             if (!this.#settled(err, "completed")) {
@@ -73,11 +73,11 @@ class Reporter {
     async fail(error, fatal = false) {
         try {
             const job = await this.#retry("failing", () => this.#job.fail(error, { fatal, minimal: true }));
-            this.#logEnd(job, `failed job ${this.#job.id}: ${error} (now ${job.state})`);
+            this.#logEnd(job, `failed ${this.#job.id}: ${error}`);
         }
         catch (err) {
             if (!this.#settled(err, "failed")) {
-                this.#log.error(`fail of job ${this.#job.id} refused: ${errorText(err)}`);
+                this.#log.error(`fail ${this.#job.id} refused: ${errorText(err)}`);
             }
         }
     }
@@ -85,7 +85,7 @@ class Reporter {
     async snooze(delayMs) {
         try {
             const job = await this.#retry("snoozing", () => this.#job.snooze(delayMs));
-            this.#logEnd(job, `snoozed job ${this.#job.id} for ${delayMs} ms`);
+            this.#logEnd(job, `snoozed ${this.#job.id}: ${delayMs} ms`);
         }
         catch (err) {
             if (!this.#settled(err, "snoozed")) {
@@ -93,14 +93,18 @@ class Reporter {
             }
         }
     }
-    /** warnLost warns that the job was lost, by the answer that said so when known. */
+    /**
+     * warnLost warns that the job was lost, and what said so when known: "lost
+     * <id>: 409 EMQSTALE". Its result, if any, is dropped: the job is no longer
+     * this worker's to report.
+     */
     warnLost(by) {
-        this.#log.warn(`job ${this.#job.id} lost${by ? ` (${whyOf(by)})` : ""}: its result is dropped`);
+        this.#log.warn(`lost ${this.#job.id}${by ? `: ${whyOf(by)}` : ""}`);
     }
     /** #logEnd logs how a reported job ended: cancelled, when a cancel was requested, or else as said. */
     #logEnd(job, otherwise) {
         if (job.state === "cancelled") {
-            this.#log.info(`cancelled job ${this.#job.id}: ${job.cancel_reason ?? ""}`);
+            this.#log.info(`cancelled ${this.#job.id}: ${job.cancel_reason ?? ""}`);
         }
         else {
             this.#log.info(otherwise);
@@ -117,7 +121,7 @@ class Reporter {
             return true;
         }
         if (err instanceof LeaseLapsed) {
-            this.#log.warn(`gave up reporting job ${this.#job.id} as ${outcome}: ${err.message}`);
+            this.#log.warn(`gave up reporting ${this.#job.id} as ${outcome}: ${err.message}`);
             return true;
         }
         return false;

@@ -2,7 +2,7 @@
 // run it: long-poll claims for the free slots, a heartbeat beside each
 // handler, the outcome reported, retries with backoff, and a clean stop.
 import { hostname } from "node:os";
-import { Backoff, backingOff, isRetryable, sleep } from "./backoff.js";
+import { Backoff, backingOff, isRetryableClaim, sleep } from "./backoff.js";
 import { errorText } from "./errors.js";
 import { Heartbeat } from "./heartbeat.js";
 import { completeLogger, consoleWarnings } from "./logger.js";
@@ -87,13 +87,13 @@ class WorkLoop {
                 if (this.#stop.aborted) {
                     break;
                 }
-                if (isRetryable(err)) {
+                if (isRetryableClaim(err)) {
                     const pause = backoff.pauseMs(err);
                     this.#log.warn(backingOff(pause, err));
                     await sleep(pause, this.#stop);
                     continue;
                 }
-                this.#log.error(`claim from ${this.#queue} refused: ${errorText(err)}`);
+                this.#log.error(`claim refused: ${errorText(err)}`);
                 return err;
             }
             const claimedAt = Date.now();
@@ -125,7 +125,7 @@ class WorkLoop {
     }
     /** #run runs the handler on job, with a heartbeat beside it, then reports its outcome; it never rejects. */
     async #run(job, claimedAt) {
-        this.#log.info(`claimed job ${job.id} (attempt ${job.attempts})`);
+        this.#log.info(`claimed ${job.id}`);
         try {
             const handlerAbort = new AbortController();
             const heartbeat = new Heartbeat(job, this.#leaseMs, claimedAt, handlerAbort, this.#log);

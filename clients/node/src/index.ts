@@ -1,6 +1,7 @@
 // echo-mq: the echo_mq client for Node.js. Client makes the calls; a
 // ClaimedJob is a job a claim handed out; Client.work runs the worker loop.
 
+export { isRetryable } from "./backoff.js";
 export { ClaimedJob, type ExtendOptions, type FailOptions } from "./claimed-job.js";
 export { Client, type CancelOptions, type ClaimOptions, type ClientOptions } from "./client.js";
 export {

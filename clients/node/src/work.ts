@@ -3,7 +3,7 @@
 // handler, the outcome reported, retries with backoff, and a clean stop.
 
 import { hostname } from "node:os";
-import { Backoff, backingOff, isRetryable, sleep } from "./backoff.js";
+import { Backoff, backingOff, isRetryableClaim, sleep } from "./backoff.js";
 import type { ClaimedJob } from "./claimed-job.js";
 import type { Client } from "./client.js";
 import { errorText } from "./errors.js";
@@ -129,13 +129,13 @@ class WorkLoop {
         if (this.#stop.aborted) {
           break;
         }
-        if (isRetryable(err)) {
+        if (isRetryableClaim(err)) {
           const pause = backoff.pauseMs(err);
           this.#log.warn(backingOff(pause, err));
           await sleep(pause, this.#stop);
           continue;
         }
-        this.#log.error(`claim from ${this.#queue} refused: ${errorText(err)}`);
+        this.#log.error(`claim refused: ${errorText(err)}`);
         return err;
       }
       const claimedAt = Date.now();
@@ -170,7 +170,7 @@ class WorkLoop {
 
   /** #run runs the handler on job, with a heartbeat beside it, then reports its outcome; it never rejects. */
   async #run(job: ClaimedJob, claimedAt: number): Promise<void> {
-    this.#log.info(`claimed job ${job.id} (attempt ${job.attempts})`);
+    this.#log.info(`claimed ${job.id}`);
     try {
       const handlerAbort = new AbortController();
       const heartbeat = new Heartbeat(job, this.#leaseMs, claimedAt, handlerAbort, this.#log);
