@@ -64,10 +64,13 @@ func TestNode(t *testing.T) {
 		}
 	}
 	h := startHarness(t)
-	pkg := repoPath(t, "clients", "node")
 	npm := []string{"npm_config_update_notifier=false", "npm_config_fund=false", "npm_config_audit=false"}
 	npmEnv := append(os.Environ(), npm...)
 	tmp := t.TempDir()
+	// npm pack builds dist/ afresh (prepack): in a copy, since the examples,
+	// which may run at the same time, import the committed one.
+	pkg := filepath.Join(tmp, "clients", "node")
+	copyTree(t, repoPath(t, "clients", "node"), pkg)
 	run(t, pkg, npmEnv, "npm", "ci")
 	packed := strings.Fields(run(t, pkg, npmEnv, "npm", "pack", "--silent", "--pack-destination", tmp))
 	if len(packed) == 0 {
@@ -105,10 +108,35 @@ func TestNode(t *testing.T) {
 		[]byte(`{"name": "emq-linked", "private": true, "type": "module"}`+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	run(t, linked, npmEnv, "npm", "install", "--offline", pkg)
+	run(t, linked, npmEnv, "npm", "install", "--offline", repoPath(t, "clients", "node"))
 	if got := run(t, linked, nil, "node", "--input-type=module", "-e",
 		`import { Client } from "echo-mq"; console.log(new Client({ baseUrl: "http://127.0.0.1:1" }).constructor.name)`); strings.TrimSpace(got) != "Client" {
 		t.Errorf("a project that installed the folder clients/node imports %q, want Client", got)
+	}
+}
+
+// copyTree copies the directory src to dst, but for node_modules.
+func copyTree(t *testing.T, src, dst string) {
+	t.Helper()
+	err := filepath.WalkDir(src, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, path)
+		if d.IsDir() && d.Name() == "node_modules" {
+			return filepath.SkipDir
+		}
+		if d.IsDir() {
+			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dst, rel), b, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }
 

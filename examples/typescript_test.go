@@ -9,8 +9,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/echo-mq/echo_mq/internal/redistest"
 )
 
 // tsBuild is the one build of the TypeScript example per test run.
@@ -62,28 +60,4 @@ func runIn(dir string, limit time.Duration, name string, args ...string) error {
 		return fmt.Errorf("examples/%s: %s %v: %v\n%s", dir, name, args, err, out)
 	}
 	return nil
-}
-
-// TestGeneratedTypesWorkAQueue runs typescript/src/speccheck.ts, which
-// works 20 jobs through openapi-fetch typed by the types openapi-typescript
-// generated from api/openapi.yaml (with its default flags), against the
-// real service: every job ends completed with the result it sent.
-func TestGeneratedTypesWorkAQueue(t *testing.T) {
-	buildTypeScript(t)
-	svc := startService(t)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "node", filepath.Join("typescript", "dist", "speccheck.js"))
-	queue := redistest.Queue(t) // a queue of its own: the job ids are fixed
-	cmd.Env = append(os.Environ(), "EMQ_URL="+svc.URL(), "EMQ_QUEUE="+queue)
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("speccheck: %v\n%s", err, out)
-	}
-	for i := range 20 {
-		j := svc.job(t, queue, fmt.Sprintf("ts-%d", i))
-		if j.State != "completed" || string(j.Result) != `{"ok":true}` {
-			t.Errorf("ts-%d: %+v, want completed with {\"ok\":true}", i, j)
-		}
-	}
 }

@@ -148,6 +148,7 @@ async function runCase(c) {
     .work(queue, handler, {
       concurrency: c.work?.concurrency ?? 1,
       leaseMs: c.work?.lease_ms ?? 30_000,
+      waitMs: 1000, // a stop lets the claim in flight answer: keep it short
       signal: stop.signal,
       logger,
     })

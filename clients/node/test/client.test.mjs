@@ -90,7 +90,7 @@ describe("work()", () => {
         finished = true;
         return "finished";
       },
-      { signal: stop.signal, logger },
+      { signal: stop.signal, waitMs: 1000, logger },
     );
     await started;
     stop.abort();

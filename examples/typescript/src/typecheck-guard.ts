@@ -1,89 +1,87 @@
-// Proves that `tsc` really checks the client against the spec. Each line
-// under `@ts-expect-error` is wrong against today's api/openapi.yaml and must
-// stay a type error: if a spec change made one valid (a field renamed, a type
-// loosened, a required field made optional, a route renamed), tsc fails with
-// "Unused '@ts-expect-error' directive" and the check script fails with it.
-// The lines without the comment must compile: they fail when a field they use
-// leaves the spec. Nothing here runs.
+// Proves that `tsc` really checks a program against the echo-mq package's
+// types (its request and job shapes generated from api/openapi.yaml). Each
+// line under `@ts-expect-error` is wrong and must stay a type error: if a
+// change to the package or the spec made one valid (an option renamed, a
+// type loosened, a method added where none should be), tsc fails with
+// "Unused '@ts-expect-error' directive", and the check fails with it. The
+// lines without the comment must compile: they fail when what they use
+// leaves the package. Nothing here runs: the functions are never called.
 
-import createClient from "openapi-fetch";
-import type {
-  AddBatchJobsRequest,
-  Batch,
-  ClaimRequest,
-  CompleteRequest,
-  CreateBatchRequest,
-  EnqueueRequest,
-  ExtendRequest,
-  ExtendResponse,
-  FailRequest,
-  Job,
-} from "./client.js";
-import type { paths } from "./schema.js";
+import {
+  type ClaimedJob,
+  Client,
+  type EnqueueOptions,
+  type ExtendResponse,
+  type Handler,
+  type Job,
+  type JobState,
+  type Logger,
+  Snooze,
+  type WorkOptions,
+} from "echo-mq";
 
-// The README's payloads, results and progress: any JSON value, typed by the
-// spec as openapi-typescript generates it with its default flags.
-export const readmeEnqueue: EnqueueRequest = { id: "welcome-42", payload: { to: "ada@example.com" } };
-export const anyPayloads: EnqueueRequest[] = [{ payload: 1 }, { payload: "x" }, { payload: [1, { a: null }] }, { payload: null }];
-export const readmeComplete: CompleteRequest = { token: 42, result: { sent: true } };
-export const readmeProgress: ExtendRequest = { token: 42, lease_ms: 30000, progress: { pct: 50 } };
+// The package's README, as written: these must compile.
+export const readmeEnqueue: EnqueueOptions = { id: "welcome-42", priority: 5, max_attempts: 3, backoff: { type: "exponential" } };
+export const readmeWork: WorkOptions = { concurrency: 4, leaseMs: 30000, waitMs: 10000 };
+export const anyResult: Handler = async () => ({ sent: true });
 
-// A claim's fields, as the spec names them.
-export const claimRequest: ClaimRequest = { lease_ms: 30000, wait_ms: 10000, count: 1, worker: "w" };
+// @ts-expect-error: the option is max_attempts, not max_attempt.
+export const misspeltEnqueueOption: EnqueueOptions = { max_attempt: 3 };
 
-// @ts-expect-error: the lease field is lease_ms, not lease.
-export const claimWithWrongName: ClaimRequest = { lease: 30000 };
+// @ts-expect-error: priority is a number, not a string.
+export const priorityAsText: EnqueueOptions = { priority: "high" };
 
-// @ts-expect-error: lease_ms is a number, not a string.
-export const claimWithWrongType: ClaimRequest = { lease_ms: "30000" };
+// @ts-expect-error: a backoff's type is "exponential" or "fixed".
+export const unknownBackoff: EnqueueOptions = { backoff: { type: "linear" } };
 
-// @ts-expect-error: an extend must carry the token that fences it.
-export const extendWithoutToken: ExtendRequest = { lease_ms: 30000 };
-
-// @ts-expect-error: a fail must say what went wrong.
-export const failWithoutError: FailRequest = { token: 42 };
-
-// @ts-expect-error: error is text, not a number.
-export const failWithNumber: FailRequest = { token: 42, error: 500 };
+// @ts-expect-error: work()'s option is concurrency.
+export const misspeltWorkOption: WorkOptions = { concurency: 4 };
 
 // @ts-expect-error: "running" is not one of the job states.
-export const unknownState: Job["state"] = "running";
+export const unknownState: JobState = "running";
 
 // @ts-expect-error: cancel_requested is a boolean.
 export const cancelAsText: ExtendResponse["cancel_requested"] = "yes";
 
-// A batch and a job's dependencies, as the spec names them.
-export const batchRequest: CreateBatchRequest = {
-  id: "import-7",
-  open: true,
-  jobs: [
-    { id: "extract-7", payload: 1 },
-    { id: "load-7", payload: 2, depends_on: ["extract-7"], on_dependency_failure: "run" },
-  ],
-  callback: { queue: "reports", payload: { user: 42 }, when: "success" },
-};
-export const waitingJob: Job["state"] = "waiting";
+// @ts-expect-error: a logger's methods are debug, info, warn and error.
+export const misspeltLogger: Logger = { warning: (message: string) => console.error(message) };
 
-// @ts-expect-error: on_dependency_failure is "cancel" or "run".
-export const unknownDependencyFailure: EnqueueRequest = { payload: 1, depends_on: ["a"], on_dependency_failure: "skip" };
+// @ts-expect-error: a handler is given a ClaimedJob, not the payload.
+export const handlerOfPayload: Handler = (payload: string) => payload.length;
 
-// @ts-expect-error: an add must carry its jobs.
-export const addWithoutJobs: AddBatchJobsRequest = {};
+// @ts-expect-error: a Client needs baseUrl, not url.
+export const clientWithUrl = new Client({ url: "http://127.0.0.1:8080" });
 
-// @ts-expect-error: "waiting" is a job's state, not a batch's (open, running, done).
-export const batchStateWaiting: Batch["state"] = "waiting";
+// @ts-expect-error: a snooze's delay is in milliseconds, a number.
+export const snoozeAsText = new Snooze("5s");
 
-/** Routes and their parameters are checked too. Never called. */
-export async function routesAreChecked(): Promise<void> {
-  const api = createClient<paths>({ baseUrl: "http://127.0.0.1:8080" });
-  await api.POST("/queues/{queue}/jobs/{id}/lease", {
-    params: { path: { queue: "q", id: "j" } },
-    body: { token: 42, lease_ms: 30000 },
-  });
-  // @ts-expect-error: there is no such route (the extend is .../lease).
-  await api.POST("/queues/{queue}/jobs/{id}/extend", { params: { path: { queue: "q", id: "j" } } });
-  // @ts-expect-error: a job's route needs its id.
-  await api.GET("/queues/{queue}/jobs/{id}", { params: { path: { queue: "q" } } });
-  // @ts-expect-error: the cancellation check's token is a number.
-  await api.GET("/queues/{queue}/jobs/{id}/cancellation", { params: { path: { queue: "q", id: "j" }, query: { token: "42" } } });
+/** The calls are checked too. */
+export async function callsAreChecked(client: Client): Promise<void> {
+  await client.enqueue("emails", { to: "ada@example.com" }, { id: "welcome-42", delay_ms: 1000 });
+  const [claimed] = await client.claim("emails", { leaseMs: 30000, waitMs: 10000 });
+  // @ts-expect-error: claim options are named leaseMs and waitMs, not as the API names them.
+  await client.claim("emails", { lease_ms: 30000 });
+  // @ts-expect-error: a claim may answer no job: check before use.
+  await claimed.complete({ sent: true });
+  if (claimed) await finish(claimed);
+
+  const read: Job = await client.get("emails", "welcome-42");
+  // @ts-expect-error: a job read with get() has no token, so none of a holder's calls.
+  await read.complete({ sent: true });
+  // @ts-expect-error: a cancel's reason goes in its options.
+  await client.cancel("emails", "welcome-42", "not needed");
+  // @ts-expect-error: enqueue takes the queue first.
+  await client.enqueue({ to: "ada@example.com" });
+}
+
+/** A claimed job's calls, as its holder makes them. */
+async function finish(job: ClaimedJob): Promise<void> {
+  await job.extend({ leaseMs: 30000, progress: { pct: 50 } });
+  await job.fail("boom", { retryInMs: 5000 });
+  // @ts-expect-error: fail takes the error's text, not the error.
+  await job.fail(new Error("boom"));
+  // @ts-expect-error: the option is retryInMs.
+  await job.fail("boom", { retry_in_ms: 5000 });
+  // @ts-expect-error: the token is fixed by the claim.
+  job.token = 7;
 }
