@@ -152,6 +152,13 @@ func (c *commandChecker) checkCommand(dir string, words []string) []string {
 			}
 		}
 		return nil
+	case name == "pip" || strings.HasSuffix(name, "/bin/pip"): // a venv's pip, made by the same block
+		for _, w := range words[1:] {
+			if !strings.HasPrefix(w, "-") && strings.Contains(w, "/") {
+				return c.checkPath(filepath.Join(dir, w), false)
+			}
+		}
+		return nil
 	case name == "script/test" && dir == ".":
 		// Its arguments are go test's, in place of ./...
 		return append(c.checkPath(name, true), c.checkGo(append([]string{"go", "test"}, words[1:]...))...)
