@@ -3,6 +3,10 @@ package client_test
 import (
 	"context"
 	"errors"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -64,5 +68,58 @@ func TestSigningKey(t *testing.T) {
 	if _, _, err := mustNew(t, base, client.WithSigningKey("not-the-key")).Enqueue(ctx, q,
 		client.EnqueueRequest{Payload: 1}); !errors.Is(err, client.ErrUnauthorized) {
 		t.Fatalf("enqueue signed with a key the service does not know: %v, want ErrUnauthorized", err)
+	}
+}
+
+// Identical signed requests, one after another and from two Clients with
+// the same key, are stamped with seconds of their own, the latest first,
+// none after the time they were sent: the client borrows earlier seconds
+// rather than waiting for new ones.
+func TestSigningBorrowsEarlierSeconds(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var stamps []int64
+	peer := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ts, err := strconv.ParseInt(r.Header.Get("X-EMQ-Timestamp"), 10, 64)
+		if err != nil || r.Header.Get("Authorization") != "" {
+			http.Error(w, "want a signed request with no key", http.StatusBadRequest)
+			return
+		}
+		mu.Lock()
+		stamps = append(stamps, ts)
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(`{"jobs":[]}`))
+	}))
+	defer peer.Close()
+	key := "borrow-key-" + strconv.FormatInt(time.Now().UnixNano(), 10) // no other test's signatures
+	a := mustNew(t, peer.URL, client.WithSigningKey(key))
+	b := mustNew(t, peer.URL, client.WithSigningKey(key))
+	ctx := context.Background()
+	for i := range 12 {
+		c := a
+		if i%2 == 1 {
+			c = b
+		}
+		if _, err := c.Claim(ctx, "q", client.ClaimRequest{Count: 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	after := time.Now().Unix()
+	seen := map[int64]bool{}
+	for _, ts := range stamps {
+		if seen[ts] {
+			t.Errorf("two identical requests stamped %d: the service refuses the second as a replay (stamps %v)", ts, stamps)
+		}
+		seen[ts] = true
+		if ts > after || ts < after-31 {
+			t.Errorf("stamp %d is outside [%d, %d]: the client waited, or borrowed too far back (stamps %v)", ts, after-31, after, stamps)
+		}
+	}
+	if len(stamps) != 12 {
+		t.Fatalf("the peer saw %d signed requests, want 12", len(stamps))
+	}
+	if slices.Min(stamps) >= stamps[0] {
+		t.Errorf("no request was stamped before the first (stamps %v): the client waited for new seconds", stamps)
 	}
 }
