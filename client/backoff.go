@@ -20,11 +20,12 @@ type backoff struct {
 }
 
 // delay returns how long to wait after err: the answer's Retry-After when
-// it gave one, otherwise 0.5 s doubling per call up to 30 s.
+// it gave one, otherwise 0.5 s doubling per call; never more than 30 s (a
+// proxy's Retry-After a day away must not stall a worker for a day).
 func (b *backoff) delay(err error) time.Duration {
 	var e *Error
 	if errors.As(err, &e) && e.RetryAfter > 0 {
-		return e.RetryAfter
+		return min(e.RetryAfter, maxBackoff)
 	}
 	d := max(b.next, firstBackoff)
 	b.next = min(2*d, maxBackoff)
