@@ -11,6 +11,7 @@ import logging
 import threading
 from typing import Any, Callable, Dict, List, Optional, Union
 
+from .answers import CLAIMED, JOB, JOBS, LOG_PAGE
 from .job import Job, jobs_of
 from .paths import job_path, queue_path
 from .transport import Transport
@@ -60,14 +61,13 @@ class Client:
         left out. With an id, enqueueing again returns the job that has it.
         """
         body = _enqueue_body({**options, "payload": payload})
-        answer: Dict[str, Any] = self._transport.request("POST", queue_path(queue, "/jobs"), body)
-        return answer
+        return self._transport.request("POST", queue_path(queue, "/jobs"), body, expect=JOB)
 
     def enqueue_many(self, queue: str, jobs: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
         """Enqueues up to 1000 jobs in one request (each a dict of the fields
         enqueue takes, payload among them); returns the jobs in order."""
         body = {"jobs": [_enqueue_body(job) for job in jobs]}
-        answer = self._transport.request("POST", queue_path(queue, "/jobs/batch"), body)
+        answer = self._transport.request("POST", queue_path(queue, "/jobs/batch"), body, expect=JOBS)
         return list(answer["jobs"])
 
     def claim(
@@ -91,13 +91,12 @@ class Client:
         if worker is not None:
             body["worker"] = worker
         timeout = self._transport.timeout + wait_ms / 1000
-        answer = self._transport.request("POST", queue_path(queue, "/claim"), body, timeout=timeout)
+        answer = self._transport.request("POST", queue_path(queue, "/claim"), body, timeout=timeout, expect=CLAIMED)
         return jobs_of(self._transport, queue, answer)
 
     def get(self, queue: str, id: str) -> Dict[str, Any]:
         """Reads job id of queue; Gone when there is none."""
-        answer: Dict[str, Any] = self._transport.request("GET", job_path(queue, id))
-        return answer
+        return self._transport.request("GET", job_path(queue, id), expect=JOB)
 
     def cancel(self, queue: str, id: str, reason: Optional[str] = None) -> Dict[str, Any]:
         """Cancels job id of queue and returns it. A pending, delayed or waiting
@@ -105,8 +104,7 @@ class Client:
         to stop (state "active", cancel_requested true): its worker sees it at
         its next extend. WrongState for a completed or dead job."""
         body = {"reason": reason} if reason is not None else {}
-        answer: Dict[str, Any] = self._transport.request("POST", job_path(queue, id, "/cancel"), body)
-        return answer
+        return self._transport.request("POST", job_path(queue, id, "/cancel"), body, expect=JOB)
 
     def logs(self, queue: str, id: str) -> List[Dict[str, Any]]:
         """Reads the whole log of job id of queue, oldest line first: each line
@@ -114,10 +112,10 @@ class Client:
         lines: List[Dict[str, Any]] = []
         query: Dict[str, Any] = {"limit": 1000}
         while True:
-            page = self._transport.request("GET", job_path(queue, id, "/logs"), query=query)
-            lines.extend(page.get("lines") or [])
+            page = self._transport.request("GET", job_path(queue, id, "/logs"), query=query, expect=LOG_PAGE)
+            lines.extend(page["lines"])
             cursor = page.get("next_cursor")
-            if not page.get("lines") or not cursor or cursor == query.get("cursor"):
+            if not page["lines"] or not cursor or cursor == query.get("cursor"):
                 return lines
             query["cursor"] = cursor
 

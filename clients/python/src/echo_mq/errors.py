@@ -5,7 +5,8 @@ Every refusal of the service is an RFC 9457 problem with a machine-readable
 subclass named after that code (``EMQSTALE`` is :class:`Stale`, ...), so
 that a caller catches the refusals it can act on by class. A code this
 package does not know, or an answer that is not a problem (a proxy's 502
-page), is a plain :class:`EmqError`. A request that got no answer at all is
+page), is a plain :class:`EmqError`, as is a 2xx answer that is not the
+JSON object the call expects. A request that got no answer at all is
 :class:`ConnectionFailed`.
 
 :class:`Fatal`, :class:`Snooze` and :class:`Cancelled` are not refusals:
@@ -18,14 +19,15 @@ from typing import Any, Dict, Optional, Type, cast
 
 
 class EmqError(Exception):
-    """A refusal from the service: an answer whose status is not 2xx.
+    """A refusal from the service: an answer whose status is not 2xx (or a
+    2xx that is not the JSON object expected: code "", a detail saying so).
 
     ``status`` is the HTTP status (0 for no answer: see
     :class:`ConnectionFailed`); ``code``, ``title`` and ``detail`` are the
     problem's (empty when the answer was not a problem); ``problem`` is the
     whole problem body as a dict (``errors`` names the invalid fields of an
-    ``EMQINVALID``); ``retry_after`` is the answer's Retry-After in seconds,
-    or None when it had none.
+    ``EMQINVALID``); ``retry_after`` is the answer's Retry-After in whole
+    seconds, or None when it had none (or gave an HTTP date, ignored).
     """
 
     #: The problem code this class stands for; "" for the base class.

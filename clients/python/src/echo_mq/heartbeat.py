@@ -4,7 +4,10 @@ Every third of the lease it extends the lease by the whole lease, so that
 a hung extend still leaves time for the next before the lease lapses (an
 extend gives up after a third of the lease for the same reason). Its
 answers tell the job whether a cancel was requested; a 409 EMQSTALE or a
-404 EMQGONE marks the job lost and ends the heartbeat. It also keeps the
+404 EMQGONE marks the job lost and ends the heartbeat. Any other failure,
+even one that is no EmqError (a bug), is logged and the next extend is
+still sent: a heartbeat that died would let the lease lapse under a
+handler still at work. It also keeps the
 latest the lease may end, which bounds how long the report after the
 handler is retried.
 """
@@ -73,6 +76,9 @@ class Heartbeat(threading.Thread):
             pause = min(backoff.pause(error), self._interval)
             self._log.warning("backing off %gs: %s (extending job %s)", pause, error.summary(), self._job.id)
             return pause
+        except Exception:  # a bug must not end the heartbeat
+            self._log.exception("extend of job %s failed", self._job.id)
+            return None if self._finished.is_set() else self._interval
         backoff.reset()
         with self._lock:
             self._lease_end = time.monotonic() + self._lease_ms / 1000

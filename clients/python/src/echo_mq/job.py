@@ -13,8 +13,10 @@ from __future__ import annotations
 
 from typing import Any, Callable, Dict, List, Optional
 
+from .answers import JOB
 from .errors import Cancelled, EmqError, Gone, Stale
 from .paths import job_path
+from .text import well_formed
 from .transport import Transport
 
 #: The header that asks for an answer without the job's payload and result.
@@ -87,7 +89,8 @@ class Job:
         return self._complete(result, minimal=False, timeout=None)
 
     def fail(self, error: str, retry_in_ms: Optional[int] = None, fatal: bool = False) -> Dict[str, Any]:
-        """Fails this attempt with the error's text. The service retries the job
+        """Fails this attempt with the error's text (a lone surrogate in it, which
+        the service refuses, is sent as U+FFFD). The service retries the job
         with its backoff (after retry_in_ms instead, when given) while attempts
         are left; fatal makes it dead at once; a job whose cancel was requested
         becomes cancelled. Returns the job."""
@@ -128,7 +131,7 @@ class Job:
     def _fail(
         self, error: str, retry_in_ms: Optional[int], fatal: bool, *, minimal: bool, timeout: Optional[float]
     ) -> Dict[str, Any]:
-        body: Dict[str, Any] = {"token": self.token, "error": error}
+        body: Dict[str, Any] = {"token": self.token, "error": well_formed(error)}
         if retry_in_ms is not None:
             body["retry_in_ms"] = retry_in_ms
         if fatal:
@@ -141,8 +144,7 @@ class Job:
     def _report(self, suffix: str, body: Dict[str, Any], minimal: bool, timeout: Optional[float]) -> Dict[str, Any]:
         headers = _MINIMAL if minimal else None
         path = job_path(self.queue, self.id, suffix)
-        answer: Dict[str, Any] = self._transport.request("POST", path, body, timeout=timeout, headers=headers)
-        return answer
+        return self._transport.request("POST", path, body, timeout=timeout, headers=headers, expect=JOB)
 
     def _fenced(self, call: Callable[[], Any]) -> Dict[str, Any]:
         """Makes a call fenced by the token; Stale or Gone marks the job lost."""
@@ -156,6 +158,6 @@ class Job:
 
 
 def jobs_of(transport: Transport, queue: str, answer: Dict[str, Any]) -> List[Job]:
-    """The jobs of a claim's answer."""
-    jobs: List[Dict[str, Any]] = answer.get("jobs") or []
+    """The jobs of a claim's answer (checked by answers.CLAIMED)."""
+    jobs: List[Dict[str, Any]] = answer["jobs"]
     return [Job(transport, queue, data) for data in jobs]

@@ -7,8 +7,13 @@ How the handler ended decides the report, as the Go client's Work does:
   the job instead), even when a cancel came too late to stop it;
 - it raised after a cancel was seen: fail with "cancelled: <reason>", which
   the service turns into the job's cancellation;
-- it raised Snooze: snooze; Fatal: fail for good; anything else: fail with
-  the exception's text (its class name when it has none).
+- it raised Snooze: snooze; Fatal: fail for good; any other Exception:
+  fail with the exception's text (its class name when it has none);
+- it raised a BaseException that is no Exception (SystemExit from
+  sys.exit(), KeyboardInterrupt, asyncio.CancelledError, GeneratorExit):
+  fail with "<class name>: <text>", and log an error. The worker goes on:
+  the handler runs in a thread of its own, where such an exception could
+  only end that thread; stopping the worker is the stop event's job.
 """
 
 from __future__ import annotations
@@ -60,19 +65,25 @@ def _call(handler: Callable[[Job], Any], job: Job, logger: logging.Logger) -> Tu
         if not isinstance(error, (Fatal, Snooze)):
             logger.info("handler of job %s raised %s", job.id, type(error).__name__, exc_info=error)
         return False, error
+    except BaseException as error:  # SystemExit, KeyboardInterrupt, ...: still the job's
+        logger.error(
+            "handler of job %s raised %s, which is no Exception: the job is failed and the worker goes on",
+            job.id, type(error).__name__, exc_info=error,
+        )
+        return False, error
 
 
 def _report_result(report: Report, result: Any) -> None:
     """Completes with result, or fails the job when result is not JSON."""
     try:
         encode_json(result)
-    except (TypeError, ValueError) as error:
-        report.fail(f"the result is not JSON: {error}")
+    except Exception as error:  # TypeError, ValueError, RecursionError, a __repr__ that raises...
+        report.fail(f"the result is not JSON: {error_text(error)}")
         return
     report.complete(result)
 
 
-def _report_error(report: Report, job: Job, error: Exception) -> None:
+def _report_error(report: Report, job: Job, error: BaseException) -> None:
     """Reports the exception the handler raised."""
     if job.cancel_reason is not None:
         reason = job.cancel_reason
@@ -86,5 +97,14 @@ def _report_error(report: Report, job: Job, error: Exception) -> None:
 
 
 def error_text(error: BaseException) -> str:
-    """What a failed job's last_error says: the exception's text, or its class name."""
-    return str(error) or type(error).__name__
+    """What a failed job's last_error says: an Exception's text, or its class
+    name when it has none (or its str() raises); for any other BaseException,
+    its class name, then ": " and its text when it has one."""
+    name = type(error).__name__
+    try:
+        text = str(error)
+    except Exception:  # a __str__ that raises must not leave the job unreported
+        text = ""
+    if isinstance(error, Exception):
+        return text or name
+    return f"{name}: {text}" if text else name

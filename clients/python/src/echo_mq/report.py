@@ -7,7 +7,8 @@ still hold. After that the service's sweep takes the job back and runs it
 again, so the report is given up with a warning. A 409 EMQSTALE or 404
 EMQGONE means the job is no longer this worker's: its outcome is dropped,
 with a warning. A result or snooze the service refuses fails the job
-instead, so that it does not stay active until its lease lapses.
+instead, and a fail refused 400 (its text, say) fails it once more with a
+plain text, so that it does not stay active until its lease lapses.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Any, Callable, Dict, Optional
 from .backoff import Backoff, retryable
 from .errors import EmqError, Gone, Stale
 from .job import Job
+from .text import well_formed
 
 
 class GaveUp(Exception):
@@ -60,8 +62,11 @@ class Report:
         else:
             self._log.info("completed %s", self._job.id)
 
-    def fail(self, error: str, fatal: bool = False) -> None:
-        """Fails the job's attempt with the error's text (fatal: dead at once)."""
+    def fail(self, error: str, fatal: bool = False, fallback: bool = True) -> None:
+        """Fails the job's attempt with the error's text (fatal: dead at once).
+        When the service refuses it 400 and fallback holds, fails it once more
+        with "the error's text was refused: <refusal>"."""
+        error = well_formed(error)  # as sent, and safe to log
         try:
             answer = self._retry(lambda: self._job._fail(error, None, fatal, minimal=True, timeout=self._timeout))
         except (Stale, Gone) as refusal:
@@ -70,6 +75,8 @@ class Report:
             self._gave_up("fail", gave_up.error)
         except EmqError as refusal:
             self._log.error("fail %s refused: %s", self._job.id, refusal.summary())
+            if fallback and refusal.status == 400:
+                self.fail(f"the error's text was refused: {refusal.summary()}", fatal, fallback=False)
         else:
             self._log_end(answer, f"failed {self._job.id}: {error}")
 

@@ -2,30 +2,31 @@
 
 The transport knows the base URL and how to authenticate (a bearer key, or
 a signature per request), encodes the body as compact JSON, and turns every
-outcome into one of two things: the decoded answer of a 2xx, or an
-:class:`~echo_mq.errors.EmqError` (the problem's class for a refusal,
-:class:`~echo_mq.errors.ConnectionFailed` when no answer came).
+outcome into one of two things: the JSON object of a 2xx (checked as
+:mod:`echo_mq.answers` says), or an :class:`~echo_mq.errors.EmqError` (the
+problem's class for a refusal, a plain one for a 2xx that is not the JSON
+expected, :class:`~echo_mq.errors.ConnectionFailed` when no answer came).
 """
 
 from __future__ import annotations
 
-import email.utils
 import http.client
 import json
-import time
+import re
 import urllib.error
 import urllib.parse
 import urllib.request
 from typing import Any, Dict, Mapping, Optional, Tuple, Union
 
-from .errors import ConnectionFailed, EmqError, error_from_answer
+from .answers import MAX_DETAIL, OBJECT, Expect, decode_answer
+from .errors import ConnectionFailed, error_from_answer
 from .signing import Signer
 from .version import __version__
 
-#: How much of a refusal's body is read, and how much of one that is not a
-#: problem (a proxy's page) goes into the error's detail.
+#: How much of a refusal's body is read.
 _MAX_ERROR_BODY = 64 << 10
-_MAX_DETAIL = 512
+#: A Retry-After this package honours: whole seconds (an HTTP date is ignored).
+_DELAY_SECONDS = re.compile(r"[0-9]+")
 
 
 def check_base_url(base_url: str) -> str:
@@ -72,13 +73,16 @@ class Transport:
         query: Optional[Mapping[str, Any]] = None,
         timeout: Optional[float] = None,
         headers: Optional[Mapping[str, str]] = None,
-    ) -> Any:
-        """Sends one request and returns its 2xx answer, decoded (None when empty).
+        expect: Expect = OBJECT,
+    ) -> Dict[str, Any]:
+        """Sends one request and returns its 2xx answer, a JSON object.
 
         path is below the base URL ("/queues/q/claim"), already escaped;
         body (None: none) is sent as JSON; timeout (default: the client's)
-        bounds each wait for the connection and the answer. Raises the
-        EmqError of a refusal, or ConnectionFailed when no answer came.
+        bounds each wait for the connection and the answer, and starts
+        after signing. Raises the EmqError of a refusal, a plain EmqError
+        when a 2xx is not the JSON object expect says, or ConnectionFailed
+        when no answer came.
         """
         if query:
             path = f"{path}?{urllib.parse.urlencode(query)}"
@@ -91,7 +95,7 @@ class Transport:
         )
         status, answer_headers, raw = self._send(request, self.timeout if timeout is None else timeout)
         if 200 <= status <= 299:
-            return _decode_answer(status, raw)
+            return decode_answer(status, raw, expect)
         return _raise_refusal(status, answer_headers, raw)
 
     def _headers(
@@ -136,38 +140,21 @@ def _reason(error: Any) -> str:
     return text if text else type(error).__name__
 
 
-def _decode_answer(status: int, raw: bytes) -> Any:
-    """The JSON of a 2xx answer; an answer that is not JSON is an EmqError."""
-    if not raw.strip():
-        return None
-    try:
-        return json.loads(raw)
-    except ValueError:
-        text = raw[:_MAX_DETAIL].decode("utf-8", "replace").strip()
-        raise EmqError(status, detail=f"the answer is not JSON: {text}") from None
-
-
 def _raise_refusal(status: int, headers: Any, raw: bytes) -> Any:
     """Raises the error of a refused answer: the problem's class, or a plain
     EmqError whose detail is the start of a body that is not a problem."""
     try:
         problem: Any = json.loads(raw)
     except ValueError:
-        problem = raw[:_MAX_DETAIL].decode("utf-8", "replace").strip()
+        problem = raw[:MAX_DETAIL].decode("utf-8", "replace").strip()
     retry_after = parse_retry_after(headers.get("Retry-After") if headers is not None else None)
     raise error_from_answer(status, problem, retry_after)
 
 
 def parse_retry_after(value: Optional[str]) -> Optional[float]:
-    """A Retry-After header in seconds (delay-seconds or an HTTP date), or None
-    when it is absent or unreadable."""
-    if not value:
+    """A Retry-After header's whole seconds, or None when it is absent or not
+    whole seconds: an HTTP date is ignored (examples/README.md), since the
+    two clocks need not agree, and the caller's own backoff is used."""
+    if not value or not _DELAY_SECONDS.fullmatch(value.strip()):
         return None
-    value = value.strip()
-    if value.isdigit():
-        return float(value)
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError, IndexError):
-        return None
-    return max(0.0, when.timestamp() - time.time())
+    return float(value.strip())

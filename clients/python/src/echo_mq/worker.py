@@ -135,7 +135,7 @@ class Worker:
     def _run(self, job: Job, claimed_at: float) -> None:
         try:
             run_job(job, self._handler, self._lease_ms, self._client.timeout, self._log, claimed_at)
-        except Exception:  # a bug here must not cost the slot, nor go unseen
+        except BaseException:  # a bug here must not cost the slot, nor go unseen
             self._log.exception("working job %s failed", job.id)
         finally:
             with self._slots:
