@@ -43,12 +43,13 @@ func TestServiceCrashLosesAndRepeatsNoJob(t *testing.T) {
 	}
 
 	ctx, stopWorkers := context.WithTimeout(context.Background(), 60*time.Second)
+	idle := make(chan struct{}) // closed once every job is completed: the workers claim no more
 	tally := newCompletions()
 	var wg sync.WaitGroup
 	defer func() { stopWorkers(); wg.Wait() }() // also when the test fails early
 	for range workers {
 		wg.Add(1)
-		go func() { defer wg.Done(); crashWorker(ctx, t, base+"/queues/"+q, tally) }()
+		go func() { defer wg.Done(); crashWorker(ctx, idle, t, base+"/queues/"+q, tally) }()
 	}
 
 	eventually(t, 30*time.Second, "a third of the jobs completed before the crash", func() bool {
@@ -65,8 +66,11 @@ func TestServiceCrashLosesAndRepeatsNoJob(t *testing.T) {
 		a, err := call(ctx, "GET", base+"/queues/"+q, "")
 		return err == nil && a.Status == 200 && json.Unmarshal(a.Body, &counts) == nil && counts.Counts["completed"] >= jobs
 	})
-	stopWorkers()
+	// The workers finish the calls they have begun: the counts can show a
+	// job completed before its worker has read the 200.
+	close(idle)
 	wg.Wait()
+	stopWorkers()
 	svc.kill()
 
 	completed, reclaimed := crashRows(t, server.Addr, q)
@@ -148,11 +152,16 @@ func (c *completions) tokens(id string) []int64 {
 }
 
 // crashWorker claims up to five jobs at a time and completes them one by
-// one, until ctx ends.
+// one, until ctx ends or, between claims, idle is closed.
 // A connection error or a 503 is retried (the same token for a complete);
 // a 409 or 404 on complete drops the job.
-func crashWorker(ctx context.Context, t *testing.T, queueURL string, tally *completions) {
+func crashWorker(ctx context.Context, idle <-chan struct{}, t *testing.T, queueURL string, tally *completions) {
 	for ctx.Err() == nil {
+		select {
+		case <-idle:
+			return
+		default:
+		}
 		a, err := call(ctx, "POST", queueURL+"/claim", `{"lease_ms":1000,"count":5,"wait_ms":500}`)
 		if ctx.Err() != nil {
 			return // the run is over: not a retry

@@ -47,12 +47,13 @@ func TestClusterFailoverLosesNoJob(t *testing.T) {
 	}
 
 	ctx, stopWorkers := context.WithTimeout(context.Background(), 90*time.Second)
+	idle := make(chan struct{}) // closed once every job is completed: the workers claim no more
 	tally := newCompletions()
 	var wg sync.WaitGroup
 	defer func() { stopWorkers(); wg.Wait() }() // also when the test fails early
 	for i := range workers {
 		wg.Add(1)
-		go func() { defer wg.Done(); crashWorker(ctx, t, bases[i%2]+"/queues/"+q, tally) }()
+		go func() { defer wg.Done(); crashWorker(ctx, idle, t, bases[i%2]+"/queues/"+q, tally) }()
 	}
 	meta := keyspace.NewQueue("failover", q).Meta()
 	var moves []string
@@ -68,8 +69,9 @@ func TestClusterFailoverLosesNoJob(t *testing.T) {
 		a, err := call(ctx, "GET", bases[1]+"/queues/"+q, "")
 		return err == nil && a.Status == 200 && json.Unmarshal(a.Body, &counts) == nil && counts.Counts["completed"] >= jobs
 	})
-	stopWorkers()
+	close(idle) // the workers finish the calls they have begun (a complete whose 200 is on its way)
 	wg.Wait()
+	stopWorkers()
 
 	misplaced := inOneSetOnly(t, cluster, q, jobs)
 	duplicated, unanswered := 0, 0
