@@ -30,7 +30,11 @@ const borrowSeconds = 30
 // signature of this second was sent already is stamped with the latest
 // earlier second whose was not, up to 30 s back (it waits for the next
 // second only when all 31 are taken). It remembers the signatures this
-// process sent with each key for those 31 seconds, across Clients.
+// process sent with each key for those 31 seconds, across Clients. So a
+// burst of up to 31 byte-identical requests never waits, but past it they
+// go at one a second: a signed Work whose claims repeat (one slot, jobs
+// shorter than a second) works about one job a second; authenticate such
+// a worker with WithAPIKey.
 // Processes signing with the same key must not send byte-identical
 // requests: Work's claims carry the worker's name, unique by default.
 // Signing replaces WithAPIKey.

@@ -67,6 +67,9 @@ export declare class ClaimedJob {
      * fail reports that the attempt failed with `error` (kept as the job's
      * last_error): the service retries the job with its backoff, or makes it
      * dead when no attempt is left, or cancelled when a cancel was requested.
+     * A lone surrogate in `error` (half of a UTF-16 pair, such as a message
+     * cut in the middle of an emoji) is sent as U+FFFD: the service refuses
+     * a body that holds one.
      */
     fail(error: string, options?: FailOptions): Promise<Job>;
     /**

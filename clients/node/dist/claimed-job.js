@@ -1,6 +1,7 @@
 // A job a claim handed out, with the calls only its holder may make: each is
 // fenced by the claim's token, so once the job is no longer this holder's
 // they answer 409 EMQSTALE (or 404 EMQGONE for a removed job).
+import { wellFormed } from "./error-text.js";
 import { Gone, Stale } from "./errors.js";
 import { jobPath } from "./paths.js";
 /** defaultLeaseMs is the lease a claim asks for when none is given: the service's own default. */
@@ -83,9 +84,12 @@ export class ClaimedJob {
      * fail reports that the attempt failed with `error` (kept as the job's
      * last_error): the service retries the job with its backoff, or makes it
      * dead when no attempt is left, or cancelled when a cancel was requested.
+     * A lone surrogate in `error` (half of a UTF-16 pair, such as a message
+     * cut in the middle of an emoji) is sent as U+FFFD: the service refuses
+     * a body that holds one.
      */
     fail(error, options = {}) {
-        const body = { token: this.token, error, retry_in_ms: options.retryInMs, fatal: options.fatal };
+        const body = { token: this.token, error: wellFormed(error), retry_in_ms: options.retryInMs, fatal: options.fatal };
         return this.#call("fail", body, { headers: minimalHeader(options.minimal) });
     }
     /**

@@ -38,9 +38,9 @@ export interface CancelOptions {
 }
 /**
  * Client calls one echo_mq service. Make one and share it: it holds no
- * connection of its own (Node's fetch pools them), and when it signs it must
- * be the one signer of its key in the process, so that it never sends the
- * same signature twice.
+ * connection of its own (Node's fetch pools them). Clients that sign with
+ * the same key share the memory of the signatures sent (it is the
+ * process's), so that none is sent twice.
  */
 export declare class Client {
     #private;
@@ -51,8 +51,9 @@ export declare class Client {
     /**
      * request sends one request to any route of the API, such as
      * `request("POST", "/queues/emails/pause")`, authenticated as every call
-     * is, and returns the answer's JSON. It throws the EmqError of a refusal,
-     * and a TypeError for a path that does not start with "/".
+     * is, and returns the answer's JSON object. It throws the EmqError of a
+     * refusal (or of a 2xx answer that is no JSON object), and a TypeError for
+     * a path that does not start with "/".
      */
     request<T = unknown>(method: string, path: string, options?: RequestOptions): Promise<T>;
     /**
@@ -66,6 +67,7 @@ export declare class Client {
     /**
      * claim leases up to `count` jobs, waiting up to `waitMs` for one to come
      * (a long poll), and answers them, each with its token; [] when none came.
+     * An answer without its list of jobs, each with a token, is an EmqError.
      */
     claim(queue: string, options?: ClaimOptions): Promise<ClaimedJob[]>;
     /** get reads a job. */
@@ -84,7 +86,8 @@ export declare class Client {
      * does with each outcome. It resolves once the signal aborted and the
      * jobs in hand were finished and reported; it rejects, once the jobs in
      * hand are finished, when a claim is refused for good (a wrong key, 400,
-     * 401, 403).
+     * 401, 403). It rejects at once, claiming nothing, with a TypeError for an
+     * option out of its range (WorkOptions says each one's).
      */
     work(queue: string, handler: Handler, options?: WorkOptions): Promise<void>;
 }

@@ -11,9 +11,9 @@ export const defaultTimeoutMs = 30_000;
 const logPageSize = 1000;
 /**
  * Client calls one echo_mq service. Make one and share it: it holds no
- * connection of its own (Node's fetch pools them), and when it signs it must
- * be the one signer of its key in the process, so that it never sends the
- * same signature twice.
+ * connection of its own (Node's fetch pools them). Clients that sign with
+ * the same key share the memory of the signatures sent (it is the
+ * process's), so that none is sent twice.
  */
 export class Client {
     /** timeoutMs bounds each request, as ClientOptions.timeoutMs says. */
@@ -27,43 +27,38 @@ export class Client {
     /**
      * request sends one request to any route of the API, such as
      * `request("POST", "/queues/emails/pause")`, authenticated as every call
-     * is, and returns the answer's JSON. It throws the EmqError of a refusal,
-     * and a TypeError for a path that does not start with "/".
+     * is, and returns the answer's JSON object. It throws the EmqError of a
+     * refusal (or of a 2xx answer that is no JSON object), and a TypeError for
+     * a path that does not start with "/".
      */
     request(method, path, options = {}) {
-        if (!path.startsWith("/")) {
-            return Promise.reject(new TypeError(`echo-mq: path ${JSON.stringify(path)}: want one that starts with "/"`));
-        }
-        return this.#transport.send(method, path, options);
+        return this.#send(method, path, options);
     }
     /**
      * enqueue adds a job with `payload` (any JSON value) and the options of
      * the API (`id`, `priority`, `delay_ms`, `max_attempts`, `backoff`, ...).
      * With an id that is taken, it answers the job that has it, and adds none.
      */
-    enqueue(queue, payload, options = {}) {
+    async enqueue(queue, payload, options = {}) {
         return this.request("POST", `${queuePath(queue)}/jobs`, { body: { ...options, payload } });
     }
     /** enqueueMany adds up to 1000 jobs in one atomic step, and answers them in order. */
     async enqueueMany(queue, jobs) {
-        const answer = await this.request("POST", `${queuePath(queue)}/jobs/batch`, { body: { jobs } });
+        const answer = await this.#send("POST", `${queuePath(queue)}/jobs/batch`, { body: { jobs } }, hasJobs);
         return answer.jobs;
     }
     /**
      * claim leases up to `count` jobs, waiting up to `waitMs` for one to come
      * (a long poll), and answers them, each with its token; [] when none came.
+     * An answer without its list of jobs, each with a token, is an EmqError.
      */
     async claim(queue, options = {}) {
         const body = { count: options.count, lease_ms: options.leaseMs, wait_ms: options.waitMs, worker: options.worker };
-        const answer = await this.request("POST", `${queuePath(queue)}/claim`, {
-            body,
-            timeoutMs: this.timeoutMs + (options.waitMs ?? 0),
-            signal: options.signal,
-        });
+        const answer = await this.#send("POST", `${queuePath(queue)}/claim`, { body, timeoutMs: this.timeoutMs + (options.waitMs ?? 0), signal: options.signal }, hasClaimedJobs);
         return answer.jobs.map((job) => new ClaimedJob(this, job, options.leaseMs ?? defaultLeaseMs));
     }
     /** get reads a job. */
-    get(queue, id) {
+    async get(queue, id) {
         return this.request("GET", jobPath(queue, id));
     }
     /**
@@ -71,7 +66,7 @@ export class Client {
      * then cancelled), an active one by asking its holder to stop (its state
      * stays active, with cancel_requested, until the holder reports).
      */
-    cancel(queue, id, options = {}) {
+    async cancel(queue, id, options = {}) {
         return this.request("POST", `${jobPath(queue, id)}/cancel`, { body: { reason: options.reason } });
     }
     /** logs reads every line of a job's log, oldest first (a job keeps its last 1,000). */
@@ -80,7 +75,7 @@ export class Client {
         let cursor;
         for (;;) {
             const query = new URLSearchParams({ limit: String(logPageSize), ...(cursor === undefined ? {} : { cursor }) });
-            const page = await this.request("GET", `${jobPath(queue, id)}/logs?${query}`);
+            const page = await this.#send("GET", `${jobPath(queue, id)}/logs?${query}`, {}, hasLines);
             lines.push(...page.lines);
             if (page.lines.length < logPageSize || page.next_cursor === cursor) {
                 return lines;
@@ -94,11 +89,29 @@ export class Client {
      * does with each outcome. It resolves once the signal aborted and the
      * jobs in hand were finished and reported; it rejects, once the jobs in
      * hand are finished, when a claim is refused for good (a wrong key, 400,
-     * 401, 403).
+     * 401, 403). It rejects at once, claiming nothing, with a TypeError for an
+     * option out of its range (WorkOptions says each one's).
      */
     work(queue, handler, options = {}) {
         return work(this, queue, handler, options);
     }
+    /** #send sends a request to path, which must start with "/", and checks that its answer is what the call expects. */
+    async #send(method, path, options, expected) {
+        if (!path.startsWith("/")) {
+            throw new TypeError(`echo-mq: path ${JSON.stringify(path)}: want one that starts with "/"`);
+        }
+        return this.#transport.send(method, path, options, expected);
+    }
+}
+/** hasJobs expects an answer's `jobs` to be a list of objects. */
+const hasJobs = (answer) => Array.isArray(answer.jobs) && answer.jobs.every(isObject);
+/** hasClaimedJobs expects a claim's answer: `jobs`, each with its token. */
+const hasClaimedJobs = (answer) => hasJobs(answer) && answer.jobs.every((job) => typeof job.token === "number");
+/** hasLines expects a page of a log: its `lines` and `next_cursor`. */
+const hasLines = (answer) => Array.isArray(answer.lines) && typeof answer.next_cursor === "string";
+/** isObject tells a JSON object from the other JSON values. */
+function isObject(value) {
+    return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 /** parseBaseUrl checks that raw is an http or https URL with a host and no query or fragment, and drops a trailing slash. */
 function parseBaseUrl(raw) {

@@ -3,7 +3,9 @@ import type { Problem } from "./types.js";
  * EmqError is a refusal from the service: an answer whose status is not 2xx.
  * The service answers every error as an RFC 9457 problem+json body; an answer
  * from something in front of it (a proxy's 502 page) has only `status`, an
- * empty `code`, and a `detail` made of the start of its body.
+ * empty `code`, and a `detail` made of the start of its body. A 2xx answer
+ * that is not the JSON the call expects (an empty body, a proxy's page) is
+ * one too: its 2xx `status`, no `code`, and a `detail` that says so.
  */
 export declare class EmqError extends Error {
     /** status is the HTTP status, such as 409; 0 for ConnectionFailed. */

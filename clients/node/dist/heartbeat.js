@@ -1,6 +1,7 @@
 // Extending the lease of a job while its handler runs.
 import { Backoff, backingOff, isRetryable, sleep } from "./backoff.js";
-import { Gone, Stale, errorText } from "./errors.js";
+import { errorText } from "./error-text.js";
+import { Gone, Stale } from "./errors.js";
 import { Cancelled } from "./handler-errors.js";
 /**
  * Heartbeat extends a job's lease every third of it while its handler runs.

@@ -6,4 +6,5 @@ export { Cancelled, Fatal, Snooze } from "./handler-errors.js";
 export type { Logger } from "./logger.js";
 export type { RequestOptions } from "./transport.js";
 export type { components, EnqueueOptions, EnqueueRequest, ExtendResponse, Job, JobState, LogAppendResponse, LogLine, paths, Problem, } from "./types.js";
-export type { Handler, WorkOptions } from "./work.js";
+export type { Handler } from "./work.js";
+export type { WorkOptions } from "./work-options.js";

@@ -19,5 +19,9 @@ export interface Logger {
 export declare const consoleWarnings: Logger;
 /** Log is a Logger with every method, the ones it was given and no-ops for the rest. */
 export type Log = Required<Logger>;
-/** completeLogger fills in the methods a logger left out with no-ops. */
+/**
+ * completeLogger fills in the methods a logger left out with no-ops, and
+ * drops a record whose method throws: a logger's fault must not cost a job
+ * its report, nor stop a heartbeat.
+ */
 export declare function completeLogger(logger: Logger): Log;

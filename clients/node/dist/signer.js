@@ -1,65 +1,70 @@
 // Signing requests instead of sending the key: docs/operating.md, "Signed
 // webhooks".
 import { createHmac } from "node:crypto";
-import { setTimeout as sleep } from "node:timers/promises";
+import { sleep } from "./backoff.js";
+import { SentSignatures } from "./sent-signatures.js";
 /**
- * replayWindowSeconds is how long the service remembers a signature it
- * accepted (twice its 5-minute tolerance): a signature used within that
- * window is refused as a replay, so the signer remembers its own as long.
+ * borrowSeconds is how far before now a signature's timestamp may be put
+ * when the signatures of the later seconds were sent already. The service
+ * takes timestamps within 300 s of its clock; 30 s stays far from that
+ * edge whatever the skew of the two clocks.
  */
-const replayWindowSeconds = 600;
+const borrowSeconds = 30;
+/**
+ * sentByKey holds the signatures this process sent with each key. It is the
+ * module's, not a Client's, so that two Clients signing with one key never
+ * send the same signature.
+ */
+const sentByKey = new Map();
+/** sentWith returns the signatures sent with key, made empty on first use. */
+function sentWith(key) {
+    let sent = sentByKey.get(key);
+    if (sent === undefined) {
+        sent = new SentSignatures();
+        sentByKey.set(key, sent);
+    }
+    return sent;
+}
 /**
  * Signer makes the X-EMQ-Timestamp and X-EMQ-Signature headers of a request:
  * `sha256=` and the hex HMAC-SHA256, under the key, of
  * `<timestamp>.<METHOD>.<path and query>.<body>`.
  *
- * The service accepts each signature once. Two identical requests signed in
- * the same second (two claims with the same body, a retry of a call that got
- * no answer) would have the same signature, and the second would be refused
- * as a replay; so the signer remembers the signatures it made, and on a
- * collision waits for the next second and signs again.
+ * The service accepts each signature once, so two byte-identical requests
+ * (a worker's claims, one job's extends) must not carry the same timestamp.
+ * A request whose signature of this second was sent already is stamped with
+ * the latest earlier second whose signature was not, up to 30 s back, so
+ * signing costs no time; only when all 31 seconds are taken does it wait for
+ * the next second.
  */
 export class Signer {
     #key;
-    /** The signatures made, by the second of their timestamp, oldest second first. */
-    #used = new Map();
+    #sent;
     constructor(key) {
         this.#key = key;
+        this.#sent = sentWith(key);
     }
-    /** headers returns the headers that sign a request of method to target (path and query) with body. */
-    async headers(method, target, body) {
+    /**
+     * headers returns the headers that sign a request of method to target
+     * (path and query) with body. It rejects with the signal's reason only
+     * when signal aborts while it waits for a free second.
+     */
+    async headers(method, target, body, signal) {
         for (;;) {
-            const second = Math.floor(Date.now() / 1000);
-            const signature = this.#sign(String(second), method, target, body);
-            if (this.#claim(second, signature)) {
-                return { "X-EMQ-Timestamp": String(second), "X-EMQ-Signature": `sha256=${signature}` };
+            const now = Math.floor(Date.now() / 1000);
+            this.#sent.forgetBefore(now - borrowSeconds);
+            for (let second = now; second >= now - borrowSeconds; second--) {
+                const signature = this.#sign(second, method, target, body);
+                if (this.#sent.take(second, signature)) {
+                    return { "X-EMQ-Timestamp": String(second), "X-EMQ-Signature": `sha256=${signature}` };
+                }
             }
-            await sleep(Math.max(1, (second + 1) * 1000 - Date.now()));
-        }
-    }
-    #sign(timestamp, method, target, body) {
-        return createHmac("sha256", this.#key).update(`${timestamp}.${method}.${target}.`).update(body).digest("hex");
-    }
-    /** #claim records signature as used in second, and reports false when it was used already. */
-    #claim(second, signature) {
-        let used = this.#used.get(second);
-        if (used === undefined) {
-            used = new Set();
-            this.#used.set(second, used);
-            this.#forgetBefore(second - replayWindowSeconds);
-        }
-        if (used.has(signature)) {
-            return false;
-        }
-        used.add(signature);
-        return true;
-    }
-    /** #forgetBefore drops the signatures of the seconds before oldest: the service has forgotten them too. */
-    #forgetBefore(oldest) {
-        for (const second of this.#used.keys()) {
-            if (second < oldest) {
-                this.#used.delete(second);
+            if (!(await sleep((now + 1) * 1000 - Date.now(), signal))) {
+                signal?.throwIfAborted();
             }
         }
+    }
+    #sign(second, method, target, body) {
+        return createHmac("sha256", this.#key).update(`${second}.${method}.${target}.`).update(body).digest("hex");
     }
 }

@@ -1,8 +1,10 @@
 // One HTTP request to the service: authenticated (a bearer key, or signed),
 // bounded by a timeout, its answer read whole, and turned into the answer's
 // JSON or an EmqError.
-import { ConnectionFailed, errorOfAnswer } from "./errors.js";
+import { ConnectionFailed, errorOfAnswer, unexpectedAnswer } from "./errors.js";
 import { Signer } from "./signer.js";
+/** anyObject expects any JSON object: every 2xx answer of the API is one. */
+const anyObject = () => true;
 /** Transport sends requests to one service. */
 export class Transport {
     #baseUrl;
@@ -19,32 +21,40 @@ export class Transport {
     }
     /**
      * send sends one request to path (with its query) and returns the answer's
-     * JSON (undefined for an empty body). It throws the EmqError of an answer
-     * that is not 2xx, ConnectionFailed when no whole answer came in time, the
-     * signal's reason when the signal aborted it, and a TypeError, before
-     * anything is sent, for a body that is not JSON (a BigInt, a cycle).
+     * JSON object. It throws the EmqError of an answer that is not 2xx, an
+     * EmqError with the 2xx status and no code for an answer that is not a
+     * JSON object or fails `expected` (an empty body, a proxy's page),
+     * ConnectionFailed when no whole answer came in time, the signal's reason
+     * when the signal aborted it, and a TypeError, before anything is sent,
+     * for a body that is not JSON (a BigInt, a cycle). The method is sent
+     * upper-cased, as it is signed.
      */
-    async send(method, path, options = {}) {
+    async send(method, path, options = {}, expected = anyObject) {
+        const verb = method.toUpperCase();
         const body = options.body === undefined ? "" : jsonOf(options.body);
         const url = new URL(this.#baseUrl + path);
         const headers = { Accept: "application/json", ...options.headers };
         if (options.body !== undefined) {
             headers["Content-Type"] = "application/json";
         }
-        Object.assign(headers, await this.#authHeaders(method, url.pathname + url.search, body));
+        Object.assign(headers, await this.#authHeaders(verb, url.pathname + url.search, body, options.signal));
         const timeoutMs = options.timeoutMs ?? this.#timeoutMs;
-        const { status, text, retryAfter } = await exchange(url, { method, headers, body: body || undefined }, timeoutMs, options.signal);
+        const { status, text, retryAfter } = await exchange(url, { method: verb, headers, body: body || undefined }, timeoutMs, options.signal);
         if (status < 200 || status > 299) {
             throw errorOfAnswer(status, text, retryAfterSeconds(retryAfter));
         }
-        return (text ? JSON.parse(text) : undefined);
+        const answer = jsonObjectOf(text);
+        if (answer === undefined || !expected(answer)) {
+            throw unexpectedAnswer(status, text);
+        }
+        return answer;
     }
-    async #authHeaders(method, target, body) {
+    async #authHeaders(method, target, body, signal) {
         switch (this.#auth.kind) {
             case "bearer":
                 return { Authorization: `Bearer ${this.#auth.key}` };
             case "signed":
-                return this.#auth.signer.headers(method, target, body);
+                return this.#auth.signer.headers(method, target, body, signal);
             case "none":
                 return {};
         }
@@ -100,18 +110,29 @@ function jsonOf(value) {
     }
     return json;
 }
+/** jsonObjectOf reads an answer's text as a JSON object, or gives undefined (empty, not JSON, or another JSON value). */
+function jsonObjectOf(text) {
+    try {
+        const value = JSON.parse(text);
+        if (typeof value === "object" && value !== null && !Array.isArray(value)) {
+            return value;
+        }
+    }
+    catch {
+        // not JSON: unexpectedAnswer says so
+    }
+    return undefined;
+}
 /**
- * retryAfterSeconds reads a Retry-After header: seconds (the form the service
- * sends) or an HTTP date. It is undefined when absent, unreadable or past.
+ * retryAfterSeconds reads a Retry-After header of whole seconds, the form
+ * the service sends. It is undefined when absent, 0, or anything else: an
+ * HTTP date is ignored, as examples/README.md says, so that a clock apart
+ * from the service's cannot make a worker wait.
  */
 function retryAfterSeconds(value) {
     const text = (value ?? "").trim();
-    if (/^\d+$/.test(text)) {
-        return Number(text) > 0 ? Number(text) : undefined;
-    }
-    const at = Date.parse(text);
-    if (Number.isNaN(at) || at <= Date.now()) {
+    if (!/^\d+$/.test(text) || Number(text) === 0) {
         return undefined;
     }
-    return Math.ceil((at - Date.now()) / 1000);
+    return Number(text);
 }

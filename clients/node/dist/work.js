@@ -1,25 +1,29 @@
 // work(): the worker loop, as the Go client's Work and examples/node/worker.mjs
 // run it: long-poll claims for the free slots, a heartbeat beside each
 // handler, the outcome reported, retries with backoff, and a clean stop.
-import { hostname } from "node:os";
 import { Backoff, backingOff, isRetryableClaim, sleep } from "./backoff.js";
-import { errorText } from "./errors.js";
+import { errorText } from "./error-text.js";
 import { Heartbeat } from "./heartbeat.js";
-import { completeLogger, consoleWarnings } from "./logger.js";
+import { queuePath } from "./paths.js";
 import { report } from "./report.js";
-/** The defaults of WorkOptions. */
-const defaultWorkLeaseMs = 30_000;
-const defaultWaitMs = 10_000;
-const longestWaitMs = 30_000;
+import { workSettings } from "./work-options.js";
+/** maxClaimCount is the most jobs one claim may ask for (the service's limit of `count`). */
+const maxClaimCount = 100;
 /** idlePauseMs is the pause between empty claims when waitMs is 0, so that polling without a wait does not spin. */
 const idlePauseMs = 1000;
 /**
  * work runs the loop of Client.work: it resolves once `options.signal`
  * aborted and the jobs in hand were reported, and rejects with the error of a
- * claim refused for good, once the jobs in hand were reported.
+ * claim refused for good, once the jobs in hand were reported. It rejects at
+ * once, claiming nothing, with a TypeError for a handler that is not a
+ * function, a queue name no path can hold, or an option out of its range.
  */
-export function work(client, queue, handler, options = {}) {
-    return new WorkLoop(client, queue, handler, options).run();
+export async function work(client, queue, handler, options = {}) {
+    if (typeof handler !== "function") {
+        throw new TypeError(`echo-mq: work() handler: want a function, not ${typeof handler}`);
+    }
+    queuePath(queue);
+    return new WorkLoop(client, queue, handler, workSettings(options)).run();
 }
 /** WorkLoop is one call of work(). */
 class WorkLoop {
@@ -36,16 +40,16 @@ class WorkLoop {
     #inHand = new Set();
     /** #slotFreed wakes the claim loop waiting for a free slot. */
     #slotFreed;
-    constructor(client, queue, handler, options) {
+    constructor(client, queue, handler, settings) {
         this.#client = client;
         this.#queue = queue;
         this.#handler = handler;
-        this.#concurrency = Math.max(1, Math.floor(options.concurrency ?? 1));
-        this.#leaseMs = options.leaseMs ?? defaultWorkLeaseMs;
-        this.#waitMs = Math.min(Math.max(0, options.waitMs ?? defaultWaitMs), longestWaitMs);
-        this.#worker = options.worker ?? `node-${hostname()}-${process.pid}`;
-        this.#log = completeLogger(options.logger ?? consoleWarnings);
-        this.#stop = options.signal ?? new AbortController().signal;
+        this.#concurrency = settings.concurrency;
+        this.#leaseMs = settings.leaseMs;
+        this.#waitMs = settings.waitMs;
+        this.#worker = settings.worker;
+        this.#log = settings.log;
+        this.#stop = settings.stop;
     }
     /** run claims and works jobs until stopped or refused, then waits for the jobs in hand. */
     async run() {
@@ -76,7 +80,7 @@ class WorkLoop {
             let jobs;
             try {
                 jobs = await this.#client.claim(this.#queue, {
-                    count: this.#concurrency - this.#inHand.size,
+                    count: Math.min(this.#concurrency - this.#inHand.size, maxClaimCount),
                     leaseMs: this.#leaseMs,
                     waitMs: this.#waitMs,
                     worker: this.#worker,
@@ -123,10 +127,15 @@ class WorkLoop {
         });
         this.#inHand.add(running);
     }
-    /** #run runs the handler on job, with a heartbeat beside it, then reports its outcome; it never rejects. */
+    /**
+     * #run runs the handler on job, with a heartbeat beside it, then reports
+     * its outcome. It never rejects: should anything between the claim and the
+     * report throw, the job is failed with what was thrown rather than left
+     * active until its lease lapses.
+     */
     async #run(job, claimedAt) {
-        this.#log.info(`claimed ${job.id}`);
         try {
+            this.#log.info(`claimed ${job.id}`);
             const handlerAbort = new AbortController();
             const heartbeat = new Heartbeat(job, this.#leaseMs, claimedAt, handlerAbort, this.#log);
             let outcome;
@@ -141,6 +150,20 @@ class WorkLoop {
         }
         catch (err) {
             this.#log.error(`job ${job.id}: ${errorText(err)}`);
+            await this.#failAfterFault(job, err);
+        }
+    }
+    /** #failAfterFault fails job, unless it was lost, with the text of fault, a throw of the worker's own; it never rejects. */
+    async #failAfterFault(job, fault) {
+        if (job.lost) {
+            return;
+        }
+        try {
+            await job.fail(`the worker failed: ${errorText(fault)}`, { minimal: true });
+            this.#log.info(`failed ${job.id}: the worker failed`);
+        }
+        catch (err) {
+            this.#log.error(`fail ${job.id} refused: ${errorText(err)}`);
         }
     }
 }

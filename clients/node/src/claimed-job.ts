@@ -3,6 +3,7 @@
 // they answer 409 EMQSTALE (or 404 EMQGONE for a removed job).
 
 import type { Client } from "./client.js";
+import { wellFormed } from "./error-text.js";
 import { Gone, Stale } from "./errors.js";
 import { jobPath } from "./paths.js";
 import type { ExtendResponse, Job, LogAppendResponse } from "./types.js";
@@ -116,9 +117,12 @@ export class ClaimedJob {
    * fail reports that the attempt failed with `error` (kept as the job's
    * last_error): the service retries the job with its backoff, or makes it
    * dead when no attempt is left, or cancelled when a cancel was requested.
+   * A lone surrogate in `error` (half of a UTF-16 pair, such as a message
+   * cut in the middle of an emoji) is sent as U+FFFD: the service refuses
+   * a body that holds one.
    */
   fail(error: string, options: FailOptions = {}): Promise<Job> {
-    const body = { token: this.token, error, retry_in_ms: options.retryInMs, fatal: options.fatal };
+    const body = { token: this.token, error: wellFormed(error), retry_in_ms: options.retryInMs, fatal: options.fatal };
     return this.#call<Job>("fail", body, { headers: minimalHeader(options.minimal) });
   }
 

@@ -1,7 +1,7 @@
 // The errors a call to the service throws: EmqError for any answer that is
-// not 2xx, a subclass of it for each problem code, and ConnectionFailed when
-// no answer came. Act on the class (or `code`); `title` and `detail` are for
-// people and may be reworded.
+// not 2xx (or is 2xx but not the JSON expected), a subclass of it for each
+// problem code, and ConnectionFailed when no answer came. Act on the class
+// (or `code`); `title` and `detail` are for people and may be reworded.
 
 import type { Problem } from "./types.js";
 
@@ -9,7 +9,9 @@ import type { Problem } from "./types.js";
  * EmqError is a refusal from the service: an answer whose status is not 2xx.
  * The service answers every error as an RFC 9457 problem+json body; an answer
  * from something in front of it (a proxy's 502 page) has only `status`, an
- * empty `code`, and a `detail` made of the start of its body.
+ * empty `code`, and a `detail` made of the start of its body. A 2xx answer
+ * that is not the JSON the call expects (an empty body, a proxy's page) is
+ * one too: its 2xx `status`, no `code`, and a `detail` that says so.
  */
 export class EmqError extends Error {
   /** status is the HTTP status, such as 409; 0 for ConnectionFailed. */
@@ -114,6 +116,17 @@ export function errorOfAnswer(status: number, body: string, retryAfterSeconds: n
   return new ErrorClass(status, problem, "", retryAfterSeconds);
 }
 
+/**
+ * unexpectedAnswer makes the error of a 2xx answer that is not the JSON a
+ * call expects (an empty body, a proxy's page): its status, no code, and a
+ * detail saying so with the start of the body.
+ * @internal
+ */
+export function unexpectedAnswer(status: number, body: string): EmqError {
+  const start = body.trim().slice(0, maxDetail);
+  return new EmqError(status, undefined, `the answer was not the JSON expected: ${start === "" ? "an empty body" : start}`);
+}
+
 /** problemOf reads a body as a problem+json object with a code, or gives undefined. */
 function problemOf(body: string): Problem | undefined {
   try {
@@ -125,12 +138,4 @@ function problemOf(body: string): Problem | undefined {
     // not JSON: a proxy's page
   }
   return undefined;
-}
-
-/**
- * errorText is the message of anything thrown: what a job is failed with.
- * @internal
- */
-export function errorText(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
 }

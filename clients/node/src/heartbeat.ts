@@ -2,7 +2,8 @@
 
 import { Backoff, backingOff, isRetryable, sleep } from "./backoff.js";
 import type { ClaimedJob } from "./claimed-job.js";
-import { type EmqError, Gone, Stale, errorText } from "./errors.js";
+import { errorText } from "./error-text.js";
+import { type EmqError, Gone, Stale } from "./errors.js";
 import { Cancelled } from "./handler-errors.js";
 import type { Log } from "./logger.js";
 

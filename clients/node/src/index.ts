@@ -37,4 +37,5 @@ export type {
   paths,
   Problem,
 } from "./types.js";
-export type { Handler, WorkOptions } from "./work.js";
+export type { Handler } from "./work.js";
+export type { WorkOptions } from "./work-options.js";

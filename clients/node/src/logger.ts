@@ -27,13 +27,36 @@ export const consoleWarnings: Logger = {
 /** Log is a Logger with every method, the ones it was given and no-ops for the rest. */
 export type Log = Required<Logger>;
 
-/** completeLogger fills in the methods a logger left out with no-ops. */
+/**
+ * completeLogger fills in the methods a logger left out with no-ops, and
+ * drops a record whose method throws: a logger's fault must not cost a job
+ * its report, nor stop a heartbeat.
+ */
 export function completeLogger(logger: Logger): Log {
-  const drop = () => {};
   return {
-    debug: logger.debug?.bind(logger) ?? drop,
-    info: logger.info?.bind(logger) ?? drop,
-    warn: logger.warn?.bind(logger) ?? drop,
-    error: logger.error?.bind(logger) ?? drop,
+    debug: safely(logger, logger.debug),
+    info: safely(logger, logger.info),
+    warn: safely(logger, logger.warn),
+    error: safely(logger, logger.error),
+  };
+}
+
+/**
+ * safely calls method on logger with a message, ignoring what it throws or,
+ * for an async method, rejects with; a missing method drops the message.
+ */
+function safely(logger: Logger, method: ((message: string) => void) | undefined): (message: string) => void {
+  if (typeof method !== "function") {
+    return () => {};
+  }
+  return (message) => {
+    try {
+      const written: unknown = method.call(logger, message);
+      if (written instanceof Promise) {
+        written.catch(() => {});
+      }
+    } catch {
+      // the record is lost; the work goes on
+    }
   };
 }

@@ -3,7 +3,8 @@
 
 import { Backoff, backingOff, isRetryable, sleep, whyOf } from "./backoff.js";
 import type { ClaimedJob } from "./claimed-job.js";
-import { type EmqError, Gone, Stale, errorText } from "./errors.js";
+import { errorText } from "./error-text.js";
+import { EmqError, Gone, Stale } from "./errors.js";
 import { Fatal, Snooze } from "./handler-errors.js";
 import type { Log } from "./logger.js";
 import type { Job } from "./types.js";
@@ -15,7 +16,8 @@ export type Outcome = { value: unknown } | { error: unknown };
  * report sends the outcome of a job's handler to the service: complete with
  * the value; fail "cancelled: <reason>" for a throw after a cancel was seen
  * (the service makes the job cancelled); snooze for a Snooze; fail fatal for
- * a Fatal; fail with the message for any other throw. A job lost (409 or 404)
+ * a Fatal; fail with the message for any other throw (an error text the
+ * service refuses is sent once more as a plain text). A job lost (409 or 404)
  * gets no report, only a warning, and so does one whose report met a 409 or
  * 404. `leaseEnd` is the latest the job's lease may end; `lostBy` the answer
  * that lost it, if the heartbeat saw one.
@@ -31,7 +33,7 @@ export async function report(job: ClaimedJob, outcome: Outcome, leaseEnd: number
   } else if (outcome.error instanceof Snooze) {
     await reporter.snooze(outcome.error.delayMs);
   } else if (outcome.error instanceof Fatal) {
-    await reporter.fail(outcome.error.message, true);
+    await reporter.fail(errorText(outcome.error), true);
   } else {
     await reporter.fail(errorText(outcome.error));
   }
@@ -40,6 +42,11 @@ export async function report(job: ClaimedJob, outcome: Outcome, leaseEnd: number
 /** cancelledText is what a cancelled job is failed with. */
 function cancelledText(reason: string): string {
   return reason ? `cancelled: ${reason}` : "cancelled";
+}
+
+/** refusedText is the plain text a job is failed with when the service refused its error's text. */
+function refusedText(refusal: EmqError): string {
+  return `the error's text was refused: ${refusal.message}`;
 }
 
 /** LeaseLapsed is why a report was given up: the job's lease may have lapsed, and the service's sweep takes the job back. */
@@ -77,15 +84,26 @@ class Reporter {
     }
   }
 
-  /** fail reports a failed attempt with error, fatal or not. */
-  async fail(error: string, fatal = false): Promise<void> {
+  /**
+   * fail reports a failed attempt with error, fatal or not. A fail the
+   * service refuses with 400 (an error text it cannot take) is sent once
+   * more with a plain text that says so, so that the job does not stay
+   * active until its lease lapses; `plain` marks that second fail.
+   */
+  async fail(error: string, fatal = false, plain = false): Promise<void> {
     try {
       const job = await this.#retry("failing", () => this.#job.fail(error, { fatal, minimal: true }));
       this.#logEnd(job, `failed ${this.#job.id}: ${error}`);
     } catch (err) {
-      if (!this.#settled(err, "failed")) {
-        this.#log.error(`fail ${this.#job.id} refused: ${errorText(err)}`);
+      if (this.#settled(err, "failed")) {
+        return;
       }
+      if (err instanceof EmqError && err.status === 400 && !plain) {
+        this.#log.warn(`fail ${this.#job.id} refused: ${errorText(err)}; failing it with a plain text instead`);
+        await this.fail(refusedText(err), fatal, true);
+        return;
+      }
+      this.#log.error(`fail ${this.#job.id} refused: ${errorText(err)}`);
     }
   }
 

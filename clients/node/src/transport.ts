@@ -2,7 +2,7 @@
 // bounded by a timeout, its answer read whole, and turned into the answer's
 // JSON or an EmqError.
 
-import { ConnectionFailed, errorOfAnswer } from "./errors.js";
+import { ConnectionFailed, errorOfAnswer, unexpectedAnswer } from "./errors.js";
 import { Signer } from "./signer.js";
 
 /** RequestOptions shape one request. */
@@ -16,6 +16,12 @@ export interface RequestOptions {
   /** headers are sent besides the client's own, such as `Prefer: return=minimal`. */
   headers?: Record<string, string>;
 }
+
+/** Expected tells whether a 2xx answer's JSON object is the one a call expects. */
+export type Expected = (answer: Record<string, unknown>) => boolean;
+
+/** anyObject expects any JSON object: every 2xx answer of the API is one. */
+const anyObject: Expected = () => true;
 
 /** Auth is how requests are authenticated: nothing, a bearer key, or a signer. */
 export type Auth = { kind: "none" } | { kind: "bearer"; key: string } | { kind: "signed"; signer: Signer };
@@ -39,33 +45,41 @@ export class Transport {
 
   /**
    * send sends one request to path (with its query) and returns the answer's
-   * JSON (undefined for an empty body). It throws the EmqError of an answer
-   * that is not 2xx, ConnectionFailed when no whole answer came in time, the
-   * signal's reason when the signal aborted it, and a TypeError, before
-   * anything is sent, for a body that is not JSON (a BigInt, a cycle).
+   * JSON object. It throws the EmqError of an answer that is not 2xx, an
+   * EmqError with the 2xx status and no code for an answer that is not a
+   * JSON object or fails `expected` (an empty body, a proxy's page),
+   * ConnectionFailed when no whole answer came in time, the signal's reason
+   * when the signal aborted it, and a TypeError, before anything is sent,
+   * for a body that is not JSON (a BigInt, a cycle). The method is sent
+   * upper-cased, as it is signed.
    */
-  async send<T>(method: string, path: string, options: RequestOptions = {}): Promise<T> {
+  async send<T>(method: string, path: string, options: RequestOptions = {}, expected: Expected = anyObject): Promise<T> {
+    const verb = method.toUpperCase();
     const body = options.body === undefined ? "" : jsonOf(options.body);
     const url = new URL(this.#baseUrl + path);
     const headers: Record<string, string> = { Accept: "application/json", ...options.headers };
     if (options.body !== undefined) {
       headers["Content-Type"] = "application/json";
     }
-    Object.assign(headers, await this.#authHeaders(method, url.pathname + url.search, body));
+    Object.assign(headers, await this.#authHeaders(verb, url.pathname + url.search, body, options.signal));
     const timeoutMs = options.timeoutMs ?? this.#timeoutMs;
-    const { status, text, retryAfter } = await exchange(url, { method, headers, body: body || undefined }, timeoutMs, options.signal);
+    const { status, text, retryAfter } = await exchange(url, { method: verb, headers, body: body || undefined }, timeoutMs, options.signal);
     if (status < 200 || status > 299) {
       throw errorOfAnswer(status, text, retryAfterSeconds(retryAfter));
     }
-    return (text ? JSON.parse(text) : undefined) as T;
+    const answer = jsonObjectOf(text);
+    if (answer === undefined || !expected(answer)) {
+      throw unexpectedAnswer(status, text);
+    }
+    return answer as T;
   }
 
-  async #authHeaders(method: string, target: string, body: string): Promise<Record<string, string>> {
+  async #authHeaders(method: string, target: string, body: string, signal: AbortSignal | undefined): Promise<Record<string, string>> {
     switch (this.#auth.kind) {
       case "bearer":
         return { Authorization: `Bearer ${this.#auth.key}` };
       case "signed":
-        return this.#auth.signer.headers(method, target, body);
+        return this.#auth.signer.headers(method, target, body, signal);
       case "none":
         return {};
     }
@@ -130,18 +144,29 @@ function jsonOf(value: unknown): string {
   return json;
 }
 
+/** jsonObjectOf reads an answer's text as a JSON object, or gives undefined (empty, not JSON, or another JSON value). */
+function jsonObjectOf(text: string): Record<string, unknown> | undefined {
+  try {
+    const value: unknown = JSON.parse(text);
+    if (typeof value === "object" && value !== null && !Array.isArray(value)) {
+      return value as Record<string, unknown>;
+    }
+  } catch {
+    // not JSON: unexpectedAnswer says so
+  }
+  return undefined;
+}
+
 /**
- * retryAfterSeconds reads a Retry-After header: seconds (the form the service
- * sends) or an HTTP date. It is undefined when absent, unreadable or past.
+ * retryAfterSeconds reads a Retry-After header of whole seconds, the form
+ * the service sends. It is undefined when absent, 0, or anything else: an
+ * HTTP date is ignored, as examples/README.md says, so that a clock apart
+ * from the service's cannot make a worker wait.
  */
 function retryAfterSeconds(value: string | null): number | undefined {
   const text = (value ?? "").trim();
-  if (/^\d+$/.test(text)) {
-    return Number(text) > 0 ? Number(text) : undefined;
-  }
-  const at = Date.parse(text);
-  if (Number.isNaN(at) || at <= Date.now()) {
+  if (!/^\d+$/.test(text) || Number(text) === 0) {
     return undefined;
   }
-  return Math.ceil((at - Date.now()) / 1000);
+  return Number(text);
 }
