@@ -3,7 +3,9 @@
 // real redis-server (the walk-through, the worker loop, keys and signed
 // requests, the event streams), or names only what exists: packages,
 // tests and benchmarks, scripts, settings, routes of the spec, compose
-// profiles. So the docs cannot drift from the code unnoticed.
+// profiles; and the Python and Node workers of docs/workers.md run, on the
+// packages installed as the page says. So the docs cannot drift from the
+// code unnoticed.
 package docs
 
 import (
@@ -269,9 +271,9 @@ func getJSON(t *testing.T, url string) map[string]any {
 	return v
 }
 
-// A docs page's shell blocks, by the heading they sit under.
+// A docs page's code blocks, by the heading they sit under.
 
-type shBlock struct {
+type codeBlock struct {
 	file, heading, text string
 	line                int // where the block's first command is
 }
@@ -282,25 +284,32 @@ var (
 )
 
 // shBlocks reads the ```sh blocks of a markdown file.
-func shBlocks(t *testing.T, file string) []shBlock {
+func shBlocks(t *testing.T, file string) []codeBlock {
+	t.Helper()
+	return codeBlocks(t, file, "sh")
+}
+
+// codeBlocks reads the code blocks of a markdown file in language lang
+// (```python, ```js, ...).
+func codeBlocks(t *testing.T, file, lang string) []codeBlock {
 	t.Helper()
 	text, err := os.ReadFile(filepath.Join(root, file))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var blocks []shBlock
-	heading, in, lang := "", false, ""
+	var blocks []codeBlock
+	heading, in, blockLang := "", false, ""
 	var cur []string
 	start := 0
 	for i, line := range strings.Split(string(text), "\n") {
 		if m := fenceLine.FindStringSubmatch(line); m != nil {
 			if !in {
-				in, lang, cur, start = true, m[1], nil, i+2
+				in, blockLang, cur, start = true, m[1], nil, i+2
 				continue
 			}
 			if line == "```" {
-				if lang == "sh" {
-					blocks = append(blocks, shBlock{file, heading, strings.Join(cur, "\n"), start})
+				if blockLang == lang {
+					blocks = append(blocks, codeBlock{file, heading, strings.Join(cur, "\n"), start})
 				}
 				in = false
 				continue

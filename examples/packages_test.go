@@ -6,6 +6,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/echo-mq/echo_mq/internal/servicetest"
 )
 
 // The Python and Node examples run on the client packages (clients/python,
@@ -40,9 +42,8 @@ var pythonInstall struct {
 	err  error
 }
 
-// installPython makes a venv with the echo-mq package installed offline,
-// as clients/python/README.md says (from a copy of clients/python: a build
-// writes beside its source), and returns its bin directory, for the front
+// installPython makes a venv with the echo-mq package installed offline
+// (servicetest.InstallPython) and returns its bin directory, for the front
 // of the examples' PATH: there python3 is the venv's.
 func installPython(t *testing.T) string {
 	t.Helper()
@@ -53,19 +54,7 @@ func installPython(t *testing.T) string {
 			return
 		}
 		builds.add(tmp)
-		src := filepath.Join(tmp, "src")
-		if err := os.CopyFS(src, os.DirFS(filepath.Join("..", "clients", "python"))); err != nil {
-			pythonInstall.err = err
-			return
-		}
-		venv := filepath.Join(tmp, "venv")
-		if err := runIn(".", 2*time.Minute, "python3", "-m", "venv", venv); err != nil {
-			pythonInstall.err = err
-			return
-		}
-		pythonInstall.err = runIn(".", 2*time.Minute, filepath.Join(venv, "bin", "pip"), "install",
-			"--no-build-isolation", "--no-index", "--disable-pip-version-check", src)
-		pythonInstall.dir = filepath.Join(venv, "bin")
+		pythonInstall.dir, pythonInstall.err = servicetest.InstallPython("..", tmp)
 	})
 	if pythonInstall.err != nil {
 		t.Fatal(pythonInstall.err)
