@@ -55,8 +55,10 @@ var finishings = []finishing{
 	}, oneJob},
 	{"fail", "delayed", func(tb testing.TB, h *harness, q string, held jobView, header http.Header) reply {
 		tb.Helper()
+		// Retried in an hour: a job failed earlier must not come due (the
+		// default backoff's first second) and be claimed before the next.
 		return h.sendWith(tb, "POST", jobPath(q, held.ID, "fail"), header,
-			fmt.Sprintf(`{"token":%d,"error":"boom"}`, held.Token))
+			fmt.Sprintf(`{"token":%d,"error":"boom","retry_in_ms":3600000}`, held.Token))
 	}, oneJob},
 	{"batch complete", "completed", func(tb testing.TB, h *harness, q string, held jobView, header http.Header) reply {
 		tb.Helper()
