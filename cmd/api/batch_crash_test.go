@@ -14,7 +14,7 @@ import (
 )
 
 // TestBatchCallbackOnceAcrossCrash runs two service processes on one
-// redis-server, fills a batch of 10,000 jobs (open, ten adds of 1,000,
+// redis-server, fills a batch of 4,000 jobs (open, four adds of 1,000,
 // then a commit) whose callback goes to another queue, and has workers
 // claim through both replicas and complete each job, or fail it fatally
 // for one job in ten. When a third of the jobs have ended it SIGKILLs one
@@ -23,7 +23,7 @@ import (
 // be enqueued, carrying them.
 func TestBatchCallbackOnceAcrossCrash(t *testing.T) {
 	t.Parallel()
-	const jobs, workers = 10000, 8
+	const jobs, workers = 4000, 8
 	bin := buildService(t)
 	server := redistest.StartServer(t)
 	var bases [2]string

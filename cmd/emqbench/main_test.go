@@ -56,7 +56,7 @@ func TestRunMeasuresEveryShape(t *testing.T) {
 	var out bytes.Buffer
 	err := run(context.Background(), []string{
 		"-url", service(t, prefix), "-redis", "redis://" + redistest.Addr(), "-prefix", prefix,
-		"-warmup", "100ms", "-duration", "400ms", "-producers", "4", "-workers", "4",
+		"-warmup", "100ms", "-duration", "800ms", "-producers", "4", "-workers", "4", "-batch", "10",
 		"-extend-jobs", "20", "-extend-rate", "200", "-extend-goroutines", "4",
 	}, &out)
 	if err != nil {
@@ -213,7 +213,9 @@ func TestRunSpreadsOverQueues(t *testing.T) {
 }
 
 // TestDirectOnCluster runs the batch shape through the direct driver over
-// four queues on a real three-master Redis Cluster, given as seed URLs:
+// four queues on a real three-master Redis Cluster, given as seed URLs
+// (batches of 10, so that the producers' turns reach every queue within
+// the run even when a busy machine moves only a few hundred jobs a second):
 // every queue moves jobs with no error (a plain client would meet MOVED
 // on the queues other masters own), Redis is reported node by node, and
 // nothing is left on any master.
@@ -223,7 +225,7 @@ func TestDirectOnCluster(t *testing.T) {
 	var out bytes.Buffer
 	err := run(context.Background(), []string{
 		"-via", "direct", "-redis", cluster.URL(), "-prefix", prefix, "-shapes", "batch", "-queues", "4",
-		"-warmup", "100ms", "-duration", "500ms", "-producers", "2", "-workers", "4",
+		"-warmup", "100ms", "-duration", "1500ms", "-producers", "2", "-workers", "4", "-batch", "10",
 	}, &out)
 	if err != nil {
 		t.Fatalf("run: %v\n%s", err, out.String())

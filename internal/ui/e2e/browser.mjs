@@ -10,8 +10,14 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { chromium } from "playwright-core";
 
-/** How long a wait for the page may take before the check fails. */
-export const waitMs = 10_000;
+/**
+ * How long a wait for the page may take before the check fails: a bound
+ * for a hung page, not a measure of speed. It is Playwright's own 30 s,
+ * since on two loaded cores (the whole suite beside the browser) a page's
+ * round trip with the service, or the reaper's next visit, has taken
+ * more than 10 s.
+ */
+export const waitMs = 30_000;
 
 /** The colour schemes the pages are checked and shown in. */
 export const schemes = ["light", "dark"];
