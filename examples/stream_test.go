@@ -153,7 +153,7 @@ func checkExtendFaults(t *testing.T, lang language, svc service, w *worker, prox
 // again each time.
 func checkCompleteFaults(t *testing.T, lang language, svc service, w *worker, proxy *servicetest.FlakyProxy, q, id string) {
 	t.Helper()
-	j := w.waitState(t, svc, q, id, "completed", snoozeAhead+20*time.Second)
+	j := w.waitState(t, svc, q, id, "completed", 20*time.Second)
 	checkResult(t, lang, j, 100)
 	if n := len(proxy.Requests("/jobs/" + id + "/complete")); n != 3 {
 		t.Errorf("the worker sent %d completes, want 3: after a 502 and a 503, the one that passed", n)
